@@ -1,0 +1,123 @@
+"""System checks (``manage.py check``). Ids are stable and documented in
+docs/reference/checks.md; never reuse a retired id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, register
+
+from .conf import DEFAULTS, conf
+from .exceptions import InvalidSchedule
+from .schedules import finite, registry, settings_schedules
+
+# Field of an invalid schedule -> check id. One id per kind of mistake so
+# operators can silence or grep them precisely.
+FIELD_IDS = {
+    "AWA_SCHEDULES": "awa_django.E001",
+    "name": "awa_django.E002",
+    "cron": "awa_django.E003",
+    "timezone": "awa_django.E004",
+    "task": "awa_django.E005",
+    "queue": "awa_django.E006",
+    "priority": "awa_django.E007",
+    "max_attempts": "awa_django.E008",
+    "args": "awa_django.E009",
+    "kwargs": "awa_django.E009",
+    "metadata": "awa_django.E009",
+    "missed_fire_policy": "awa_django.E010",
+    "tags": "awa_django.E011",
+}
+UNKNOWN_OPTION_ID = "awa_django.E012"
+
+HINTS = {
+    "awa_django.E001": "AWA_SCHEDULES maps schedule names to dicts with 'cron' and 'task'.",
+    "awa_django.E002": "Names are 1-200 characters, unique across settings and cron.py.",
+    "awa_django.E003": "Use 5 fields, 6 fields with seconds first, or @hourly/@daily/...",
+    "awa_django.E004": "Use an IANA zone name such as 'Europe/Berlin' or 'UTC'.",
+    "awa_django.E005": "Point 'task' at a function decorated with django.tasks.task.",
+    "awa_django.E006": "Add the queue to the task backend's QUEUES in settings.TASKS.",
+    "awa_django.E007": "django.tasks priorities are whole numbers from -100 to 100.",
+    "awa_django.E008": "max_attempts is a whole number from 1 to 1000.",
+    "awa_django.E009": "args must be a list, kwargs/metadata dicts, all JSON-serialisable.",
+    "awa_django.E010": "missed_fire_policy is 'coalesce' (default) or 'catch_up'.",
+    "awa_django.E011": "tags is a list of at most 20 non-empty strings.",
+    "awa_django.E012": "Allowed options: see docs/reference/settings.md#awa_schedules.",
+    "awa_django.E020": "Durations are numbers of seconds, zero or more.",
+    "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
+    "awa_django.E022": "awa_django needs a PostgreSQL database.",
+}
+
+DURATION_SETTINGS = (
+    "AWA_EVALUATE_INTERVAL",
+    "AWA_SYNC_INTERVAL",
+    "AWA_ELECTION_INTERVAL",
+    "AWA_LEADER_CHECK_INTERVAL",
+    "AWA_SNAPSHOT_INTERVAL",
+    "AWA_RECONCILE_GRACE",
+    "AWA_HEARTBEAT_INTERVAL",
+    "AWA_RESCUE_AFTER",
+    "AWA_JOB_RETENTION",
+)
+
+
+def _error(check_id: str, msg: str, obj: Any = None) -> Error:
+    return Error(msg, hint=HINTS.get(check_id), obj=obj, id=check_id)
+
+
+def schedule_error(exc: InvalidSchedule) -> Error:
+    """Turn an :class:`InvalidSchedule` into a check ``Error`` with a stable id."""
+    check_id = FIELD_IDS.get(exc.field, UNKNOWN_OPTION_ID)
+    return _error(check_id, str(exc), obj=f"AWA_SCHEDULES[{exc.schedule!r}]")
+
+
+@register(Tags.compatibility)
+def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every ``AWA_SCHEDULES`` entry is valid and no name is declared twice."""
+    schedules, errors = settings_schedules()
+    messages: list[CheckMessage] = [schedule_error(exc) for exc in errors]
+    for schedule in schedules:
+        if schedule.name in registry:
+            messages.append(
+                _error(
+                    "awa_django.E002",
+                    f"schedule {schedule.name!r}: field 'name': declared in AWA_SCHEDULES "
+                    "and in a cron.py",
+                    obj=f"AWA_SCHEDULES[{schedule.name!r}]",
+                )
+            )
+    return messages
+
+
+@register(Tags.compatibility)
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Durations are non-negative numbers; USE_TZ is on; the catch-up limit is sane."""
+    messages: list[CheckMessage] = []
+    for key in DURATION_SETTINGS:
+        value = getattr(settings, key, DEFAULTS[key])
+        if not finite(value):
+            messages.append(
+                _error("awa_django.E020", f"{key} must be a number of seconds >= 0, got {value!r}")
+            )
+    limit = conf.CATCH_UP_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        messages.append(
+            _error("awa_django.E020", f"AWA_CATCH_UP_LIMIT must be a whole number >= 1, got {limit!r}")
+        )
+    if not settings.USE_TZ:
+        messages.append(_error("awa_django.E021", "awa_django requires USE_TZ = True"))
+    return messages
+
+
+@register(Tags.compatibility)
+def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The leader database alias exists and is PostgreSQL."""
+    from django.db import connections
+
+    alias = conf.LEADER_DATABASE
+    if alias not in settings.DATABASES:
+        return [_error("awa_django.E022", f"AWA_LEADER_DATABASE {alias!r} is not in DATABASES")]
+    if connections[alias].vendor != "postgresql":
+        return [_error("awa_django.E022", f"database {alias!r} is not PostgreSQL")]
+    return []

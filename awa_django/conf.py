@@ -1,0 +1,59 @@
+"""Typed access to awa_django's settings.
+
+Every value is read from ``django.conf.settings`` on access, so
+``override_settings`` works in tests. Durations are seconds (int or float).
+The library never reads environment variables itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings as django_settings
+
+DEFAULTS: dict[str, Any] = {
+    # Schedules declared in settings: {name: {"cron": ..., "task": ..., ...}}.
+    "AWA_SCHEDULES": {},
+    # How often the leader evaluates due schedules at most (it sleeps less when a
+    # fire is due sooner, and wakes on NOTIFY when schedules change).
+    "AWA_EVALUATE_INTERVAL": 1.0,
+    # How often the leader re-upserts code-declared schedules into the table.
+    "AWA_SYNC_INTERVAL": 60.0,
+    # How often a standby retries the leader election.
+    "AWA_ELECTION_INTERVAL": 10.0,
+    # How often the leader pings its lock connection (SELECT 1).
+    "AWA_LEADER_CHECK_INTERVAL": 30.0,
+    # How often every runtime writes its snapshot (reconciliation evidence).
+    "AWA_SNAPSHOT_INTERVAL": 10.0,
+    # At most this many catch-up fires per schedule per evaluation pass.
+    "AWA_CATCH_UP_LIMIT": 1000,
+    # Owner-scoped reconciliation (opt-in).
+    "AWA_OWNER": None,
+    "AWA_AUTHORITATIVE": False,
+    "AWA_REVISION": None,
+    "AWA_RECONCILE_GRACE": 60.0,
+    # Database alias whose server the leader's session lock lives on. Must be a
+    # direct connection (never a transaction-pooling PgBouncer).
+    "AWA_LEADER_DATABASE": "default",
+    # Task worker.
+    "AWA_HEARTBEAT_INTERVAL": 5.0,
+    "AWA_RESCUE_AFTER": 60.0,
+    "AWA_MAX_ATTEMPTS": 3,
+    "AWA_JOB_RETENTION": 7 * 24 * 3600.0,
+}
+
+
+class AwaSettings:
+    """Attribute access to the ``AWA_*`` settings with their defaults.
+
+    ``conf.EVALUATE_INTERVAL`` reads ``settings.AWA_EVALUATE_INTERVAL``.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        key = f"AWA_{name}"
+        if key not in DEFAULTS:
+            raise AttributeError(f"unknown awa_django setting {key}")
+        return getattr(django_settings, key, DEFAULTS[key])
+
+
+conf = AwaSettings()

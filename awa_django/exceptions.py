@@ -1,0 +1,37 @@
+"""Exceptions raised by awa_django."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+class InvalidSchedule(ImproperlyConfigured):
+    """A schedule declaration is invalid.
+
+    The message always names the schedule and the offending field, e.g.
+    ``schedule 'nightly-report': field 'cron': ...``. ``schedule`` and ``field``
+    are also available as attributes for programmatic use.
+    """
+
+    def __init__(self, schedule: str | None, field: str, message: str) -> None:
+        self.schedule = schedule
+        self.field = field
+        self.reason = message
+        who = f"schedule {schedule!r}" if schedule is not None else "schedule"
+        super().__init__(f"{who}: field {field!r}: {message}")
+
+
+class ScheduleNotFound(LookupError):
+    """An operation named a schedule that does not exist."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no cron schedule named {name!r}")
+
+
+class OperationRefused(RuntimeError):
+    """An operator action is not allowed in the schedule's current state."""
+
+
+class LeadershipUnavailable(RuntimeError):
+    """Another process holds the leader lock (``runcron --once``)."""

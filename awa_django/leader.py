@@ -1,0 +1,230 @@
+"""The ``runcron`` leader loop: election, sync, evaluation, liveness.
+
+Any number of ``runcron`` processes may run; one becomes leader by taking a
+session-scoped advisory lock on a *dedicated* psycopg connection (never
+Django's per-thread connection, which Django may close between requests, and
+never through a transaction-pooling PgBouncer, which would share the session).
+The same connection LISTENs on ``awa_cron`` so the leader wakes as soon as a
+schedule changes, and is pinged (``SELECT 1``) to notice a silently dropped
+session: when it fails the leader steps down at once. A deposed leader that
+still fires is harmless, every fire being a compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any
+
+import psycopg
+from django.db import DatabaseError, InterfaceError, connections
+
+from .conf import conf
+from .evaluator import PassResult, evaluate
+from .exceptions import LeadershipUnavailable
+from .schedules import Schedule, declared_schedules
+from .sync import sync_schedules
+
+logger = logging.getLogger(__name__)
+
+# pg_advisory_lock key: the bytes "AWADJLDR" as a signed 64-bit integer.
+LEADER_LOCK_KEY = int.from_bytes(b"AWADJLDR", "big", signed=True)
+NOTIFY_CHANNEL = "awa_cron"
+# Longest single blocking wait, so a stop request is honoured promptly.
+WAIT_SLICE = 0.25
+
+
+def leader_connection(alias: str) -> psycopg.Connection[Any]:
+    """Open a dedicated autocommit connection to the server behind ``alias``."""
+    wrapper = connections[alias]
+    params = dict(wrapper.get_connection_params())
+    # Django-specific entries are not libpq parameters.
+    for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
+        params.pop(key, None)
+    params["application_name"] = "awa_django runcron leader"
+    return psycopg.connect(autocommit=True, **params)
+
+
+class Leader:
+    """Run for leadership and, while leader, sync and evaluate schedules.
+
+    ``runcron`` is a thin wrapper around this class; tests drive it directly.
+    """
+
+    def __init__(
+        self,
+        *,
+        schedules: Sequence[Schedule] | None = None,
+        using: str = "default",
+        on_pass: Callable[[PassResult], None] | None = None,
+    ) -> None:
+        self.schedules = list(declared_schedules() if schedules is None else schedules)
+        self.using = using
+        self.on_pass = on_pass
+        self.stop_requested = threading.Event()
+        self.is_leader = False
+        self._lock_conn: psycopg.Connection[Any] | None = None
+        self._signals = 0
+
+    # -- lifecycle -----------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the loop to finish its current pass, release the lock and return."""
+        self.stop_requested.set()
+
+    def install_signal_handlers(self) -> None:
+        """First SIGTERM/SIGINT stops gracefully; a second one exits at once."""
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            self._signals += 1
+            if self._signals > 1:
+                logger.warning("second signal: exiting now", extra={"event": "leader.killed"})
+                os._exit(1)
+            logger.info(
+                "signal %s: finishing the pass, then releasing leadership",
+                signum,
+                extra={"event": "leader.stopping"},
+            )
+            self.stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+
+    def run(self) -> None:
+        """Elect, lead, re-elect on connection loss, until :meth:`stop`."""
+        while not self.stop_requested.is_set():
+            if self.try_acquire():
+                self.lead()
+            else:
+                self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
+
+    def run_once(self) -> PassResult:
+        """One sync and one evaluation pass as leader (``runcron --once``).
+
+        Raises :class:`LeadershipUnavailable` when another process leads.
+        """
+        if not self.try_acquire():
+            raise LeadershipUnavailable(
+                "another runcron process holds the leader lock; not evaluating"
+            )
+        try:
+            self.sync()
+            return self.evaluate_pass()
+        finally:
+            self.release()
+
+    # -- election ------------------------------------------------------------
+    def try_acquire(self) -> bool:
+        """Try once to take the leader lock; True when this process now leads."""
+        try:
+            conn = leader_connection(conf.LEADER_DATABASE)
+        except psycopg.Error as exc:
+            logger.warning("election: cannot connect: %s", exc, extra={"event": "leader.error"})
+            return False
+        try:
+            acquired = conn.execute(
+                "SELECT pg_try_advisory_lock(%s)", [LEADER_LOCK_KEY]
+            ).fetchone()
+            if not acquired or not acquired[0]:
+                conn.close()
+                return False
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        except psycopg.Error as exc:
+            logger.warning("election failed: %s", exc, extra={"event": "leader.error"})
+            conn.close()
+            return False
+        self._lock_conn = conn
+        self.is_leader = True
+        logger.info("elected leader (pid %s)", os.getpid(), extra={"event": "leader.elected"})
+        return True
+
+    def release(self) -> None:
+        """Unlock (best effort) and close the lock connection."""
+        conn, self._lock_conn = self._lock_conn, None
+        was_leader, self.is_leader = self.is_leader, False
+        if conn is None:
+            return
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [LEADER_LOCK_KEY])
+        except psycopg.Error:
+            pass  # closing the session releases the lock anyway
+        finally:
+            conn.close()
+        if was_leader:
+            logger.info("released leadership", extra={"event": "leader.released"})
+
+    # -- leading -------------------------------------------------------------
+    def sync(self) -> None:
+        """Upsert this process's declared schedules (additive)."""
+        sync_schedules(self.schedules, using=self.using)
+
+    def evaluate_pass(self) -> PassResult:
+        """One evaluation pass; database errors are logged, not fatal."""
+        try:
+            result = evaluate(using=self.using)
+        except (DatabaseError, InterfaceError) as exc:
+            logger.error("evaluation failed: %s", exc, extra={"event": "cron.error"})
+            # Drop the broken connection; Django reconnects on next use.
+            connections[self.using].close()
+            result = PassResult(next_due_in=float(conf.EVALUATE_INTERVAL))
+        if self.on_pass is not None:
+            self.on_pass(result)
+        return result
+
+    def lead(self) -> None:
+        """Lead until stopped or until the lock connection fails."""
+        now = time.monotonic()
+        next_sync = now  # sync at election
+        next_check = now + float(conf.LEADER_CHECK_INTERVAL)
+        try:
+            while not self.stop_requested.is_set():
+                if time.monotonic() >= next_sync:
+                    try:
+                        self.sync()
+                    except (DatabaseError, InterfaceError) as exc:
+                        logger.error("sync failed: %s", exc, extra={"event": "cron.error"})
+                        connections[self.using].close()
+                    next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
+                result = self.evaluate_pass()
+                if time.monotonic() >= next_check:
+                    self.ping()
+                    next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
+                if result.pending:
+                    continue
+                wait = float(conf.EVALUATE_INTERVAL)
+                if result.next_due_in is not None:
+                    wait = min(wait, max(result.next_due_in, 0.0))
+                deadline = time.monotonic() + min(
+                    wait, max(0.0, next_sync - time.monotonic()), max(0.0, next_check - time.monotonic())
+                )
+                self.wait_for_change(deadline)
+        except psycopg.Error as exc:
+            logger.warning(
+                "leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"}
+            )
+        finally:
+            self.release()
+
+    def ping(self) -> None:
+        """``SELECT 1`` on the lock connection; raises if the session is gone."""
+        assert self._lock_conn is not None
+        self._lock_conn.execute("SELECT 1")
+
+    def wait_for_change(self, deadline: float) -> None:
+        """Sleep until ``deadline``, a NOTIFY on ``awa_cron``, or a stop request.
+
+        Errors on the lock connection (e.g. the session was terminated)
+        propagate, so the leader steps down immediately.
+        """
+        assert self._lock_conn is not None
+        while not self.stop_requested.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            for _notify in self._lock_conn.notifies(timeout=min(remaining, WAIT_SLICE), stop_after=1):
+                # Drain whatever else arrived, then re-evaluate.
+                return

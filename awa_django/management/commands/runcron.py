@@ -1,0 +1,53 @@
+"""``manage.py runcron``: run for cron leadership and fire due schedules."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable
+from awa_django.leader import Leader
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the awa_django cron leader loop. Run one or more replicas: one is "
+        "elected leader and fires due schedules; the others stand by."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--once",
+            action="store_true",
+            help="Take leadership, sync and run one evaluation pass, then exit. "
+            "Exits non-zero if another process is leader.",
+        )
+
+    def handle(self, *args: Any, once: bool = False, **options: Any) -> None:
+        if options["verbosity"] > 1:
+            logging.getLogger("awa_django").setLevel(logging.DEBUG)
+        try:
+            # Validates every declared schedule before anything is written.
+            leader = Leader()
+        except InvalidSchedule as exc:
+            raise CommandError(f"invalid schedule, not starting: {exc}") from exc
+        if once:
+            try:
+                result = leader.run_once()
+            except LeadershipUnavailable as exc:
+                raise CommandError(str(exc)) from exc
+            self.stdout.write(
+                f"evaluated {result.evaluated} schedule(s), enqueued {len(result.jobs)} job(s)"
+            )
+            for job in result.jobs:
+                meta = job["metadata"]
+                self.stdout.write(f"  {meta['cron_name']} @ {meta['cron_fire_at']} -> job {job['id']}")
+            return
+        leader.install_signal_handlers()
+        self.stdout.write(
+            f"runcron: {len(leader.schedules)} declared schedule(s); waiting for leadership"
+        )
+        leader.run()
+        self.stdout.write("runcron: stopped")

@@ -1,0 +1,185 @@
+"""Django models over awa_django's tables.
+
+Table and column names are a public contract (see docs/reference/tables.md).
+Invariants that must hold for every writer (the compare-and-swap fire, the
+``next_fire_at`` invalidation, change notifications) live in SQL objects
+installed by migrations from ``awa_django/sql/``; these models only describe
+the columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models.functions import Length, Now
+from django.db.models.lookups import Range
+
+
+class TextArrayField(models.Field):  # type: ignore[type-arg]
+    """A PostgreSQL ``text[]`` column.
+
+    Django's ArrayField would force ``django.contrib.postgres`` into every
+    user's INSTALLED_APPS; psycopg already maps ``text[]`` to ``list[str]``.
+    The database default (``'{}'``) is set in ``sql/0002_cron_core.sql``.
+    """
+
+    description = "List of strings (text[])"
+
+    def db_type(self, connection: Any) -> str:
+        return "text[]"
+
+    def get_prep_value(self, value: Any) -> Any:
+        return None if value is None else [str(v) for v in value]
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        return value
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+
+class MissedFirePolicy(models.TextChoices):
+    COALESCE = "coalesce", "Coalesce (latest missed fire only)"
+    CATCH_UP = "catch_up", "Catch up (every missed fire, in order)"
+
+
+class CronJob(models.Model):
+    """One schedule (``awa_cron_jobs``)."""
+
+    name = models.TextField(primary_key=True)
+    cron_expr = models.TextField()
+    timezone = models.TextField(default="UTC", db_default="UTC")
+    kind = models.TextField(help_text="Module path of the django.tasks Task to run.")
+    queue = models.TextField(default="default", db_default="default")
+    args = models.JSONField(default=dict, db_default={}, help_text='{"args": [...], "kwargs": {...}}')
+    priority = models.IntegerField(default=0, db_default=0)
+    max_attempts = models.IntegerField(default=3, db_default=3)
+    tags = TextArrayField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, db_default={}, blank=True)
+    missed_fire_policy = models.TextField(
+        choices=MissedFirePolicy.choices,
+        default=MissedFirePolicy.COALESCE,
+        db_default=MissedFirePolicy.COALESCE,
+    )
+    # The compare-and-swap token: the *fire time* of the last automatic fire.
+    last_enqueued_at = models.DateTimeField(null=True, blank=True)
+    # Derived: the next automatic fire, or NULL when it must be (re)computed.
+    # A trigger resets it whenever something it depends on changes.
+    next_fire_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_by = models.TextField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    retired_by = models.TextField(null=True, blank=True)
+    retired_revision = models.TextField(null=True, blank=True)
+
+    class Meta:
+        db_table = "awa_cron_jobs"
+        ordering = ["name"]
+        verbose_name = "cron schedule"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(missed_fire_policy__in=MissedFirePolicy.values),
+                name="awa_cron_jobs_missed_fire_policy_check",
+            ),
+            models.CheckConstraint(
+                condition=Range(Length("name"), (1, 200)),
+                name="awa_cron_jobs_name_check",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_attempts__gte=1, max_attempts__lte=1000),
+                name="awa_cron_jobs_max_attempts_check",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=-100, priority__lte=100),
+                name="awa_cron_jobs_priority_check",
+            ),
+        ]
+        indexes = [
+            # The evaluator reads only due rows: O(due), not O(all).
+            models.Index(
+                fields=["next_fire_at"],
+                name="awa_cron_jobs_due",
+                condition=models.Q(paused_at__isnull=True, retired_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused_at is not None
+
+    @property
+    def is_retired(self) -> bool:
+        return self.retired_at is not None
+
+
+class JobState(models.TextChoices):
+    AVAILABLE = "available"
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    RETRYABLE = "retryable"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Job(models.Model):
+    """One task run request (``awa_jobs``): a cron fire or a ``Task.enqueue()``."""
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.TextField()
+    queue = models.TextField(default="default", db_default="default")
+    args = models.JSONField(default=dict, db_default={})
+    state = models.TextField(
+        choices=JobState.choices, default=JobState.AVAILABLE, db_default=JobState.AVAILABLE
+    )
+    priority = models.IntegerField(default=0, db_default=0)
+    attempt = models.IntegerField(default=0, db_default=0)
+    max_attempts = models.IntegerField(default=3, db_default=3)
+    run_at = models.DateTimeField(db_default=Now())
+    created_at = models.DateTimeField(db_default=Now())
+    attempted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    errors = models.JSONField(default=list, db_default=[])
+    result = models.JSONField(null=True, blank=True)
+    tags = TextArrayField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, db_default={})
+
+    class Meta:
+        db_table = "awa_jobs"
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=JobState.values), name="awa_jobs_state_check"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}#{self.id}"
+
+    @property
+    def cron_name(self) -> str | None:
+        return self.metadata.get("cron_name") if isinstance(self.metadata, dict) else None
+
+
+class QueueMeta(models.Model):
+    """Per-queue operator state (``awa_queue_meta``). Pause is enforced at dispatch."""
+
+    queue = models.TextField(primary_key=True)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_by = models.TextField(null=True, blank=True)
+
+    class Meta:
+        db_table = "awa_queue_meta"
+        verbose_name = "queue"
+
+    def __str__(self) -> str:
+        return self.queue

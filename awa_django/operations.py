@@ -1,0 +1,161 @@
+"""Operator actions on schedules: the one service layer.
+
+The CLI (``manage.py awa cron ...``), the admin and tests all call these
+functions; nothing else edits schedule rows on an operator's behalf. Every
+action records who did it (``actor``) and logs a stable event.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models.functions import Now
+
+from . import cronexpr
+from .evaluator import job_row
+from .exceptions import OperationRefused, ScheduleNotFound
+from .models import CronJob
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """Outcome of an operator action on one schedule."""
+
+    action: str
+    name: str
+    changed: bool
+    detail: str = ""
+
+
+def _require_actor(actor: str) -> str:
+    if not isinstance(actor, str) or not actor.strip():
+        raise ValueError("an operator action needs a non-blank actor")
+    return actor.strip()
+
+
+def get_schedule(name: str, using: str = "default") -> CronJob:
+    """The schedule row called ``name``, or :class:`ScheduleNotFound`."""
+    try:
+        return CronJob.objects.using(using).get(name=name)
+    except CronJob.DoesNotExist:
+        raise ScheduleNotFound(name) from None
+
+
+def list_schedules(using: str = "default") -> list[CronJob]:
+    """All schedule rows, by name."""
+    return list(CronJob.objects.using(using).order_by("name"))
+
+
+def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = None) -> list[datetime]:
+    """The next ``count`` automatic fire times of ``schedule`` (UTC).
+
+    Computed for paused rows too ("would fire at X if resumed"); empty for
+    retired rows and for rows whose expression or zone is invalid.
+    """
+    if schedule.retired_at is not None:
+        return []
+    try:
+        expression = cronexpr.parse_cron(schedule.cron_expr)
+        zone = cronexpr.parse_timezone(schedule.timezone)
+    except cronexpr.CronError:
+        return []
+    start = after or datetime.now(tz=UTC)
+    fires: list[datetime] = []
+    while len(fires) < count:
+        nxt = cronexpr.next_fire(expression, zone, start)
+        if nxt is None:
+            break
+        fires.append(nxt)
+        start = nxt
+    return fires
+
+
+def pause(name: str, actor: str, using: str = "default") -> ActionResult:
+    """Stop automatic fires of ``name``; ``last_enqueued_at`` is kept.
+
+    Pausing a paused schedule changes nothing (the original ``paused_by`` and
+    ``paused_at`` stay: the audit trail names who paused it first).
+    """
+    actor = _require_actor(actor)
+    with transaction.atomic(using=using):
+        row = _lock(name, using)
+        if row.retired_at is not None:
+            raise OperationRefused(f"schedule {name!r} is retired; restore it first")
+        if row.paused_at is not None:
+            return ActionResult("pause", name, False, f"already paused by {row.paused_by}")
+        CronJob.objects.using(using).filter(name=name).update(
+            paused_at=Now(), paused_by=actor, updated_at=Now()
+        )
+    logger.info("schedule %s paused by %s", name, actor, extra={"event": "cron.paused", "schedule": name, "actor": actor})
+    return ActionResult("pause", name, True)
+
+
+def resume(name: str, actor: str, using: str = "default") -> ActionResult:
+    """Resume automatic fires; the missed-fire policy decides what fires now."""
+    actor = _require_actor(actor)
+    with transaction.atomic(using=using):
+        row = _lock(name, using)
+        if row.retired_at is not None:
+            raise OperationRefused(f"schedule {name!r} is retired; restore it first")
+        if row.paused_at is None:
+            return ActionResult("resume", name, False, "not paused")
+        CronJob.objects.using(using).filter(name=name).update(
+            paused_at=None, paused_by=None, updated_at=Now()
+        )
+    logger.info("schedule %s resumed by %s", name, actor, extra={"event": "cron.resumed", "schedule": name, "actor": actor})
+    return ActionResult("resume", name, True)
+
+
+def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
+    """Enqueue one job for ``name`` now, even while paused; return the job row.
+
+    A manual trigger does not move ``last_enqueued_at``: the automatic
+    schedule is unaffected. Retired schedules are refused.
+    """
+    actor = _require_actor(actor)
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
+        columns = [c.name for c in cursor.description]
+        rows = cursor.fetchall()
+        if not rows:
+            row = get_schedule(name, using)  # raises ScheduleNotFound
+            raise OperationRefused(f"schedule {row.name!r} is retired; restore it first")
+        job = job_row(columns, rows[0])
+    logger.info(
+        "schedule %s triggered by %s (job %s)",
+        name,
+        actor,
+        job["id"],
+        extra={"event": "cron.triggered", "schedule": name, "actor": actor, "job_id": job["id"]},
+    )
+    return job
+
+
+def remove(name: str, actor: str, using: str = "default") -> ActionResult:
+    """Delete the schedule row. Jobs it already enqueued are not touched.
+
+    A schedule still declared in code comes back at the next sync; remove it
+    from ``cron.py``/settings first. Retired rows are tombstones and refuse.
+    """
+    actor = _require_actor(actor)
+    with transaction.atomic(using=using):
+        row = _lock(name, using)
+        if row.retired_at is not None:
+            raise OperationRefused(f"schedule {name!r} is retired; its tombstone is kept")
+        CronJob.objects.using(using).filter(name=name).delete()
+    logger.info("schedule %s removed by %s", name, actor, extra={"event": "cron.removed", "schedule": name, "actor": actor})
+    return ActionResult("remove", name, True)
+
+
+def _lock(name: str, using: str) -> CronJob:
+    """Lock and return the row (inside a transaction)."""
+    try:
+        return CronJob.objects.using(using).select_for_update().get(name=name)
+    except CronJob.DoesNotExist:
+        raise ScheduleNotFound(name) from None

@@ -1,0 +1,349 @@
+"""Declaring schedules: ``periodic()``, ``AWA_SCHEDULES`` and ``cron.py`` discovery.
+
+A :class:`Schedule` is a fully validated, immutable definition. Validation is
+eager: every problem is an :class:`~awa_django.exceptions.InvalidSchedule`
+naming the schedule and the field, raised before anything touches the database.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.tasks import Task
+from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
+from django.utils.module_loading import autodiscover_modules, import_string
+
+from . import cronexpr
+from .conf import conf
+from .exceptions import InvalidSchedule
+
+POLICIES = ("coalesce", "catch_up")
+MAX_NAME_LENGTH = 200
+MAX_TAGS = 20
+MAX_ATTEMPTS_RANGE = (1, 1000)
+# Keys every cron job's metadata gets from the scheduler; user metadata must not
+# shadow them, or a job could claim to be a fire it is not.
+RESERVED_METADATA_KEYS = frozenset(
+    {"cron_name", "cron_fire_at", "triggered_manually", "triggered_by"}
+)
+# Keys accepted in an AWA_SCHEDULES entry (besides "cron" and "task").
+SETTINGS_KEYS = frozenset(
+    {
+        "cron",
+        "task",
+        "timezone",
+        "args",
+        "kwargs",
+        "queue",
+        "priority",
+        "max_attempts",
+        "tags",
+        "metadata",
+        "missed_fire_policy",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """One validated schedule definition, as stored in ``awa_cron_jobs``."""
+
+    name: str
+    cron: cronexpr.CronExpression
+    timezone: str
+    kind: str
+    queue: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    priority: int
+    max_attempts: int
+    tags: tuple[str, ...]
+    metadata: dict[str, Any]
+    missed_fire_policy: str
+    source: str = field(default="", compare=False)
+
+    def definition(self) -> dict[str, Any]:
+        """The row's definition columns (everything the sync writes)."""
+        return {
+            "name": self.name,
+            "cron_expr": self.cron.text,
+            "timezone": self.timezone,
+            "kind": self.kind,
+            "queue": self.queue,
+            "args": {"args": self.args, "kwargs": self.kwargs},
+            "priority": self.priority,
+            "max_attempts": self.max_attempts,
+            "tags": list(self.tags),
+            "metadata": self.metadata,
+            "missed_fire_policy": self.missed_fire_policy,
+        }
+
+
+def _json(value: Any, name: str, field_name: str) -> Any:
+    """Round-trip ``value`` through strict JSON, or raise naming the field."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidSchedule(name, field_name, f"must be JSON-serialisable ({exc})") from None
+
+
+def _resolve_task(name: str, task: Any) -> Task:
+    if isinstance(task, str):
+        try:
+            task = import_string(task)
+        except ImportError as exc:
+            raise InvalidSchedule(name, "task", f"cannot import {task!r} ({exc})") from None
+    if not isinstance(task, Task):
+        raise InvalidSchedule(
+            name, "task", f"{task!r} is not a django.tasks Task (decorate it with @task)"
+        )
+    return task
+
+
+def _int_in_range(name: str, field_name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidSchedule(
+            name, field_name, f"must be a whole number from {low} to {high}, got {value!r}"
+        )
+    return value
+
+
+def build_schedule(
+    name: Any,
+    cron: Any,
+    task: Any,
+    *,
+    timezone: Any = "UTC",
+    args: Any = (),
+    kwargs: Any = None,
+    queue: Any = None,
+    priority: Any = None,
+    max_attempts: Any = None,
+    tags: Any = (),
+    metadata: Any = None,
+    missed_fire_policy: Any = "coalesce",
+    source: str = "",
+) -> Schedule:
+    """Validate one declaration and return its :class:`Schedule` (no registration)."""
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH or "\x00" in name:
+        raise InvalidSchedule(
+            name if isinstance(name, str) else None,
+            "name",
+            f"must be a non-blank string of 1-{MAX_NAME_LENGTH} characters without NUL, "
+            f"got {name!r}",
+        )
+    try:
+        expression = cronexpr.parse_cron(cron)
+    except cronexpr.CronError as exc:
+        raise InvalidSchedule(name, "cron", str(exc)) from None
+    try:
+        cronexpr.parse_timezone(timezone)
+    except cronexpr.CronError as exc:
+        raise InvalidSchedule(name, "timezone", str(exc)) from None
+    if missed_fire_policy not in POLICIES:
+        raise InvalidSchedule(
+            name, "missed_fire_policy", f"must be 'coalesce' or 'catch_up', got {missed_fire_policy!r}"
+        )
+    resolved = _resolve_task(name, task)
+
+    queue = resolved.queue_name if queue is None else queue
+    if not isinstance(queue, str) or not queue or len(queue) > MAX_NAME_LENGTH:
+        raise InvalidSchedule(name, "queue", f"must be a non-empty string, got {queue!r}")
+    backend = resolved.get_backend()
+    if backend.queues and queue not in backend.queues:
+        raise InvalidSchedule(
+            name,
+            "queue",
+            f"{queue!r} is not one of the QUEUES of task backend {backend.alias!r}: "
+            f"{sorted(backend.queues)}",
+        )
+    priority = resolved.priority if priority is None else priority
+    priority = _int_in_range(name, "priority", priority, TASK_MIN_PRIORITY, TASK_MAX_PRIORITY)
+    max_attempts = conf.MAX_ATTEMPTS if max_attempts is None else max_attempts
+    max_attempts = _int_in_range(name, "max_attempts", max_attempts, *MAX_ATTEMPTS_RANGE)
+
+    if isinstance(args, (str, bytes, Mapping)) or not isinstance(args, Iterable):
+        raise InvalidSchedule(name, "args", f"must be a list or tuple, got {type(args).__name__}")
+    args_json = _json(list(args), name, "args")
+    kwargs = {} if kwargs is None else kwargs
+    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+        raise InvalidSchedule(name, "kwargs", "must be a dict with string keys")
+    kwargs_json = _json(dict(kwargs), name, "kwargs")
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+        raise InvalidSchedule(name, "metadata", "must be a dict with string keys")
+    clash = RESERVED_METADATA_KEYS.intersection(metadata)
+    if clash:
+        raise InvalidSchedule(
+            name, "metadata", f"keys {sorted(clash)} are reserved for the scheduler"
+        )
+    metadata_json = _json(dict(metadata), name, "metadata")
+
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise InvalidSchedule(name, "tags", "must be a list of strings")
+    tag_list = tuple(tags)
+    if len(tag_list) > MAX_TAGS or not all(
+        isinstance(t, str) and t and len(t) <= MAX_NAME_LENGTH and "\x00" not in t
+        for t in tag_list
+    ):
+        raise InvalidSchedule(
+            name, "tags", f"must be at most {MAX_TAGS} non-empty strings, got {tags!r}"
+        )
+
+    return Schedule(
+        name=name,
+        cron=expression,
+        timezone=timezone,
+        kind=resolved.module_path,
+        queue=queue,
+        args=args_json,
+        kwargs=kwargs_json,
+        priority=priority,
+        max_attempts=max_attempts,
+        tags=tag_list,
+        metadata=metadata_json,
+        missed_fire_policy=missed_fire_policy,
+        source=source,
+    )
+
+
+class Registry:
+    """Schedules declared in code with :func:`periodic` (one per process)."""
+
+    def __init__(self) -> None:
+        self._schedules: dict[str, Schedule] = {}
+
+    def add(self, schedule: Schedule) -> None:
+        """Register ``schedule``; a second declaration of its name is an error."""
+        existing = self._schedules.get(schedule.name)
+        if existing is not None:
+            raise InvalidSchedule(
+                schedule.name,
+                "name",
+                f"declared twice ({existing.source or 'first'} and {schedule.source or 'again'})",
+            )
+        self._schedules[schedule.name] = schedule
+
+    def remove(self, name: str) -> None:
+        """Forget a schedule (tests and interactive sessions)."""
+        self._schedules.pop(name, None)
+
+    def clear(self) -> None:
+        """Forget every code-declared schedule (tests)."""
+        self._schedules.clear()
+
+    def __iter__(self) -> Any:
+        return iter(list(self._schedules.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._schedules
+
+
+registry = Registry()
+
+
+def periodic(
+    name: str,
+    cron: str,
+    task: Task | str,
+    *,
+    timezone: str = "UTC",
+    args: Iterable[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+    tags: Iterable[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    missed_fire_policy: str = "coalesce",
+) -> Schedule:
+    """Declare a periodic schedule that runs ``task`` on the ``cron`` expression.
+
+    Call it at import time of an app's ``cron.py`` (autodiscovered). The
+    declaration is validated immediately; any problem raises
+    :class:`~awa_django.InvalidSchedule`. ``runcron`` syncs declared schedules
+    into ``awa_cron_jobs``. Returns the validated :class:`Schedule`.
+    """
+    import inspect
+
+    caller = inspect.stack()[1]
+    schedule = build_schedule(
+        name,
+        cron,
+        task,
+        timezone=timezone,
+        args=args,
+        kwargs=kwargs,
+        queue=queue,
+        priority=priority,
+        max_attempts=max_attempts,
+        tags=tags,
+        metadata=metadata,
+        missed_fire_policy=missed_fire_policy,
+        source=f"{caller.filename}:{caller.lineno}",
+    )
+    registry.add(schedule)
+    return schedule
+
+
+def settings_schedules() -> tuple[list[Schedule], list[InvalidSchedule]]:
+    """Validate ``AWA_SCHEDULES``; return the good schedules and every error."""
+    declared = conf.SCHEDULES
+    if not isinstance(declared, Mapping):
+        return [], [InvalidSchedule(None, "AWA_SCHEDULES", "must be a dict of name -> options")]
+    good: list[Schedule] = []
+    errors: list[InvalidSchedule] = []
+    for name, options in declared.items():
+        try:
+            if not isinstance(options, Mapping):
+                raise InvalidSchedule(name, "AWA_SCHEDULES", "options must be a dict")
+            unknown = set(options) - SETTINGS_KEYS
+            if unknown:
+                raise InvalidSchedule(name, sorted(unknown)[0], "is not a schedule option")
+            for required in ("cron", "task"):
+                if required not in options:
+                    raise InvalidSchedule(name, required, "is required")
+            extra = {k: v for k, v in options.items() if k not in ("cron", "task")}
+            good.append(
+                build_schedule(
+                    name, options["cron"], options["task"], source="settings.AWA_SCHEDULES", **extra
+                )
+            )
+        except InvalidSchedule as exc:
+            errors.append(exc)
+    return good, errors
+
+
+def declared_schedules() -> list[Schedule]:
+    """Every schedule this process declares (settings and ``cron.py``), by name.
+
+    Raises the first :class:`InvalidSchedule` if any declaration is invalid or a
+    name is declared both in settings and in code.
+    """
+    from_settings, errors = settings_schedules()
+    if errors:
+        raise errors[0]
+    by_name = {s.name: s for s in registry}
+    for schedule in from_settings:
+        if schedule.name in by_name:
+            raise InvalidSchedule(
+                schedule.name,
+                "name",
+                f"declared in AWA_SCHEDULES and in code ({by_name[schedule.name].source})",
+            )
+        by_name[schedule.name] = schedule
+    return [by_name[n] for n in sorted(by_name)]
+
+
+def finite(value: float) -> bool:
+    """True for a finite, non-negative number (used by settings checks)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def autodiscover() -> None:
+    """Import every installed app's ``cron`` module (like ``admin.autodiscover``)."""
+    autodiscover_modules("cron")

@@ -1,0 +1,51 @@
+"""Settings for the test-suite (and for runcron subprocesses started by tests).
+
+The database comes from DATABASE_URL (``make test`` provides one: the local
+server in CI, an embedded pgserver elsewhere). Interval settings can be
+shortened through environment variables so subprocess tests run fast.
+"""
+
+from __future__ import annotations
+
+import environ
+
+env = environ.Env()
+
+SECRET_KEY = "awa-django-tests"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "awa_django",
+    "tests.testapp",
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/awa"),
+}
+
+TASKS = {
+    "default": {
+        "BACKEND": "django.tasks.backends.dummy.DummyBackend",
+        "QUEUES": ["default", "mail", "reports"],
+    }
+}
+
+AWA_SCHEDULES = env.json("AWA_TEST_SCHEDULES", default={})
+AWA_EVALUATE_INTERVAL = env.float("AWA_EVALUATE_INTERVAL", default=1.0)
+AWA_SYNC_INTERVAL = env.float("AWA_SYNC_INTERVAL", default=60.0)
+AWA_ELECTION_INTERVAL = env.float("AWA_ELECTION_INTERVAL", default=10.0)
+AWA_LEADER_CHECK_INTERVAL = env.float("AWA_LEADER_CHECK_INTERVAL", default=30.0)
+AWA_CATCH_UP_LIMIT = env.int("AWA_CATCH_UP_LIMIT", default=1000)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {"awa_django": {"handlers": ["console"], "level": env.str("AWA_LOG_LEVEL", default="WARNING")}},
+}
