@@ -46,7 +46,8 @@ def leader_connection(alias: str) -> psycopg.Connection[Any]:
     # Django-specific entries are not libpq parameters.
     for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
         params.pop(key, None)
-    params["application_name"] = "awa_django runcron leader"
+    # The pid lets operators (and tests) map the lock holder to a process.
+    params["application_name"] = f"awa_django runcron leader pid={os.getpid()}"
     return psycopg.connect(autocommit=True, **params)
 
 

@@ -1,0 +1,153 @@
+"""Shared fixtures: real PostgreSQL only (the test database of pytest-django)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from awa_django.schedules import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url() -> str:
+    """A URL for the *test* database, for subprocesses and raw connections."""
+    s = connection.settings_dict
+    host = s.get("HOST") or ""
+    port = f":{s['PORT']}" if s.get("PORT") else ""
+    socket = s.get("OPTIONS", {}).get("host")
+    query = f"?host={socket}" if socket else ""
+    user = s.get("USER") or "postgres"
+    return f"postgres://{user}@{host}{port}/{s['NAME']}{query}"
+
+
+def raw_connection(autocommit: bool = True) -> psycopg.Connection[Any]:
+    """A second, independent session on the test database."""
+    params = dict(connection.get_connection_params())
+    for key in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(key, None)
+    return psycopg.connect(autocommit=autocommit, **params)
+
+
+@pytest.fixture
+def second_connection() -> Iterator[psycopg.Connection[Any]]:
+    conn = raw_connection()
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_registry() -> Iterator[None]:
+    """Tests may declare schedules; restore the autodiscovered set afterwards."""
+    saved = dict(registry._schedules)
+    yield
+    registry._schedules.clear()
+    registry._schedules.update(saved)
+
+
+class Runcron:
+    """A real ``manage.py runcron`` subprocess against the test database."""
+
+    def __init__(self, schedules: dict[str, Any], extra_env: dict[str, str], args: list[str]) -> None:
+        env = dict(os.environ)
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "tests.settings",
+                "DATABASE_URL": database_url(),
+                "AWA_TEST_SCHEDULES": json.dumps(schedules),
+                "AWA_EVALUATE_INTERVAL": "0.2",
+                "AWA_ELECTION_INTERVAL": "0.2",
+                "AWA_LEADER_CHECK_INTERVAL": "0.5",
+                "AWA_SYNC_INTERVAL": "5",
+                "AWA_LOG_LEVEL": "INFO",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        env.update(extra_env)
+        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"runcron-{os.getpid()}-{time.monotonic_ns()}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "django", "runcron", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def output(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def signal(self, signum: int) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        self.wait()
+
+    def wait(self, timeout: float = 15) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self._log.close()
+
+
+@pytest.fixture
+def runcron() -> Iterator[Callable[..., Runcron]]:
+    """Start ``runcron`` subprocesses; every one is killed at teardown."""
+    started: list[Runcron] = []
+
+    def start(schedules: dict[str, Any] | None = None, *args: str, env: dict[str, str] | None = None) -> Runcron:
+        proc = Runcron(schedules or {}, env or {}, list(args))
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.proc.poll() is None:
+            proc.kill()
+
+
+def leader_pid() -> int | None:
+    """The pid of the backend session holding the runcron leader lock, if any."""
+    from awa_django.leader import LEADER_LOCK_KEY
+
+    key = LEADER_LOCK_KEY & 0xFFFFFFFFFFFFFFFF
+    with raw_connection() as conn:
+        row = conn.execute(
+            "SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted "
+            "AND l.classid::bigint = %s AND l.objid::bigint = %s",
+            [key >> 32, key & 0xFFFFFFFF],
+        ).fetchone()
+    return row[0] if row else None
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 15, interval: float = 0.05) -> Any:
+    """Poll ``predicate`` until truthy; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
