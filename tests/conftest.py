@@ -92,7 +92,8 @@ class Runcron:
         return self.proc.pid
 
     def output(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def signal(self, signum: int) -> None:
