@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, register
 
 from .conf import DEFAULTS, conf
-from .exceptions import InvalidSchedule
+from .exceptions import InvalidSchedule, UnknownScheduleOption
 from .schedules import finite, registry, settings_schedules
 
 # Field of an invalid schedule -> check id. One id per kind of mistake so
@@ -44,7 +44,7 @@ HINTS = {
     "awa_django.E010": "missed_fire_policy is 'coalesce' (default) or 'catch_up'.",
     "awa_django.E011": "tags is a list of at most 20 non-empty strings.",
     "awa_django.E012": "Allowed options: see docs/reference/settings.md#awa_schedules.",
-    "awa_django.E020": "Durations are numbers of seconds, zero or more.",
+    "awa_django.E020": "Durations are seconds >= 0; AWA_CATCH_UP_LIMIT >= 1; AWA_MAX_ATTEMPTS 1-1000.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
 }
@@ -68,7 +68,10 @@ def _error(check_id: str, msg: str, obj: Any = None) -> Error:
 
 def schedule_error(exc: InvalidSchedule) -> Error:
     """Turn an :class:`InvalidSchedule` into a check ``Error`` with a stable id."""
-    check_id = FIELD_IDS.get(exc.field, UNKNOWN_OPTION_ID)
+    if isinstance(exc, UnknownScheduleOption):
+        check_id = UNKNOWN_OPTION_ID
+    else:
+        check_id = FIELD_IDS.get(exc.field, UNKNOWN_OPTION_ID)
     return _error(check_id, str(exc), obj=f"AWA_SCHEDULES[{exc.schedule!r}]")
 
 
@@ -105,6 +108,11 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         messages.append(
             _error("awa_django.E020", f"AWA_CATCH_UP_LIMIT must be a whole number >= 1, got {limit!r}")
         )
+    attempts = conf.MAX_ATTEMPTS
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 1000:
+        messages.append(
+            _error("awa_django.E020", f"AWA_MAX_ATTEMPTS must be a whole number 1-1000, got {attempts!r}")
+        )
     if not settings.USE_TZ:
         messages.append(_error("awa_django.E021", "awa_django requires USE_TZ = True"))
     return messages
@@ -116,7 +124,7 @@ def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     from django.db import connections
 
     alias = conf.LEADER_DATABASE
-    if alias not in settings.DATABASES:
+    if not isinstance(alias, str) or alias not in settings.DATABASES:
         return [_error("awa_django.E022", f"AWA_LEADER_DATABASE {alias!r} is not in DATABASES")]
     if connections[alias].vendor != "postgresql":
         return [_error("awa_django.E022", f"database {alias!r} is not PostgreSQL")]

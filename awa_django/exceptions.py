@@ -21,6 +21,10 @@ class InvalidSchedule(ImproperlyConfigured):
         super().__init__(f"{who}: field {field!r}: {message}")
 
 
+class UnknownScheduleOption(InvalidSchedule):
+    """An ``AWA_SCHEDULES`` entry has a key that is not a schedule option."""
+
+
 class ScheduleNotFound(LookupError):
     """An operation named a schedule that does not exist."""
 

@@ -19,7 +19,7 @@ from django.utils.module_loading import autodiscover_modules, import_string
 
 from . import cronexpr
 from .conf import conf
-from .exceptions import InvalidSchedule
+from .exceptions import InvalidSchedule, UnknownScheduleOption
 
 POLICIES = ("coalesce", "catch_up")
 MAX_NAME_LENGTH = 200
@@ -134,7 +134,7 @@ def build_schedule(
             name if isinstance(name, str) else None,
             "name",
             f"must be a non-blank string of 1-{MAX_NAME_LENGTH} characters without NUL, "
-            f"got {name!r}",
+            + (f"got {len(name)} characters" if isinstance(name, str) and len(name) > MAX_NAME_LENGTH else f"got {name!r}"),
         )
     try:
         expression = cronexpr.parse_cron(cron)
@@ -191,7 +191,10 @@ def build_schedule(
         for t in tag_list
     ):
         raise InvalidSchedule(
-            name, "tags", f"must be at most {MAX_TAGS} non-empty strings, got {tags!r}"
+            name,
+            "tags",
+            f"must be at most {MAX_TAGS} non-empty strings of at most {MAX_NAME_LENGTH} "
+            f"characters, got {len(tag_list)} item(s)",
         )
 
     return Schedule(
@@ -301,9 +304,11 @@ def settings_schedules() -> tuple[list[Schedule], list[InvalidSchedule]]:
         try:
             if not isinstance(options, Mapping):
                 raise InvalidSchedule(name, "AWA_SCHEDULES", "options must be a dict")
-            unknown = set(options) - SETTINGS_KEYS
+            unknown = sorted(map(str, set(options) - SETTINGS_KEYS))
             if unknown:
-                raise InvalidSchedule(name, sorted(unknown)[0], "is not a schedule option")
+                raise UnknownScheduleOption(
+                    name, unknown[0], f"is not a schedule option (unknown: {', '.join(unknown)})"
+                )
             for required in ("cron", "task"):
                 if required not in options:
                     raise InvalidSchedule(name, required, "is required")

@@ -23,6 +23,10 @@ DB_NAME = "awa"
 
 
 def embedded_database_url() -> str:
+    import warnings
+
+    # platformdirs (used by pgserver) warns when XDG_RUNTIME_DIR is unset, as on CI.
+    warnings.filterwarnings("ignore", module="platformdirs")
     import pgserver  # dev/demo extra only
 
     server = pgserver.get_server(DATA_DIR, cleanup_mode="stop")

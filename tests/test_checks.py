@@ -1,0 +1,376 @@
+"""System checks (``manage.py check``): one stable id per kind of mistake."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from django.core.checks import ERROR, CheckMessage, run_checks
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.test import override_settings
+
+from awa_django import checks
+from awa_django.schedules import periodic
+from tests.conftest import ROOT
+
+RECORD = "tests.testapp.tasks.record"
+VALID = {"cron": "0 2 * * *", "task": RECORD}
+# The message proper (Django prints the hint on its own line) stays one short line.
+MAX_MESSAGE_LENGTH = 200
+
+
+def awa_messages() -> list[CheckMessage]:
+    return [m for m in run_checks() if (m.id or "").startswith("awa_django.")]
+
+
+def only_message(check_id: str) -> CheckMessage:
+    """Run every registered check; exactly one awa_django message, with ``check_id``."""
+    messages = awa_messages()
+    assert [m.id for m in messages] == [check_id], [str(m) for m in messages]
+    message = messages[0]
+    assert message.level == ERROR
+    assert message.is_serious()
+    assert message.hint, "every awa_django check has a hint"
+    assert message.hint == checks.HINTS[check_id]
+    assert "\n" not in message.msg
+    assert len(message.msg) <= MAX_MESSAGE_LENGTH, message.msg
+    return message
+
+
+def assert_names(message: CheckMessage, schedule: str, field: str) -> None:
+    assert message.msg.startswith(f"schedule {schedule!r}: field {field!r}: "), message.msg
+    assert message.obj == f"AWA_SCHEDULES[{schedule!r}]"
+
+
+def entry(**options: Any) -> dict[str, Any]:
+    return {**VALID, **options}
+
+
+# --- valid configuration ----------------------------------------------------------------
+
+
+def test_checks__default_test_settings_produce_no_awa_messages() -> None:
+    assert awa_messages() == []
+
+
+@override_settings(
+    AWA_SCHEDULES={
+        "nightly-report": entry(
+            cron="30 0 2 * * *",
+            task="tests.testapp.tasks.send_mail",
+            timezone="Europe/Berlin",
+            args=[1, "a"],
+            kwargs={"fmt": "pdf"},
+            queue="reports",
+            priority=-100,
+            max_attempts=1000,
+            tags=[f"t{i}" for i in range(20)],
+            metadata={"team": "billing"},
+            missed_fire_policy="catch_up",
+        ),
+        "hourly": {"cron": "@hourly", "task": RECORD},
+    },
+    AWA_EVALUATE_INTERVAL=0,
+    AWA_SYNC_INTERVAL=0.5,
+    AWA_JOB_RETENTION=86400,
+    AWA_CATCH_UP_LIMIT=1,
+    AWA_LEADER_DATABASE="default",
+)
+def test_checks__full_valid_configuration_produces_no_awa_messages() -> None:
+    assert awa_messages() == []
+
+
+def test_checks__are_registered_with_django() -> None:
+    from django.core.checks import registry
+
+    registered = registry.registry.get_checks()
+    for check in (checks.check_schedules, checks.check_settings, checks.check_database):
+        assert check in registered
+
+
+def test_checks__every_id_has_a_hint() -> None:
+    ids = {*checks.FIELD_IDS.values(), checks.UNKNOWN_OPTION_ID}
+    ids |= {"awa_django.E020", "awa_django.E021", "awa_django.E022"}
+    assert ids <= set(checks.HINTS)
+    assert all(checks.HINTS[i] for i in ids)
+
+
+# --- E001: AWA_SCHEDULES shape ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [["nightly"], "nightly", None], ids=repr)
+def test_check_schedules__e001_awa_schedules_not_a_dict(value: Any) -> None:
+    with override_settings(AWA_SCHEDULES=value):
+        message = only_message("awa_django.E001")
+
+    assert "AWA_SCHEDULES" in message.msg
+    assert "dict" in message.msg
+
+
+@override_settings(AWA_SCHEDULES={"nightly": ["0 2 * * *", RECORD]})
+def test_check_schedules__e001_options_not_a_dict() -> None:
+    message = only_message("awa_django.E001")
+
+    assert_names(message, "nightly", "AWA_SCHEDULES")
+
+
+# --- E002: name -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\x00b"], ids=["empty", "blank", "nul"])
+def test_check_schedules__e002_bad_name(name: str) -> None:
+    with override_settings(AWA_SCHEDULES={name: VALID}):
+        message = only_message("awa_django.E002")
+
+    assert_names(message, name, "name")
+
+
+@override_settings(AWA_SCHEDULES={1: VALID})
+def test_check_schedules__e002_non_str_name() -> None:
+    message = only_message("awa_django.E002")
+
+    assert "field 'name'" in message.msg
+    assert "1" in message.msg
+
+
+@override_settings(AWA_SCHEDULES={"n" * 201: VALID})
+def test_check_schedules__e002_name_too_long() -> None:
+    messages = awa_messages()
+
+    assert [m.id for m in messages] == ["awa_django.E002"]
+    assert "field 'name'" in messages[0].msg
+    assert messages[0].hint
+
+
+@override_settings(AWA_SCHEDULES={"testapp-yearly": VALID})
+def test_check_schedules__e002_name_also_declared_in_cron_py() -> None:
+    message = only_message("awa_django.E002")
+
+    assert_names(message, "testapp-yearly", "name")
+    assert "cron.py" in message.msg
+
+
+@override_settings(AWA_SCHEDULES={"shared": VALID})
+def test_check_schedules__e002_name_also_declared_with_periodic() -> None:
+    periodic("shared", "0 3 * * *", RECORD)
+
+    message = only_message("awa_django.E002")
+
+    assert_names(message, "shared", "name")
+
+
+# --- E003-E011: one id per field ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("check_id", "field", "options"),
+    [
+        ("awa_django.E003", "cron", {"cron": "not a cron"}),
+        ("awa_django.E003", "cron", {"cron": "0 0 0 1 1 * 2026"}),
+        ("awa_django.E003", "cron", {"cron": "0 0 30 2 *"}),
+        ("awa_django.E003", "cron", {"cron": 15}),
+        ("awa_django.E004", "timezone", {"timezone": "Mars/Olympus_Mons"}),
+        ("awa_django.E005", "task", {"task": "tests.testapp.tasks.missing"}),
+        ("awa_django.E005", "task", {"task": "tests.testapp.tasks.not_a_task"}),
+        ("awa_django.E006", "queue", {"queue": "nope"}),
+        ("awa_django.E007", "priority", {"priority": 101}),
+        ("awa_django.E007", "priority", {"priority": True}),
+        ("awa_django.E008", "max_attempts", {"max_attempts": 0}),
+        ("awa_django.E008", "max_attempts", {"max_attempts": 1001}),
+        ("awa_django.E009", "args", {"args": {"a": 1}}),
+        ("awa_django.E009", "args", {"args": [{1, 2}]}),
+        ("awa_django.E009", "kwargs", {"kwargs": {"x": float("nan")}}),
+        ("awa_django.E009", "kwargs", {"kwargs": {1: "x"}}),
+        ("awa_django.E009", "metadata", {"metadata": {"cron_name": "x"}}),
+        ("awa_django.E009", "metadata", {"metadata": ["x"]}),
+        ("awa_django.E010", "missed_fire_policy", {"missed_fire_policy": "skip"}),
+        ("awa_django.E011", "tags", {"tags": [f"t{i}" for i in range(21)]}),
+        ("awa_django.E011", "tags", {"tags": [""]}),
+        ("awa_django.E011", "tags", {"tags": "urgent"}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_check_schedules__field_error_has_its_own_id(
+    check_id: str, field: str, options: dict[str, Any]
+) -> None:
+    with override_settings(AWA_SCHEDULES={"nightly": entry(**options)}):
+        message = only_message(check_id)
+
+    assert_names(message, "nightly", field)
+
+
+@pytest.mark.parametrize("missing", ["cron", "task"])
+def test_check_schedules__missing_required_option_uses_the_field_id(missing: str) -> None:
+    options = {k: v for k, v in VALID.items() if k != missing}
+    expected = {"cron": "awa_django.E003", "task": "awa_django.E005"}[missing]
+
+    with override_settings(AWA_SCHEDULES={"nightly": options}):
+        message = only_message(expected)
+
+    assert_names(message, "nightly", missing)
+    assert "required" in message.msg
+
+
+# --- E012: unknown option -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["colour", "cron_expr", "source"])
+def test_check_schedules__e012_unknown_option(key: str) -> None:
+    with override_settings(AWA_SCHEDULES={"nightly": entry(**{key: "x"})}):
+        message = only_message("awa_django.E012")
+
+    assert_names(message, "nightly", key)
+    assert "not a schedule option" in message.msg
+
+
+@pytest.mark.parametrize("key", ["name", "AWA_SCHEDULES"])
+def test_check_schedules__e012_unknown_option_named_like_a_field_id(key: str) -> None:
+    # "name" is not an AWA_SCHEDULES option (the dict key is the name). An unknown
+    # option is E012 whatever it is called; it must not borrow another field's id.
+    with override_settings(AWA_SCHEDULES={"nightly": entry(**{key: "x"})}):
+        message = only_message("awa_django.E012")
+
+    assert_names(message, "nightly", key)
+
+
+# --- several errors at once -----------------------------------------------------------------
+
+
+@override_settings(
+    AWA_SCHEDULES={
+        "a-cron": entry(cron="nope"),
+        "b-ok": VALID,
+        "c-zone": entry(timezone="Nowhere/Zone"),
+        "d-unknown": entry(colour="red"),
+    },
+    AWA_SYNC_INTERVAL=-1,
+)
+def test_checks__report_every_problem_at_once() -> None:
+    messages = awa_messages()
+
+    assert sorted((m.id, m.obj) for m in messages) == [
+        ("awa_django.E003", "AWA_SCHEDULES['a-cron']"),
+        ("awa_django.E004", "AWA_SCHEDULES['c-zone']"),
+        ("awa_django.E012", "AWA_SCHEDULES['d-unknown']"),
+        ("awa_django.E020", None),
+    ]
+
+
+# --- E020: durations and the catch-up limit -------------------------------------------------
+
+
+@pytest.mark.parametrize("key", checks.DURATION_SETTINGS)
+@pytest.mark.parametrize(
+    "value", [-1, -0.5, "5", None, True, float("nan"), float("inf")], ids=repr
+)
+def test_check_settings__e020_bad_duration(key: str, value: Any) -> None:
+    with override_settings(**{key: value}):
+        message = only_message("awa_django.E020")
+
+    assert message.msg.startswith(f"{key} ")
+    assert repr(value) in message.msg
+
+
+@pytest.mark.parametrize("key", checks.DURATION_SETTINGS)
+def test_check_settings__zero_and_fractional_durations_are_valid(key: str) -> None:
+    with override_settings(**{key: 0}):
+        assert awa_messages() == []
+    with override_settings(**{key: 0.25}):
+        assert awa_messages() == []
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "10", True, None], ids=repr)
+def test_check_settings__e020_bad_catch_up_limit(value: Any) -> None:
+    with override_settings(AWA_CATCH_UP_LIMIT=value):
+        message = only_message("awa_django.E020")
+
+    assert message.msg.startswith("AWA_CATCH_UP_LIMIT ")
+    assert repr(value) in message.msg
+
+
+# --- E021: USE_TZ -------------------------------------------------------------------------
+
+
+@override_settings(USE_TZ=False)
+def test_check_settings__e021_use_tz_off() -> None:
+    message = only_message("awa_django.E021")
+
+    assert "USE_TZ" in message.msg
+
+
+# --- E022: database -----------------------------------------------------------------------
+
+
+@override_settings(AWA_LEADER_DATABASE="replica")
+def test_check_database__e022_leader_alias_not_in_databases() -> None:
+    message = only_message("awa_django.E022")
+
+    assert "AWA_LEADER_DATABASE" in message.msg
+    assert "'replica'" in message.msg
+
+
+@pytest.mark.parametrize("alias", [None, 0, ["default"]], ids=repr)
+def test_check_database__e022_leader_alias_not_a_string(alias: Any) -> None:
+    # A check reports a bad setting; it must not crash `manage.py check`.
+    with override_settings(AWA_LEADER_DATABASE=alias):
+        message = only_message("awa_django.E022")
+
+    assert "AWA_LEADER_DATABASE" in message.msg
+
+
+def test_check_database__e022_not_postgresql() -> None:
+    # A non-PostgreSQL database cannot be swapped into the running process
+    # (connections are configured once), so use a real subprocess on SQLite.
+    env = dict(os.environ)
+    env.pop("AWA_TEST_SCHEDULES", None)
+    env.update({"DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": "sqlite://:memory:"})
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "django", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert proc.returncode != 0
+    assert "(awa_django.E022) database 'default' is not PostgreSQL" in proc.stderr
+    assert f"HINT: {checks.HINTS['awa_django.E022']}" in proc.stderr
+
+
+def test_check_database__postgresql_default_alias_is_valid() -> None:
+    assert checks.check_database() == []
+
+
+# --- manage.py check --------------------------------------------------------------------
+
+
+@override_settings(AWA_SCHEDULES={"nightly": entry(cron="nope")})
+def test_manage_py_check__fails_on_invalid_awa_schedules() -> None:
+    with pytest.raises(SystemCheckError) as info:
+        call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
+
+    report = str(info.value)
+    assert "AWA_SCHEDULES['nightly']: (awa_django.E003) schedule 'nightly': field 'cron'" in report
+    assert f"HINT: {checks.HINTS['awa_django.E003']}" in report
+
+
+def test_manage_py_check__passes_on_valid_settings() -> None:
+    out = io.StringIO()
+
+    call_command("check", stdout=out, stderr=io.StringIO())
+
+    assert "no issues" in out.getvalue()
+
+
+@pytest.mark.parametrize("value", [0, 1001, "3", True, None])
+def test_check_settings__e020_bad_max_attempts(value: Any) -> None:
+    with override_settings(AWA_MAX_ATTEMPTS=value):
+        message = only_message("awa_django.E020")
+    assert message.msg.startswith("AWA_MAX_ATTEMPTS ")
