@@ -40,6 +40,12 @@ DEFAULTS: dict[str, Any] = {
     "AWA_RESCUE_AFTER": 60.0,
     "AWA_MAX_ATTEMPTS": 3,
     "AWA_JOB_RETENTION": 7 * 24 * 3600.0,
+    # Worker: fallback poll when no NOTIFY arrives, retry backoff (base and cap),
+    # and how long a stopping worker waits for running tasks.
+    "AWA_POLL_INTERVAL": 1.0,
+    "AWA_RETRY_BACKOFF": 1.0,
+    "AWA_RETRY_BACKOFF_MAX": 3600.0,
+    "AWA_SHUTDOWN_TIMEOUT": 30.0,
 }
 
 

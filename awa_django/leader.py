@@ -24,8 +24,10 @@ from typing import Any
 import psycopg
 from django.db import DatabaseError, InterfaceError, connections
 
+from .backend import announce_fires
 from .conf import conf
 from .evaluator import PassResult, evaluate
+from .queues import prune_jobs
 from .exceptions import LeadershipUnavailable
 from .schedules import Schedule, declared_schedules
 from .sync import sync_schedules
@@ -39,7 +41,7 @@ NOTIFY_CHANNEL = "awa_cron"
 WAIT_SLICE = 0.25
 
 
-def leader_connection(alias: str) -> psycopg.Connection[Any]:
+def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Connection[Any]:
     """Open a dedicated autocommit connection to the server behind ``alias``."""
     wrapper = connections[alias]
     params = dict(wrapper.get_connection_params())
@@ -47,7 +49,7 @@ def leader_connection(alias: str) -> psycopg.Connection[Any]:
     for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
         params.pop(key, None)
     # The pid lets operators (and tests) map the lock holder to a process.
-    params["application_name"] = f"awa_django runcron leader pid={os.getpid()}"
+    params["application_name"] = f"awa_django {role} pid={os.getpid()}"
     return psycopg.connect(autocommit=True, **params)
 
 
@@ -167,6 +169,8 @@ class Leader:
         """One evaluation pass; database errors are logged, not fatal."""
         try:
             result = evaluate(using=self.using)
+            # The fire statement has committed (autocommit): tell listeners.
+            announce_fires(result.jobs)
         except (DatabaseError, InterfaceError) as exc:
             logger.error("evaluation failed: %s", exc, extra={"event": "cron.error"})
             # Drop the broken connection; Django reconnects on next use.
@@ -186,6 +190,7 @@ class Leader:
                 if time.monotonic() >= next_sync:
                     try:
                         self.sync()
+                        prune_jobs(using=self.using)
                     except (DatabaseError, InterfaceError) as exc:
                         logger.error("sync failed: %s", exc, extra={"event": "cron.error"})
                         connections[self.using].close()

@@ -152,10 +152,26 @@ class Job(models.Model):
     result = models.JSONField(null=True, blank=True)
     tags = TextArrayField(default=list, blank=True)
     metadata = models.JSONField(default=dict, db_default={})
+    # One entry per attempt: the id of the worker that claimed it.
+    worker_ids = TextArrayField(default=list, blank=True)
 
     class Meta:
         db_table = "awa_jobs"
         ordering = ["id"]
+        indexes = [
+            # The worker's claim: ready jobs in priority, then run_at order.
+            models.Index(
+                models.F("priority").desc(),
+                "run_at",
+                "id",
+                name="awa_jobs_ready",
+                condition=models.Q(state__in=["available", "scheduled", "retryable"]),
+            ),
+            # Rescue scans running jobs by heartbeat age.
+            models.Index(
+                fields=["heartbeat_at"], name="awa_jobs_running", condition=models.Q(state="running")
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(state__in=JobState.values), name="awa_jobs_state_check"

@@ -30,7 +30,7 @@ DATABASES = {
 
 TASKS = {
     "default": {
-        "BACKEND": "django.tasks.backends.dummy.DummyBackend",
+        "BACKEND": "awa_django.backend.AwaBackend",
         "QUEUES": ["default", "mail", "reports"],
     }
 }
@@ -41,6 +41,11 @@ AWA_SYNC_INTERVAL = env.float("AWA_SYNC_INTERVAL", default=60.0)
 AWA_ELECTION_INTERVAL = env.float("AWA_ELECTION_INTERVAL", default=10.0)
 AWA_LEADER_CHECK_INTERVAL = env.float("AWA_LEADER_CHECK_INTERVAL", default=30.0)
 AWA_CATCH_UP_LIMIT = env.int("AWA_CATCH_UP_LIMIT", default=1000)
+AWA_HEARTBEAT_INTERVAL = env.float("AWA_HEARTBEAT_INTERVAL", default=5.0)
+AWA_RESCUE_AFTER = env.float("AWA_RESCUE_AFTER", default=60.0)
+AWA_POLL_INTERVAL = env.float("AWA_POLL_INTERVAL", default=1.0)
+AWA_RETRY_BACKOFF = env.float("AWA_RETRY_BACKOFF", default=1.0)
+AWA_SHUTDOWN_TIMEOUT = env.float("AWA_SHUTDOWN_TIMEOUT", default=30.0)
 
 LOGGING = {
     "version": 1,

@@ -14,9 +14,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from awa_django import operations
+from awa_django import operations, queues
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
-from awa_django.models import CronJob
+from awa_django.models import CronJob, Job, JobState
 
 ROW_FIELDS = (
     "name",
@@ -67,10 +67,10 @@ def default_actor() -> str:
 
 
 class Command(BaseCommand):
-    help = "Operate awa_django: schedules (cron ...)."
+    help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
 
     def add_arguments(self, parser: Any) -> None:
-        groups = parser.add_subparsers(dest="group", required=True, metavar="{cron}")
+        groups = parser.add_subparsers(dest="group", required=True, metavar="{cron,queue,jobs}")
         cron = groups.add_parser("cron", help="Inspect and operate cron schedules.")
         verbs = cron.add_subparsers(dest="verb", required=True, metavar="VERB")
 
@@ -91,8 +91,38 @@ class Command(BaseCommand):
         verb("trigger", "Enqueue one job now, even while paused.", mutates=True)
         verb("remove", "Delete an unowned, active schedule row.", mutates=True)
 
+        queue = groups.add_parser("queue", help="Inspect, pause and resume queues.")
+        qverbs = queue.add_subparsers(dest="verb", required=True, metavar="VERB")
+        for name, help_text in (("list", "List queues with job counts."),
+                                ("pause", "Stop workers claiming from a queue (enqueue continues)."),
+                                ("resume", "Let workers claim from a queue again.")):
+            sub = qverbs.add_parser(name, help=help_text)
+            if name != "list":
+                sub.add_argument("name", help="queue name")
+                sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+            sub.add_argument("--json", action="store_true", help="machine-readable output")
+
+        jobs = groups.add_parser("jobs", help="Inspect, cancel, retry and prune jobs.")
+        jverbs = jobs.add_subparsers(dest="verb", required=True, metavar="VERB")
+        jlist = jverbs.add_parser("list", help="List recent jobs.")
+        jlist.add_argument("--state", choices=JobState.values)
+        jlist.add_argument("--queue")
+        jlist.add_argument("--cron", metavar="NAME", help="only jobs of this schedule")
+        jlist.add_argument("--limit", type=int, default=50)
+        jcancel = jverbs.add_parser("cancel", help="Cancel not-yet-running jobs of a schedule.")
+        jcancel.add_argument("--cron", metavar="NAME", required=True, help="schedule name")
+        jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
+        jretry.add_argument("id", type=int, help="job id")
+        jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
+        jprune.add_argument("--older-than", type=float, metavar="SECONDS",
+                            help="override AWA_JOB_RETENTION for this run")
+        for sub in (jlist, jcancel, jretry, jprune):
+            sub.add_argument("--json", action="store_true", help="machine-readable output")
+        for sub in (jcancel, jretry):
+            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+
     def handle(self, *args: Any, **options: Any) -> None:
-        handler = getattr(self, f"cron_{options['verb']}")
+        handler = getattr(self, f"{options['group']}_{options['verb']}")
         try:
             handler(options)
         except ScheduleNotFound as exc:
@@ -159,3 +189,63 @@ class Command(BaseCommand):
         job = operations.trigger(options["name"], options["actor"])
         data = {k: _plain(v) for k, v in job.items()}
         self.emit(options, data, f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}")
+
+    # -- queues --------------------------------------------------------------
+    def queue_list(self, options: dict[str, Any]) -> None:
+        statuses = queues.list_queues()
+        data = [
+            {"queue": q.queue, "paused_at": _plain(q.paused_at), "paused_by": q.paused_by, "counts": q.counts}
+            for q in statuses
+        ]
+        if not statuses:
+            self.emit(options, data, "No queues found.")
+            return
+        lines = []
+        for q in statuses:
+            state = f"paused by {q.paused_by}" if q.paused_at else "active"
+            counts = ", ".join(f"{k}={v}" for k, v in sorted(q.counts.items())) or "no jobs"
+            lines.append(f"{q.queue}: {state}; {counts}")
+        self.emit(options, data, "\n".join(lines))
+
+    def _queue_action(self, options: dict[str, Any], action: str, func: Any) -> None:
+        changed = func(options["name"], options["actor"])
+        data = {"action": action, "queue": options["name"], "changed": changed}
+        self.emit(options, data, f"{action}: queue {options['name']}: " + ("done" if changed else "no change"))
+
+    def queue_pause(self, options: dict[str, Any]) -> None:
+        self._queue_action(options, "pause", queues.pause_queue)
+
+    def queue_resume(self, options: dict[str, Any]) -> None:
+        self._queue_action(options, "resume", queues.resume_queue)
+
+    # -- jobs ----------------------------------------------------------------
+    def jobs_list(self, options: dict[str, Any]) -> None:
+        flt = queues.job_filter(options["state"], options["queue"], options["cron"])
+        rows = list(Job.objects.filter(flt).order_by("-id")[: max(0, options["limit"])])
+        data = [
+            {"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "attempt": j.attempt,
+             "max_attempts": j.max_attempts, "run_at": _plain(j.run_at), "cron_name": j.cron_name,
+             "cron_fire_at": j.metadata.get("cron_fire_at")}
+            for j in rows
+        ]
+        lines = [
+            f"{d['id']:>8}  {d['state']:<10} {d['queue']:<12} {d['kind']}"
+            + (f"  [{d['cron_name']} @ {d['cron_fire_at']}]" if d["cron_name"] else "")
+            for d in data
+        ]
+        self.emit(options, data, "\n".join(lines) if lines else "No jobs found.")
+
+    def jobs_cancel(self, options: dict[str, Any]) -> None:
+        ids = queues.cancel_cron_jobs(options["cron"], options["actor"])
+        self.emit(options, {"action": "cancel", "schedule": options["cron"], "jobs": ids},
+                  f"cancel: {len(ids)} job(s) of {options['cron']} cancelled")
+
+    def jobs_retry(self, options: dict[str, Any]) -> None:
+        if not queues.retry_job(options["id"], options["actor"]):
+            raise CommandError(f"job {options['id']} does not exist or is not failed/cancelled")
+        self.emit(options, {"action": "retry", "job": options["id"], "changed": True},
+                  f"retry: job {options['id']} is available again")
+
+    def jobs_prune(self, options: dict[str, Any]) -> None:
+        count = queues.prune_jobs(options["older_than"])
+        self.emit(options, {"action": "prune", "deleted": count}, f"prune: {count} finished job(s) deleted")

@@ -1,0 +1,190 @@
+"""``AwaBackend``: a ``django.tasks`` backend over the ``awa_jobs`` table.
+
+``Task.enqueue()`` inserts a row in the caller's transaction (so the job
+commits or rolls back with the caller's data), ``get_result()`` reads it back
+from any process, and ``manage.py runtasks`` runs it. Cron fires land in the
+same table and are indistinguishable from enqueued tasks once inserted.
+
+    TASKS = {"default": {"BACKEND": "awa_django.backend.AwaBackend",
+                         "QUEUES": ["default", "mail"],
+                         "OPTIONS": {"DATABASE": "default", "MAX_ATTEMPTS": 3}}}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.core.checks import CheckMessage, Error
+from django.db import connections, transaction
+from django.db.models.functions import Now
+from django.tasks import Task
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.base import TaskError, TaskResult, TaskResultStatus
+from django.tasks.exceptions import TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued
+from django.utils import timezone
+from django.utils.json import normalize_json
+from django.utils.module_loading import import_string
+
+from .conf import conf
+from .models import Job, JobState
+
+STATUS = {
+    JobState.AVAILABLE: TaskResultStatus.READY,
+    JobState.SCHEDULED: TaskResultStatus.READY,
+    JobState.RETRYABLE: TaskResultStatus.READY,
+    JobState.RUNNING: TaskResultStatus.RUNNING,
+    JobState.COMPLETED: TaskResultStatus.SUCCESSFUL,
+    JobState.FAILED: TaskResultStatus.FAILED,
+    JobState.CANCELLED: TaskResultStatus.FAILED,
+}
+
+
+class AwaBackend(BaseTaskBackend):
+    """Durable PostgreSQL task backend; run the jobs with ``manage.py runtasks``."""
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        self.database: str = self.options.get("DATABASE", "default")
+        self._max_attempts: int | None = self.options.get("MAX_ATTEMPTS")
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts per enqueued job: ``OPTIONS["MAX_ATTEMPTS"]`` or ``AWA_MAX_ATTEMPTS``."""
+        return int(self._max_attempts if self._max_attempts is not None else conf.MAX_ATTEMPTS)
+
+    # -- enqueue -------------------------------------------------------------
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        """Insert a job in the current transaction; ``task_enqueued`` is sent on commit."""
+        self.validate_task(task)
+        payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
+        # Fail here, in the caller, not later in the worker.
+        json.dumps(payload, allow_nan=False)
+        deferred = task.run_after is not None and task.run_after > timezone.now()
+        job = Job.objects.using(self.database).create(
+            kind=task.module_path,
+            queue=task.queue_name,
+            args=payload,
+            priority=task.priority,
+            max_attempts=self.max_attempts,
+            state=JobState.SCHEDULED if deferred else JobState.AVAILABLE,
+            run_at=task.run_after if task.run_after is not None else Now(),
+            metadata={},
+        )
+        job.refresh_from_db(fields=["run_at", "created_at"])
+        result = self.result_for(job, task)
+        self.announce([result])
+        return result
+
+    def announce(self, results: Iterable[TaskResult]) -> None:
+        """Send ``task_enqueued`` for ``results`` once their transaction commits."""
+        results = list(results)
+
+        def send() -> None:
+            for result in results:
+                task_enqueued.send(type(self), task_result=result)
+
+        transaction.on_commit(send, using=self.database)
+
+    # -- results -------------------------------------------------------------
+    def get_result(self, result_id: str) -> TaskResult:
+        """The current state of job ``result_id`` (from any process)."""
+        try:
+            job = Job.objects.using(self.database).get(id=int(result_id))
+        except (Job.DoesNotExist, ValueError, TypeError):
+            raise TaskResultDoesNotExist(result_id) from None
+        return self.result_for(job)
+
+    def result_for(self, job: Job, task: Task | None = None) -> TaskResult:
+        """Build the ``TaskResult`` of a job row."""
+        if task is None:
+            task = resolve_task(job.kind)
+            if task is None:
+                raise TaskResultDoesNotExist(f"{job.id}: {job.kind!r} is not an importable Task")
+        result = TaskResult(
+            task=task,
+            id=str(job.id),
+            status=STATUS[JobState(job.state)],
+            enqueued_at=job.created_at,
+            started_at=job.attempted_at,
+            finished_at=job.finished_at,
+            last_attempted_at=job.attempted_at,
+            args=list(job.args.get("args", [])),
+            kwargs=dict(job.args.get("kwargs", {})),
+            backend=self.alias,
+            errors=[
+                TaskError(
+                    exception_class_path=str(e.get("exception_class_path", "builtins.Exception")),
+                    traceback=str(e.get("traceback", "")),
+                )
+                for e in (job.errors or [])
+                if isinstance(e, dict)
+            ],
+            worker_ids=list(job.worker_ids or []),
+        )
+        if job.state == JobState.COMPLETED:
+            object.__setattr__(result, "_return_value", job.result)
+        return result
+
+    def check(self, **kwargs: Any) -> list[CheckMessage]:
+        """The backend's database must be PostgreSQL."""
+        messages: list[CheckMessage] = list(super().check(**kwargs))
+        if self.database not in connections.settings:
+            messages.append(
+                Error(
+                    f"task backend {self.alias!r}: DATABASE {self.database!r} is not in DATABASES",
+                    id="awa_django.E030",
+                )
+            )
+        elif connections[self.database].vendor != "postgresql":
+            messages.append(
+                Error(
+                    f"task backend {self.alias!r} needs PostgreSQL, database "
+                    f"{self.database!r} is {connections[self.database].vendor}",
+                    hint="awa_django stores jobs in PostgreSQL tables with triggers.",
+                    id="awa_django.E030",
+                )
+            )
+        return messages
+
+
+def resolve_task(kind: str) -> Task | None:
+    """The ``Task`` object at dotted path ``kind``, or None."""
+    try:
+        task = import_string(kind)
+    except ImportError:
+        return None
+    return task if isinstance(task, Task) else None
+
+
+def job_from_row(row: dict[str, Any]) -> Job:
+    """An unsaved ``Job`` instance from a raw ``awa_jobs`` row dict."""
+    fields = {f.attname for f in Job._meta.concrete_fields}
+    return Job(**{k: v for k, v in row.items() if k in fields})
+
+
+
+
+def announce_fires(rows: Iterable[dict[str, Any]]) -> None:
+    """Send ``task_enqueued`` for committed cron-fire job rows.
+
+    Only jobs whose task uses an :class:`AwaBackend` are announced (another
+    backend never sees these rows). Called by the leader after the fire
+    statement committed.
+    """
+    for row in rows:
+        task = resolve_task(row["kind"])
+        if task is None:
+            continue
+        backend = task.get_backend()
+        if isinstance(backend, AwaBackend):
+            result = backend.result_for(job_from_row(row), task)
+            task_enqueued.send(type(backend), task_result=result)

@@ -1,0 +1,49 @@
+"""``manage.py runtasks``: run jobs from ``awa_jobs`` (tasks and cron fires)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from awa_django.worker import Worker
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+class Command(BaseCommand):
+    help = "Run the awa_django task worker. Run any number of replicas."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--queue", action="append", dest="queues", metavar="QUEUE",
+                            help="only claim from this queue (repeatable; default: all queues)")
+        parser.add_argument("--concurrency", type=positive_int, default=1,
+                            help="tasks run at once, each in its own thread (default 1)")
+        parser.add_argument("--burst", action="store_true",
+                            help="exit 0 once no job is ready and none is running")
+        parser.add_argument("--backend", default="default",
+                            help="alias in settings.TASKS of the AwaBackend to serve (default 'default')")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["verbosity"] > 1:
+            logging.getLogger("awa_django").setLevel(logging.DEBUG)
+        try:
+            worker = Worker(
+                queues=options["queues"],
+                concurrency=options["concurrency"],
+                burst=options["burst"],
+                backend=options["backend"],
+            )
+        except (ValueError, KeyError) as exc:
+            raise CommandError(str(exc)) from exc
+        worker.install_signal_handlers()
+        self.stdout.write(f"runtasks: worker {worker.worker_id} started")
+        worker.run()
+        self.stdout.write(f"runtasks: stopped after {worker.completed} completed job(s)")

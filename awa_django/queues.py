@@ -1,0 +1,161 @@
+"""Operator actions on queues and jobs (the service layer for ``awa queue`` /
+``awa jobs`` and the admin).
+
+Queue pause is enforced at dispatch (the worker's claim), never at enqueue:
+cron fires into a paused queue still enqueue, and run once it resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models import Count, F, Q
+from django.db.models.functions import Greatest, Now
+
+from .conf import conf
+from .models import Job, JobState, QueueMeta
+
+logger = logging.getLogger(__name__)
+
+# Jobs an operator may cancel: not yet running (a running attempt is owned by
+# its worker; cancelling under it would race its completion).
+CANCELLABLE = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
+FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """A queue as operators see it."""
+
+    queue: str
+    paused_at: Any
+    paused_by: str | None
+    counts: dict[str, int]
+
+
+def _actor(actor: str) -> str:
+    if not isinstance(actor, str) or not actor.strip():
+        raise ValueError("an operator action needs a non-blank actor")
+    return actor.strip()
+
+
+def list_queues(using: str = "default") -> list[QueueStatus]:
+    """Every queue that has jobs or operator state, with job counts by state."""
+    counts: dict[str, dict[str, int]] = {}
+    for row in Job.objects.using(using).values("queue", "state").annotate(n=Count("id")):
+        counts.setdefault(row["queue"], {})[row["state"]] = row["n"]
+    meta = {m.queue: m for m in QueueMeta.objects.using(using).all()}
+    return [
+        QueueStatus(
+            queue=name,
+            paused_at=meta[name].paused_at if name in meta else None,
+            paused_by=meta[name].paused_by if name in meta else None,
+            counts=counts.get(name, {}),
+        )
+        for name in sorted(set(counts) | set(meta))
+    ]
+
+
+def is_queue_paused(queue: str, using: str = "default") -> bool:
+    return QueueMeta.objects.using(using).filter(queue=queue, paused_at__isnull=False).exists()
+
+
+def pause_queue(queue: str, actor: str, using: str = "default") -> bool:
+    """Stop workers claiming from ``queue``. False if it was already paused."""
+    actor = _actor(actor)
+    with transaction.atomic(using=using):
+        meta, _ = QueueMeta.objects.using(using).select_for_update().get_or_create(queue=queue)
+        if meta.paused_at is not None:
+            return False
+        QueueMeta.objects.using(using).filter(queue=queue).update(paused_at=Now(), paused_by=actor)
+    logger.info("queue %s paused by %s", queue, actor, extra={"event": "queue.paused", "queue": queue, "actor": actor})
+    return True
+
+
+def resume_queue(queue: str, actor: str, using: str = "default") -> bool:
+    """Let workers claim from ``queue`` again. False if it was not paused."""
+    actor = _actor(actor)
+    changed = (
+        QueueMeta.objects.using(using)
+        .filter(queue=queue, paused_at__isnull=False)
+        .update(paused_at=None, paused_by=None)
+    )
+    if changed:
+        logger.info("queue %s resumed by %s", queue, actor, extra={"event": "queue.resumed", "queue": queue, "actor": actor})
+    return bool(changed)
+
+
+def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list[int]:
+    """Cancel every not-yet-running job of schedule ``cron_name``; return their ids.
+
+    Running attempts are left alone (ADR-007: there is no canonical answer to
+    "kill running work too?"). Pause the schedule first to stop new fires.
+    """
+    actor = _actor(actor)
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE awa_jobs
+               SET state = 'cancelled', finished_at = clock_timestamp(),
+                   errors = errors || jsonb_build_array(jsonb_build_object(
+                       'exception_class_path', 'awa_django.exceptions.JobCancelled',
+                       'traceback', 'cancelled by ' || %s))
+             WHERE metadata ->> 'cron_name' = %s AND metadata ? 'cron_name'
+               AND state = ANY (%s)
+            RETURNING id
+            """,
+            [actor, cron_name, list(CANCELLABLE)],
+        )
+        ids = sorted(r[0] for r in cursor.fetchall())
+    logger.info("%d job(s) of schedule %s cancelled by %s", len(ids), cron_name, actor,
+                extra={"event": "jobs.cancelled", "schedule": cron_name, "actor": actor})
+    return ids
+
+
+def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
+    """Make a failed or cancelled job available again (one more attempt)."""
+    actor = _actor(actor)
+    changed = (
+        Job.objects.using(using)
+        .filter(id=job_id, state__in=[JobState.FAILED, JobState.CANCELLED])
+        .update(
+            state=JobState.AVAILABLE,
+            run_at=Now(),
+            finished_at=None,
+            # One more attempt even if the budget was spent.
+            max_attempts=Greatest(F("max_attempts"), F("attempt") + 1),
+        )
+    )
+    if changed:
+        logger.info("job %s retried by %s", job_id, actor, extra={"event": "job.retried", "job_id": job_id, "actor": actor})
+    return bool(changed)
+
+
+def prune_jobs(older_than: float | None = None, using: str = "default") -> int:
+    """Delete finished jobs whose ``finished_at`` is older than the retention."""
+    seconds = float(conf.JOB_RETENTION if older_than is None else older_than)
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM awa_jobs WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s",
+            [list(FINISHED), timedelta(seconds=seconds)],
+        )
+        deleted = cursor.rowcount
+    if deleted:
+        logger.info("pruned %d finished job(s)", deleted, extra={"event": "jobs.pruned", "count": deleted})
+    return deleted
+
+
+def job_filter(state: str | None = None, queue: str | None = None, cron: str | None = None) -> Q:
+    """A ``Q`` for listing jobs by state, queue and schedule name."""
+    q = Q()
+    if state:
+        q &= Q(state=state)
+    if queue:
+        q &= Q(queue=queue)
+    if cron:
+        q &= Q(metadata__cron_name=cron)
+    return q
