@@ -17,3 +17,66 @@ def send_mail(to: str = "") -> str:
 
 def not_a_task() -> None:
     """A plain function, for validation tests."""
+
+
+def _effect(label: str, phase: str = "done") -> None:
+    import os
+
+    from awa_django.jobcontext import current_fire, current_job
+
+    from .models import Effect
+
+    job = current_job()
+    fire = current_fire()
+    Effect.objects.create(
+        label=label,
+        phase=phase,
+        job_id=job.id if job else None,
+        attempt=job.attempt if job else None,
+        schedule=fire.schedule if fire else None,
+        fire_at=fire.fire_at if fire else None,
+        pid=os.getpid(),
+    )
+
+
+@task
+def write_effect(label: str = "effect") -> str:
+    """Record one Effect row describing the running job."""
+    _effect(label)
+    return label
+
+
+@task
+def slow_effect(label: str = "slow", seconds: float = 2.0) -> str:
+    """Record 'started', sleep, then record 'done' (for crash tests)."""
+    import time
+
+    _effect(label, "started")
+    time.sleep(seconds)
+    _effect(label, "done")
+    return label
+
+
+@task
+def always_fails(label: str = "boom") -> None:
+    _effect(label, "attempted")
+    raise RuntimeError(f"{label}: this task always fails")
+
+
+@task
+async def async_effect(label: str = "async") -> str:
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(_effect)(label)
+    return f"async:{label}"
+
+
+@task(takes_context=True)
+def context_effect(context, label: str = "ctx") -> dict:
+    _effect(label)
+    return {"attempt": context.attempt, "id": context.task_result.id}
+
+
+@task
+def returns_unserialisable() -> object:
+    return object()

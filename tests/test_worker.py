@@ -1,0 +1,243 @@
+"""The Worker class driven in-process against the real database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.tasks.base import TaskResultStatus
+from django.tasks.signals import task_finished, task_started
+from django.test.utils import override_settings
+
+from awa_django import queues
+from awa_django.evaluator import evaluate
+from awa_django.models import CronJob, Job
+from awa_django.worker import Worker, retry_delay
+from tests.factories import CronJobFactory
+from tests.testapp import tasks
+from tests.testapp.models import Effect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NO_BACKOFF = {"AWA_RETRY_BACKOFF": 0.0, "AWA_POLL_INTERVAL": 0.05}
+
+
+def burst(**kwargs: Any) -> Worker:
+    worker = Worker(burst=True, **kwargs)
+    worker.run()
+    return worker
+
+
+def job(result: Any) -> Job:
+    return Job.objects.get(id=int(result.id))
+
+
+def test_worker__runs_a_task_and_stores_its_return_value() -> None:
+    result = tasks.write_effect.enqueue("hello")
+    worker = burst()
+    assert worker.completed == 1
+    row = job(result)
+    assert (row.state, row.attempt, row.result) == ("completed", 1, "hello")
+    assert row.worker_ids == [worker.worker_id]
+    refreshed = tasks.write_effect.get_result(result.id)
+    assert refreshed.status == TaskResultStatus.SUCCESSFUL and refreshed.return_value == "hello"
+    assert refreshed.attempts == 1
+    effect = Effect.objects.get()
+    assert (effect.label, effect.job_id, effect.attempt) == ("hello", row.id, 1)
+
+
+def test_worker__claims_in_priority_then_run_at_order() -> None:
+    low = tasks.write_effect.using(priority=-5).enqueue("low")
+    first = tasks.write_effect.enqueue("first")
+    second = tasks.write_effect.enqueue("second")
+    high = tasks.write_effect.using(priority=50).enqueue("high")
+    worker = Worker()
+    order = [int(worker.claim(1)[0]["id"]) for _ in range(4)]
+    assert order == [int(r.id) for r in (high, first, second, low)]
+
+
+def test_worker__never_claims_from_a_paused_queue() -> None:
+    queues.pause_queue("mail", "ops")
+    mail = tasks.send_mail.enqueue("a@example.com")
+    other = tasks.write_effect.enqueue("default-queue")
+    worker = Worker()
+    assert [int(r["id"]) for r in worker.claim(10)] == [int(other.id)]
+    assert job(mail).state == "available"  # enqueue was not refused
+    queues.resume_queue("mail", "ops")
+    assert [int(r["id"]) for r in worker.claim(10)] == [int(mail.id)]
+
+
+def test_worker__only_claims_listed_queues() -> None:
+    mail = tasks.send_mail.enqueue("x@example.com")
+    tasks.write_effect.enqueue("default")
+    assert [int(r["id"]) for r in Worker(queues=["mail"]).claim(10)] == [int(mail.id)]
+
+
+def test_worker__deferred_job_waits_for_run_after() -> None:
+    from django.utils import timezone
+
+    later = tasks.write_effect.using(run_after=timezone.now() + timedelta(hours=1)).enqueue("later")
+    assert job(later).state == "scheduled"
+    assert Worker().claim(10) == []
+    Job.objects.filter(id=int(later.id)).update(run_at=timezone.now() - timedelta(seconds=1))
+    assert [int(r["id"]) for r in Worker().claim(10)] == [int(later.id)]
+
+
+@override_settings(**NO_BACKOFF)
+def test_worker__retries_then_fails_with_every_error_recorded() -> None:
+    result = tasks.always_fails.enqueue("boom")
+    worker = Worker(burst=True)
+    for expected in ("retryable", "retryable", "failed"):
+        (row,) = worker.claim(1)
+        assert worker.execute(row) == expected
+    row = job(result)
+    assert (row.state, row.attempt) == ("failed", 3)
+    assert [e["attempt"] for e in row.errors] == [1, 2, 3]
+    assert all("this task always fails" in e["traceback"] for e in row.errors)
+    failed = tasks.always_fails.get_result(result.id)
+    assert failed.status == TaskResultStatus.FAILED
+    assert [e.exception_class_path for e in failed.errors] == ["builtins.RuntimeError"] * 3
+    assert Effect.objects.filter(phase="attempted").count() == 3
+
+
+def test_worker__retry_waits_for_its_backoff() -> None:
+    result = tasks.always_fails.enqueue("later")
+    worker = Worker()
+    (row,) = worker.claim(1)
+    with override_settings(AWA_RETRY_BACKOFF=3600):
+        assert worker.execute(row) == "retryable"
+    assert worker.claim(1) == []  # not before run_at
+    retry_at = job(result).run_at
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement_timestamp()")
+        now = cursor.fetchone()[0]
+    assert timedelta(minutes=40) < retry_at - now < timedelta(minutes=80)
+
+
+@override_settings(AWA_RETRY_BACKOFF=2.0, AWA_RETRY_BACKOFF_MAX=60.0)
+def test_retry_delay__exponential_with_jitter_and_a_cap() -> None:
+    for attempt, nominal in ((1, 2.0), (2, 4.0), (3, 8.0), (4, 16.0), (10, 60.0)):
+        delays = {retry_delay(attempt) for _ in range(50)}
+        assert all(0.75 * nominal <= d <= 1.25 * nominal for d in delays)
+        assert len(delays) > 1  # jittered
+
+
+@override_settings(AWA_RESCUE_AFTER=0.5)
+def test_worker__late_report_from_a_rescued_attempt_is_ignored() -> None:
+    result = tasks.write_effect.enqueue("twice")
+    dead = Worker()
+    (first,) = dead.claim(1)
+    Job.objects.filter(id=int(result.id)).update(heartbeat_at=first["heartbeat_at"] - timedelta(seconds=5))
+    rescuer = Worker()
+    rescuer.rescue()
+    row = job(result)
+    assert (row.state, row.attempt) == ("retryable", 1)
+    assert row.errors[-1]["exception_class_path"] == "awa_django.exceptions.WorkerLost"
+    (second,) = rescuer.claim(1)
+    assert second["attempt"] == 2
+    assert dead.execute(first) is None  # the dead attempt reports late: ignored
+    assert job(result).state == "running"
+    assert rescuer.execute(second) == "completed"
+    row = job(result)
+    assert (row.state, row.attempt, len(row.worker_ids)) == ("completed", 2, 2)
+
+
+@override_settings(AWA_RESCUE_AFTER=0.5)
+def test_worker__rescue_of_the_last_attempt_fails_the_job() -> None:
+    result = tasks.write_effect.enqueue("last")
+    Job.objects.filter(id=int(result.id)).update(max_attempts=1)
+    (row,) = Worker().claim(1)
+    Job.objects.filter(id=int(result.id)).update(heartbeat_at=row["heartbeat_at"] - timedelta(seconds=5))
+    Worker().rescue()
+    assert job(result).state == "failed"
+
+
+def test_worker__heartbeat_keeps_running_attempts_fresh() -> None:
+    result = tasks.write_effect.enqueue("beat")
+    worker = Worker()
+    (row,) = worker.claim(1)
+    old = row["heartbeat_at"] - timedelta(minutes=5)
+    Job.objects.filter(id=int(result.id)).update(heartbeat_at=old)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"]]])
+        assert cursor.fetchone()[0] == 1
+        # A heartbeat for a stale attempt number changes nothing.
+        cursor.execute("SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"] + 1]])
+        assert cursor.fetchone()[0] == 0
+    assert job(result).heartbeat_at > old
+
+
+def test_worker__runs_async_tasks_and_passes_context() -> None:
+    a = tasks.async_effect.enqueue("a")
+    c = tasks.context_effect.enqueue("c")
+    burst()
+    assert job(a).result == "async:a"
+    assert job(c).result == {"attempt": 1, "id": c.id}
+    assert set(Effect.objects.values_list("label", flat=True)) == {"a", "c"}
+
+
+def test_worker__unrunnable_jobs_fail_cleanly() -> None:
+    bad_return = tasks.returns_unserialisable.enqueue()
+    Job.objects.filter(id=int(bad_return.id)).update(max_attempts=1)
+    ghost = Job.objects.create(kind="tests.testapp.tasks.no_such_task", max_attempts=1, args={"args": [], "kwargs": {}})
+    burst()
+    assert job(bad_return).state == "failed"
+    assert Job.objects.get(id=ghost.id).state == "failed"
+    assert "ImportError" in Job.objects.get(id=ghost.id).errors[0]["exception_class_path"]
+
+
+def test_worker__sends_started_and_finished_signals() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def started(sender: Any, task_result: Any, **kw: Any) -> None:
+        seen.append(("started", task_result.status))
+
+    def finished(sender: Any, task_result: Any, **kw: Any) -> None:
+        seen.append(("finished", task_result.status))
+
+    task_started.connect(started)
+    task_finished.connect(finished)
+    try:
+        tasks.write_effect.enqueue("signals")
+        burst()
+    finally:
+        task_started.disconnect(started)
+        task_finished.disconnect(finished)
+    assert seen == [("started", TaskResultStatus.RUNNING), ("finished", TaskResultStatus.SUCCESSFUL)]
+
+
+def test_cron_fire__runs_with_the_schedule_args_and_knows_its_fire_time() -> None:
+    CronJobFactory(name="fx", cron_expr="* * * * *", kind="tests.testapp.tasks.write_effect",
+                   queue="mail", priority=9, max_attempts=7, args={"args": ["from-cron"], "kwargs": {}})
+    fired = evaluate().jobs
+    assert len(fired) == 1
+    row = Job.objects.get()
+    assert (row.queue, row.priority, row.max_attempts) == ("mail", 9, 7)
+    burst()
+    effect = Effect.objects.get()
+    assert effect.label == "from-cron" and effect.schedule == "fx"
+    assert effect.fire_at.isoformat() == row.metadata["cron_fire_at"]
+
+
+def test_cron_fire__into_a_paused_queue_is_enqueued_and_runs_after_resume() -> None:
+    queues.pause_queue("mail", "ops")
+    CronJobFactory(name="held", cron_expr="* * * * *", kind="tests.testapp.tasks.write_effect", queue="mail")
+    evaluate()
+    assert CronJob.objects.get(name="held").last_enqueued_at is not None  # the fire advanced
+    burst()
+    assert Job.objects.get().state == "available" and not Effect.objects.exists()
+    queues.resume_queue("mail", "ops")
+    burst()
+    assert Job.objects.get().state == "completed" and Effect.objects.count() == 1
+
+
+def test_schedule_pause__does_not_touch_queued_jobs() -> None:
+    from awa_django import operations
+
+    CronJobFactory(name="queued", cron_expr="* * * * *", kind="tests.testapp.tasks.write_effect")
+    evaluate()
+    operations.pause("queued", "ops")
+    burst()
+    assert Job.objects.get().state == "completed"
