@@ -59,7 +59,9 @@ def _isolated_registry() -> Iterator[None]:
 
 
 class Runcron:
-    """A real ``manage.py runcron`` subprocess against the test database."""
+    """A real ``manage.py runcron`` (or ``runtasks``) subprocess on the test database."""
+
+    command = "runcron"
 
     def __init__(self, schedules: dict[str, Any], extra_env: dict[str, str], args: list[str]) -> None:
         env = dict(os.environ)
@@ -73,14 +75,18 @@ class Runcron:
                 "AWA_LEADER_CHECK_INTERVAL": "0.5",
                 "AWA_SYNC_INTERVAL": "5",
                 "AWA_LOG_LEVEL": "INFO",
+                "AWA_HEARTBEAT_INTERVAL": "0.2",
+                "AWA_RESCUE_AFTER": "1.0",
+                "AWA_POLL_INTERVAL": "0.5",
+                "AWA_RETRY_BACKOFF": "0.05",
                 "PYTHONUNBUFFERED": "1",
             }
         )
         env.update(extra_env)
-        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"runcron-{os.getpid()}-{time.monotonic_ns()}.log"
+        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"{self.command}-{os.getpid()}-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "django", "runcron", *args],
+            [sys.executable, "-m", "django", self.command, *args],
             cwd=ROOT,
             env=env,
             stdout=self._log,
@@ -118,6 +124,28 @@ def runcron() -> Iterator[Callable[..., Runcron]]:
 
     def start(schedules: dict[str, Any] | None = None, *args: str, env: dict[str, str] | None = None) -> Runcron:
         proc = Runcron(schedules or {}, env or {}, list(args))
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.proc.poll() is None:
+            proc.kill()
+
+
+class Runtasks(Runcron):
+    """A real ``manage.py runtasks`` subprocess on the test database."""
+
+    command = "runtasks"
+
+
+@pytest.fixture
+def runtasks() -> Iterator[Callable[..., Runtasks]]:
+    """Start ``runtasks`` subprocesses; every one is killed at teardown."""
+    started: list[Runtasks] = []
+
+    def start(*args: str, env: dict[str, str] | None = None) -> Runtasks:
+        proc = Runtasks({}, env or {}, list(args))
         started.append(proc)
         return proc
 
