@@ -59,9 +59,9 @@ DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.
 
 TASKS = {
     "default": {
-        # Until the awa_django task backend lands, cron fires are rows in
-        # awa_jobs and this backend only validates the tasks.
-        "BACKEND": "django.tasks.backends.dummy.DummyBackend",
+        # Jobs (cron fires and Task.enqueue()) live in awa_jobs; run them
+        # with `manage.py runtasks`.
+        "BACKEND": "awa_django.backend.AwaBackend",
         "QUEUES": ["default", "reports"],
     }
 }

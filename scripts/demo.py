@@ -1,4 +1,5 @@
-"""``make demo``: migrate the example project, run ``runcron``, print what fires.
+"""``make demo``: migrate the example project, run ``runcron`` and ``runtasks``,
+and print each fire and what its task did.
 
 Runs until Ctrl-C, or for ``--seconds N`` (CI uses a bounded run). Needs
 DATABASE_URL; ``make demo`` starts an embedded PostgreSQL when it is unset.
@@ -34,9 +35,11 @@ def main() -> int:
 
     seen = Job.objects.order_by("-id").values_list("id", flat=True).first() or 0
     runcron = subprocess.Popen([*manage, "runcron"], cwd=ROOT)
-    print("demo: runcron started; schedules fire into awa_jobs (Ctrl-C to stop)", flush=True)
+    runtasks = subprocess.Popen([*manage, "runtasks", "--concurrency", "2"], cwd=ROOT)
+    print("demo: runcron and runtasks started; schedules fire, the worker runs them (Ctrl-C to stop)", flush=True)
     deadline = time.monotonic() + args.seconds if args.seconds > 0 else None
     fired = 0
+    ran: set[int] = set()
     try:
         while deadline is None or time.monotonic() < deadline:
             time.sleep(0.5)
@@ -49,16 +52,22 @@ def main() -> int:
                     f"-> job {job.id} ({job.kind}, queue {job.queue})",
                     flush=True,
                 )
-            if runcron.poll() is not None:
-                print("demo: runcron exited unexpectedly", file=sys.stderr)
+            for job in Job.objects.filter(state="completed").exclude(id__in=ran).order_by("id"):
+                ran.add(job.id)
+                print(f"demo: job {job.id} completed, returned {job.result!r}", flush=True)
+            if runcron.poll() is not None or runtasks.poll() is not None:
+                print("demo: runcron or runtasks exited unexpectedly", file=sys.stderr)
                 return 1
     except KeyboardInterrupt:
         pass
     finally:
-        runcron.send_signal(signal.SIGTERM)
-        runcron.wait(timeout=15)
-    print(f"demo: {fired} fire(s) seen", flush=True)
-    return 0 if fired or deadline is None else 1
+        for proc in (runcron, runtasks):
+            proc.send_signal(signal.SIGTERM)
+        for proc in (runcron, runtasks):
+            proc.wait(timeout=40)
+    print(f"demo: {fired} fire(s) seen, {len(ran)} job(s) completed", flush=True)
+    # A bounded run (CI) must have shown the whole path working.
+    return 0 if deadline is None or (fired and ran) else 1
 
 
 if __name__ == "__main__":
