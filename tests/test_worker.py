@@ -241,3 +241,28 @@ def test_schedule_pause__does_not_touch_queued_jobs() -> None:
     operations.pause("queued", "ops")
     burst()
     assert Job.objects.get().state == "completed"
+
+
+def test_cron_fire__sends_task_enqueued_after_commit() -> None:
+    from django.tasks.signals import task_enqueued
+
+    from awa_django.leader import Leader
+    from awa_django.schedules import build_schedule
+
+    seen: list[Any] = []
+
+    def receiver(sender: Any, task_result: Any, **kw: Any) -> None:
+        # Sent after the fire committed: another session already sees the row.
+        from tests.conftest import raw_connection
+
+        with raw_connection() as other:
+            visible = other.execute("SELECT count(*) FROM awa_jobs WHERE id = %s", [int(task_result.id)]).fetchone()[0]
+        seen.append((task_result.task.name, task_result.kwargs, visible))
+
+    task_enqueued.connect(receiver)
+    try:
+        schedule = build_schedule("announced", "* * * * *", tasks.write_effect, kwargs={"label": "x"})
+        Leader(schedules=[schedule]).run_once()
+    finally:
+        task_enqueued.disconnect(receiver)
+    assert seen == [("write_effect", {"label": "x"}, 1)]
