@@ -39,3 +39,11 @@ class OperationRefused(RuntimeError):
 
 class LeadershipUnavailable(RuntimeError):
     """Another process holds the leader lock (``runcron --once``)."""
+
+
+class WorkerLost(RuntimeError):
+    """Recorded in a job's errors when its worker stopped heartbeating."""
+
+
+class JobCancelled(RuntimeError):
+    """Recorded in a job's errors when an operator cancelled it."""

@@ -28,6 +28,8 @@ from .backend import announce_fires
 from .conf import conf
 from .evaluator import PassResult, evaluate
 from .queues import prune_jobs
+from .reconciliation import configured, reconcile_all
+from .runtime import RuntimeReporter, cleanup_snapshots
 from .exceptions import LeadershipUnavailable
 from .schedules import Schedule, declared_schedules
 from .sync import sync_schedules
@@ -67,6 +69,9 @@ class Leader:
         on_pass: Callable[[PassResult], None] | None = None,
     ) -> None:
         self.schedules = list(declared_schedules() if schedules is None else schedules)
+        # Authoritative deployments publish their schedules as a manifest (see
+        # runtime.py); only additive ones upsert them directly.
+        self.authoritative = configured() is not None
         self.using = using
         self.on_pass = on_pass
         self.stop_requested = threading.Event()
@@ -97,28 +102,46 @@ class Leader:
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
 
+    def reporter(self) -> RuntimeReporter:
+        """This process's runtime snapshot writer."""
+        return RuntimeReporter("runcron", self.schedules, is_leader=lambda: self.is_leader, using=self.using)
+
     def run(self) -> None:
-        """Elect, lead, re-elect on connection loss, until :meth:`stop`."""
-        while not self.stop_requested.is_set():
-            if self.try_acquire():
-                self.lead()
-            else:
-                self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
+        """Elect, lead, re-elect on connection loss, until :meth:`stop`.
+
+        The startup snapshot (and, when authoritative, the ownership check)
+        comes first: a conflict raises before anything else is written.
+        """
+        reporter = self.reporter()
+        reporter.start()
+        try:
+            while not self.stop_requested.is_set():
+                if self.try_acquire():
+                    self.lead()
+                else:
+                    self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
+        finally:
+            reporter.stop()
 
     def run_once(self) -> PassResult:
         """One sync and one evaluation pass as leader (``runcron --once``).
 
         Raises :class:`LeadershipUnavailable` when another process leads.
         """
-        if not self.try_acquire():
-            raise LeadershipUnavailable(
-                "another runcron process holds the leader lock; not evaluating"
-            )
+        reporter = self.reporter()
+        reporter.write(check=True)
         try:
-            self.sync()
-            return self.evaluate_pass()
+            if not self.try_acquire():
+                raise LeadershipUnavailable(
+                    "another runcron process holds the leader lock; not evaluating"
+                )
+            try:
+                self.maintain()
+                return self.evaluate_pass()
+            finally:
+                self.release()
         finally:
-            self.release()
+            reporter.write(shutting_down=True)
 
     # -- election ------------------------------------------------------------
     def try_acquire(self) -> bool:
@@ -162,8 +185,16 @@ class Leader:
 
     # -- leading -------------------------------------------------------------
     def sync(self) -> None:
-        """Upsert this process's declared schedules (additive)."""
-        sync_schedules(self.schedules, using=self.using)
+        """Upsert this process's declared schedules (additive mode only)."""
+        if not self.authoritative:
+            sync_schedules(self.schedules, using=self.using)
+
+    def maintain(self) -> None:
+        """The leader's periodic work besides firing: sync, reconcile, clean up."""
+        self.sync()
+        reconcile_all(using=self.using)
+        cleanup_snapshots(using=self.using)
+        prune_jobs(using=self.using)
 
     def evaluate_pass(self) -> PassResult:
         """One evaluation pass; database errors are logged, not fatal."""
@@ -189,8 +220,7 @@ class Leader:
             while not self.stop_requested.is_set():
                 if time.monotonic() >= next_sync:
                     try:
-                        self.sync()
-                        prune_jobs(using=self.using)
+                        self.maintain()
                     except (DatabaseError, InterfaceError) as exc:
                         logger.error("sync failed: %s", exc, extra={"event": "cron.error"})
                         connections[self.using].close()

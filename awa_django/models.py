@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
-from django.db.models.functions import Length, Now
+from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
 
@@ -76,6 +76,9 @@ class CronJob(models.Model):
     retired_at = models.DateTimeField(null=True, blank=True)
     retired_by = models.TextField(null=True, blank=True)
     retired_revision = models.TextField(null=True, blank=True)
+    # Owner-scoped reconciliation: NULL = unowned (additive sync). There is
+    # deliberately no foreign key; ownership changes only by operator action.
+    owner_id = models.TextField(null=True, blank=True, db_index=True)
 
     class Meta:
         db_table = "awa_cron_jobs"
@@ -199,3 +202,90 @@ class QueueMeta(models.Model):
 
     def __str__(self) -> str:
         return self.queue
+
+
+class RuntimeInstance(models.Model):
+    """One running ``runcron``/``runtasks`` process (``awa_runtime_instances``).
+
+    Written every ``AWA_SNAPSHOT_INTERVAL``; the evidence reconciliation reads.
+    """
+
+    instance_id = models.UUIDField(primary_key=True)
+    hostname = models.TextField()
+    pid = models.IntegerField()
+    version = models.TextField()
+    role = models.TextField()
+    started_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField(db_default=Now())
+    snapshot_interval_ms = models.BigIntegerField()
+    leader = models.BooleanField(default=False)
+    queues = models.JSONField(default=list, db_default=[])
+    shutting_down = models.BooleanField(default=False)
+    # NULL for writers that predate the reconciliation protocol.
+    cron_protocol = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        db_table = "awa_runtime_instances"
+        verbose_name = "runtime instance"
+        indexes = [models.Index(fields=["-last_seen_at"], name="awa_runtime_last_seen")]
+
+    def __str__(self) -> str:
+        return f"{self.role}@{self.hostname}:{self.pid}"
+
+
+class CronOwner(models.Model):
+    """Reconciliation state of one owner (``awa_cron_owners``)."""
+
+    owner_id = models.TextField(primary_key=True)
+    # Certificate: the manifest whose definitions are synchronised (all its
+    # names exist, active and owned).
+    synced_hash = models.TextField(null=True, blank=True)
+    # The durable agreement (grace) clock.
+    agreed_hash = models.TextField(null=True, blank=True)
+    agreed_since = models.DateTimeField(null=True, blank=True)
+    evidence_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "awa_cron_owners"
+        verbose_name = "cron owner"
+        constraints = [
+            models.CheckConstraint(
+                condition=Range(Length(Trim("owner_id")), (1, 200)), name="awa_cron_owners_owner_id_check"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.owner_id
+
+
+class CronManifest(models.Model):
+    """An owner's complete desired schedule set, stored once per hash."""
+
+    pk = models.CompositePrimaryKey("owner", "desired_hash")
+    owner = models.ForeignKey(CronOwner, on_delete=models.PROTECT, db_column="owner_id")
+    desired_hash = models.TextField()
+    manifest = models.JSONField()
+
+    class Meta:
+        db_table = "awa_cron_manifests"
+        verbose_name = "cron manifest"
+
+
+class CronDeclaration(models.Model):
+    """A live runtime's claim: "owner X wants manifest H" (``awa_cron_declarations``)."""
+
+    instance = models.OneToOneField(
+        RuntimeInstance, primary_key=True, on_delete=models.CASCADE, db_column="instance_id"
+    )
+    owner = models.ForeignKey(CronOwner, on_delete=models.PROTECT, db_column="owner_id")
+    revision = models.TextField()
+    desired_hash = models.TextField()
+    grace_ms = models.BigIntegerField()
+    last_seen_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "awa_cron_declarations"
+        verbose_name = "cron declaration"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(grace_ms__gte=0), name="awa_cron_declarations_grace_check")
+        ]

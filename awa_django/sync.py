@@ -24,8 +24,17 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
     if not definitions:
         return []
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT awa_cron_upsert_v1(%s::jsonb)", [json.dumps(definitions)])
-        changed = [row[0] for row in cursor.fetchall()]
+        cursor.execute("SELECT name, outcome FROM awa_cron_upsert_v2(%s::jsonb)", [json.dumps(definitions)])
+        outcomes = cursor.fetchall()
+    changed = sorted(name for name, outcome in outcomes if outcome == "written")
     for name in changed:
         logger.info("schedule %s synced", name, extra={"event": "cron.synced", "schedule": name})
+    for name in sorted(name for name, outcome in outcomes if outcome == "owned"):
+        # Owned rows change only through their owner's manifest or an operator.
+        logger.error(
+            "schedule %s is owned by an authoritative deployment; this additive "
+            "declaration is ignored (adopt it, or remove it from this deployment)",
+            name,
+            extra={"event": "cron.sync_conflict", "schedule": name},
+        )
     return changed

@@ -38,6 +38,8 @@ from .backend import AwaBackend, job_from_row, resolve_task
 from .conf import conf
 from .evaluator import job_row
 from .leader import leader_connection
+from .runtime import RuntimeReporter
+from .schedules import Schedule
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ class Worker:
         burst: bool = False,
         backend: str = "default",
         shutdown_timeout: float | None = None,
+        schedules: list[Schedule] | None = None,
     ) -> None:
         self.queues = queues or None
         self.concurrency = max(1, concurrency)
@@ -107,6 +110,9 @@ class Worker:
         self._listen: psycopg.Connection[Any] | None = None
         self._signals = 0
         self.completed = 0
+        # runtasks declares the same schedules as runcron: in authoritative
+        # mode every runtime of the owner is evidence for reconciliation.
+        self.schedules = list(schedules or [])
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -132,6 +138,8 @@ class Worker:
         """Claim and run jobs until stopped (or, with ``burst``, until idle)."""
         logger.info("worker %s started (queues=%s, concurrency=%d)", self.worker_id,
                     self.queues or "all", self.concurrency, extra={"event": "worker.started"})
+        reporter = RuntimeReporter("runtasks", self.schedules, queues=self.queues or [], using=self.using)
+        reporter.start()  # raises (publishing nothing) on an ownership conflict
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="awa-heartbeat", daemon=True)
         heartbeat.start()
         next_rescue = time.monotonic()
@@ -156,6 +164,7 @@ class Worker:
                 self._drained.set()
                 self._close_listen()
         heartbeat.join(timeout=5)
+        reporter.stop()
         logger.info("worker %s stopped", self.worker_id, extra={"event": "worker.stopped"})
 
     # -- claiming ------------------------------------------------------------

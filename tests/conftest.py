@@ -9,12 +9,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from awa_django.schedules import registry
 
@@ -30,6 +31,15 @@ def database_url() -> str:
     query = f"?host={socket}" if socket else ""
     user = s.get("USER") or "postgres"
     return f"postgres://{user}@{host}{port}/{s['NAME']}{query}"
+
+
+@contextmanager
+def operator_context() -> Iterator[None]:
+    """A transaction in which the schedule fence lets lifecycle columns change,
+    as awa_django's operator actions do (tests use it to set up rows)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('awa.cron_admin', 'on', true)")
+        yield
 
 
 def raw_connection(autocommit: bool = True) -> psycopg.Connection[Any]:

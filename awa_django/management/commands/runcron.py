@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable
 from awa_django.leader import Leader
+from awa_django.reconciliation import RegistrationConflict
 
 
 class Command(BaseCommand):
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         if once:
             try:
                 result = leader.run_once()
-            except LeadershipUnavailable as exc:
+            except (LeadershipUnavailable, RegistrationConflict) as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(
                 f"evaluated {result.evaluated} schedule(s), enqueued {len(result.jobs)} job(s)"
@@ -49,5 +50,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"runcron: {len(leader.schedules)} declared schedule(s); waiting for leadership"
         )
-        leader.run()
+        try:
+            leader.run()
+        except RegistrationConflict as exc:
+            raise CommandError(f"not starting: {exc}") from exc
         self.stdout.write("runcron: stopped")

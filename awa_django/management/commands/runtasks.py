@@ -8,6 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from awa_django.exceptions import InvalidSchedule
+from awa_django.reconciliation import RegistrationConflict
+from awa_django.schedules import declared_schedules
 from awa_django.worker import Worker
 
 
@@ -40,10 +43,16 @@ class Command(BaseCommand):
                 concurrency=options["concurrency"],
                 burst=options["burst"],
                 backend=options["backend"],
+                schedules=declared_schedules(),
             )
+        except InvalidSchedule as exc:
+            raise CommandError(f"invalid schedule, not starting: {exc}") from exc
         except (ValueError, KeyError) as exc:
             raise CommandError(str(exc)) from exc
         worker.install_signal_handlers()
         self.stdout.write(f"runtasks: worker {worker.worker_id} started")
-        worker.run()
+        try:
+            worker.run()
+        except RegistrationConflict as exc:
+            raise CommandError(f"not starting: {exc}") from exc
         self.stdout.write(f"runtasks: stopped after {worker.completed} completed job(s)")

@@ -1,0 +1,134 @@
+"""Runtime snapshots: every ``runcron``/``runtasks`` process reports itself.
+
+Each process upserts its row in ``awa_runtime_instances`` every
+``AWA_SNAPSHOT_INTERVAL``, independent of leadership, with
+``cron_protocol = 1``. When the deployment is authoritative it publishes its
+manifest and declaration in the *same* transaction, under the protocol lock,
+so evidence and declaration can never disagree. The first write happens at
+startup and also checks ownership: a conflict rolls the whole transaction back
+(nothing published) and startup fails. The last write marks the process
+``shutting_down``, which removes its declaration from the live set at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.db import DatabaseError, InterfaceError, connections, transaction
+
+from . import __version__
+from .conf import conf
+from .manifest import Manifest, manifest_for
+from .reconciliation import (
+    CRON_PROTOCOL_VERSION,
+    ReconciliationConfig,
+    check_registration,
+    configured,
+    publish,
+)
+from .schedules import Schedule
+
+logger = logging.getLogger(__name__)
+
+UPSERT_SNAPSHOT = """
+    INSERT INTO awa_runtime_instances
+        (instance_id, hostname, pid, version, role, started_at, last_seen_at,
+         snapshot_interval_ms, leader, queues, shutting_down, cron_protocol)
+    VALUES (%s, %s, %s, %s, %s, clock_timestamp(), clock_timestamp(), %s, %s, %s::jsonb, %s, %s)
+    ON CONFLICT (instance_id) DO UPDATE
+       SET last_seen_at = clock_timestamp(), snapshot_interval_ms = EXCLUDED.snapshot_interval_ms,
+           leader = EXCLUDED.leader, queues = EXCLUDED.queues,
+           shutting_down = EXCLUDED.shutting_down, cron_protocol = EXCLUDED.cron_protocol
+"""
+
+
+class RuntimeReporter:
+    """Writes this process's snapshot (and declaration) periodically in a thread."""
+
+    def __init__(
+        self,
+        role: str,
+        schedules: Sequence[Schedule],
+        *,
+        queues: Sequence[str] | None = None,
+        is_leader: Callable[[], bool] = lambda: False,
+        using: str = "default",
+        config: ReconciliationConfig | None = None,
+    ) -> None:
+        self.role = role
+        self.instance_id = str(uuid.uuid4())
+        self.queues = list(queues or [])
+        self.is_leader = is_leader
+        self.using = using
+        self.config = configured() if config is None else config
+        self.manifest: Manifest | None = manifest_for(schedules) if self.config else None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def authoritative(self) -> bool:
+        return self.config is not None
+
+    def write(self, *, check: bool = False, shutting_down: bool = False) -> None:
+        """One snapshot transaction: lock, snapshot, publication, optional check."""
+        interval_ms = int(float(conf.SNAPSHOT_INTERVAL) * 1000)
+        with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
+            cursor.execute("SELECT awa_cron_protocol_lock()")
+            cursor.execute(
+                UPSERT_SNAPSHOT,
+                [self.instance_id, socket.gethostname(), os.getpid(), __version__, self.role,
+                 interval_ms, bool(self.is_leader()), json.dumps(self.queues), shutting_down,
+                 CRON_PROTOCOL_VERSION],
+            )
+            if self.config is not None and self.manifest is not None and not shutting_down:
+                if check:
+                    check_registration(self.config, self.manifest, using=self.using)
+                publish(self.instance_id, self.config, self.manifest, using=self.using)
+
+    def start(self) -> None:
+        """Startup write (with the ownership check), then a reporting thread.
+
+        Raises :class:`~awa_django.reconciliation.RegistrationConflict` without
+        having published anything when desired names belong to someone else.
+        """
+        self.write(check=True)
+        self._thread = threading.Thread(target=self._loop, name="awa-snapshot", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.wait(float(conf.SNAPSHOT_INTERVAL)):
+                try:
+                    self.write()
+                except (DatabaseError, InterfaceError) as exc:
+                    logger.error("snapshot failed: %s", exc, extra={"event": "runtime.error"})
+                    connections[self.using].close()
+        finally:
+            connections[self.using].close()
+
+    def stop(self) -> None:
+        """Stop the thread and write the final ``shutting_down`` snapshot."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        try:
+            self.write(shutting_down=True)
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning("final snapshot failed: %s", exc, extra={"event": "runtime.error"})
+
+
+def cleanup_snapshots(using: str = "default", older_than_seconds: float = 24 * 3600) -> int:
+    """Delete snapshots (and, by cascade, declarations) not seen for a day."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM awa_runtime_instances WHERE last_seen_at < clock_timestamp() - make_interval(secs => %s)",
+            [older_than_seconds],
+        )
+        return cursor.rowcount
