@@ -47,6 +47,9 @@ HINTS = {
     "awa_django.E020": "Durations are seconds >= 0; AWA_CATCH_UP_LIMIT >= 1; AWA_MAX_ATTEMPTS 1-1000.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
+    "awa_django.E040": "Authoritative mode needs AWA_OWNER: 1-200 bytes, not blank, no NUL.",
+    "awa_django.E041": "Authoritative mode needs AWA_REVISION (a deploy label, e.g. a git SHA).",
+    "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
 }
 
 DURATION_SETTINGS = (
@@ -129,3 +132,22 @@ def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     if connections[alias].vendor != "postgresql":
         return [_error("awa_django.E022", f"database {alias!r} is not PostgreSQL")]
     return []
+
+
+@register(Tags.compatibility)
+def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Authoritative mode has a valid owner and revision."""
+    from .reconciliation import validate_label
+
+    authoritative = conf.AUTHORITATIVE
+    if not isinstance(authoritative, bool):
+        return [_error("awa_django.E042", f"AWA_AUTHORITATIVE must be a bool, got {authoritative!r}")]
+    if not authoritative:
+        return []
+    messages: list[CheckMessage] = []
+    for key, check_id in (("OWNER", "awa_django.E040"), ("REVISION", "awa_django.E041")):
+        try:
+            validate_label(getattr(conf, key), f"AWA_{key}")
+        except ValueError as exc:
+            messages.append(_error(check_id, str(exc)[:200]))
+    return messages

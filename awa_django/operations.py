@@ -148,6 +148,10 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
         row = _lock(name, using)
         if row.retired_at is not None:
             raise OperationRefused(f"schedule {name!r} is retired; its tombstone is kept")
+        if row.owner_id is not None:
+            raise OperationRefused(
+                f"schedule {name!r} is owned by {row.owner_id!r}; retire it instead of removing it"
+            )
         CronJob.objects.using(using).filter(name=name).delete()
     logger.info("schedule %s removed by %s", name, actor, extra={"event": "cron.removed", "schedule": name, "actor": actor})
     return ActionResult("remove", name, True)

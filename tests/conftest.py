@@ -174,6 +174,8 @@ def leader_pid() -> int | None:
         row = conn.execute(
             "SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
             "WHERE l.locktype = 'advisory' AND l.granted "
+            # Advisory locks are per database; other test databases may have leaders too.
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
             "AND l.classid::bigint = %s AND l.objid::bigint = %s",
             [key >> 32, key & 0xFFFFFFFF],
         ).fetchone()

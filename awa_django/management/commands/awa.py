@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
-from awa_django import operations, queues
+from awa_django import operations, ownership, queues, reconciliation
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import CronJob, Job, JobState
 
@@ -39,6 +40,7 @@ ROW_FIELDS = (
     "retired_at",
     "retired_by",
     "retired_revision",
+    "owner_id",
 )
 
 
@@ -91,6 +93,31 @@ class Command(BaseCommand):
         verb("trigger", "Enqueue one job now, even while paused.", mutates=True)
         verb("remove", "Delete an unowned, active schedule row.", mutates=True)
 
+        # Owner-scoped reconciliation: lifecycle verbs are dry runs unless --apply.
+        def lifecycle(name: str, help_text: str, *positionals: str) -> Any:
+            sub = verbs.add_parser(name, help=help_text + " Dry run unless --apply.")
+            for positional in positionals:
+                sub.add_argument(positional)
+            sub.add_argument("--apply", action="store_true", help="perform the action (default: dry run)")
+            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+            sub.add_argument("--json", action="store_true", help="machine-readable output")
+            return sub
+
+        adopt = lifecycle("adopt", "Give a schedule to an owner.", "name", "owner")
+        adopt.add_argument("--expected-owner", default=None,
+                           help="the current owner you expect (default: unowned)")
+        lifecycle("retire", "Retire a schedule (durable tombstone; never fires).", "name")
+        lifecycle("restore", "Restore a retired schedule from now on (no replay).", "name")
+        lifecycle("retire-owner", "Retire every schedule of an owner.", "owner")
+        lifecycle("restore-owner", "Restore every retired schedule of an owner.", "owner")
+        plan = verbs.add_parser("plan", help="Explain what reconciliation of an owner would do (read-only).")
+        plan.add_argument("owner")
+        plan.add_argument("--manifest", metavar="FILE",
+                          help="preview this JSON list of schedule definitions instead of the published one")
+        plan.add_argument("--json", action="store_true", help="machine-readable output")
+        owners = verbs.add_parser("owners", help="List owners with their live plan summary.")
+        owners.add_argument("--json", action="store_true", help="machine-readable output")
+
         queue = groups.add_parser("queue", help="Inspect, pause and resume queues.")
         qverbs = queue.add_subparsers(dest="verb", required=True, metavar="VERB")
         for name, help_text in (("list", "List queues with job counts."),
@@ -122,12 +149,12 @@ class Command(BaseCommand):
             sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        handler = getattr(self, f"{options['group']}_{options['verb']}")
+        handler = getattr(self, f"{options['group']}_{options['verb'].replace('-', '_')}")
         try:
             handler(options)
         except ScheduleNotFound as exc:
             raise CommandError(str(exc)) from exc
-        except (OperationRefused, ValueError) as exc:
+        except (OperationRefused, ValueError, DatabaseError) as exc:
             raise CommandError(str(exc)) from exc
 
     def emit(self, options: dict[str, Any], data: Any, text: str) -> None:
@@ -143,7 +170,7 @@ class Command(BaseCommand):
         if not rows:
             self.emit(options, data, "No cron schedules found.")
             return
-        header = ("NAME", "CRON", "TIMEZONE", "POLICY", "QUEUE", "STATE", "LAST FIRE", "NEXT FIRE")
+        header = ("NAME", "CRON", "TIMEZONE", "POLICY", "QUEUE", "OWNER", "STATE", "LAST FIRE", "NEXT FIRE")
         table = [header]
         for row, item in zip(rows, data, strict=True):
             upcoming = operations.upcoming_fires(row, 1)
@@ -154,6 +181,7 @@ class Command(BaseCommand):
                     row.timezone,
                     row.missed_fire_policy,
                     row.queue,
+                    row.owner_id or "-",
                     item["state"],
                     row.last_enqueued_at.isoformat() if row.last_enqueued_at else "never",
                     upcoming[0].isoformat() if upcoming else "-",
@@ -189,6 +217,60 @@ class Command(BaseCommand):
         job = operations.trigger(options["name"], options["actor"])
         data = {k: _plain(v) for k, v in job.items()}
         self.emit(options, data, f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}")
+
+    # -- ownership -----------------------------------------------------------
+    def _operate(self, options: dict[str, Any], action: str, **kwargs: Any) -> None:
+        result = ownership.operate(action, actor=options["actor"], apply=options["apply"], **kwargs)
+        verb = "applied" if result.applied else "dry run (use --apply)"
+        names = ", ".join(result.schedules) or "nothing"
+        self.emit(options, result.as_json(), f"{action}: {verb}: {names}")
+
+    def cron_adopt(self, options: dict[str, Any]) -> None:
+        self._operate(options, "adopt", name=options["name"], owner_id=options["owner"],
+                      expected_owner=options["expected_owner"])
+
+    def cron_retire(self, options: dict[str, Any]) -> None:
+        self._operate(options, "retire", name=options["name"])
+
+    def cron_restore(self, options: dict[str, Any]) -> None:
+        self._operate(options, "restore", name=options["name"])
+
+    def cron_retire_owner(self, options: dict[str, Any]) -> None:
+        self._operate(options, "retire_owner", owner_id=options["owner"])
+
+    def cron_restore_owner(self, options: dict[str, Any]) -> None:
+        self._operate(options, "restore_owner", owner_id=options["owner"])
+
+    def cron_plan(self, options: dict[str, Any]) -> None:
+        if options["manifest"]:
+            try:
+                with open(options["manifest"], encoding="utf-8") as handle:
+                    definitions = json.load(handle)
+            except (OSError, json.JSONDecodeError) as exc:
+                raise CommandError(f"cannot read manifest {options['manifest']}: {exc}") from exc
+            if not isinstance(definitions, list):
+                raise CommandError("a manifest file holds a JSON list of schedule definitions")
+            result = reconciliation.preview(options["owner"], definitions)
+        else:
+            result = reconciliation.plan(options["owner"])
+        data = result.as_json()
+        lines = [f"owner {result.owner_id}: " + (", ".join(result.blockers) or "converged")]
+        for key in ("additions", "updates", "retirements", "conflicts", "blocking_instances"):
+            if data[key]:
+                lines.append(f"  {key}: " + ", ".join(data[key]))
+        for decl in data["declarations"]:
+            lines.append(f"  declaration {decl['instance_id']} revision {decl['revision']} "
+                         f"hash {decl['desired_hash'][:12]} expires {decl['expires_at']}")
+        if result.grace_remaining_ms:
+            lines.append(f"  grace remaining: {result.grace_remaining_ms / 1000:.1f}s")
+        self.emit(options, data, "\n".join(lines))
+
+    def cron_owners(self, options: dict[str, Any]) -> None:
+        plans = [reconciliation.plan(owner) for owner in reconciliation.owners()]
+        data = [p.as_json() for p in plans]
+        lines = [f"{p.owner_id}: " + (", ".join(p.blockers) or "converged")
+                 + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "") for p in plans]
+        self.emit(options, data, "\n".join(lines) or "No owners.")
 
     # -- queues --------------------------------------------------------------
     def queue_list(self, options: dict[str, Any]) -> None:
