@@ -1,0 +1,33 @@
+"""Tasks used by tests/test_backend.py and tests/test_queue_ops.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.tasks import task
+
+
+@task
+def echo(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Return what it was called with (args/kwargs round-trip tests)."""
+    return {"args": list(args), "kwargs": kwargs}
+
+
+@task(queue_name="reports", priority=-7)
+def report(name: str = "") -> str:
+    return name
+
+
+@task
+async def async_echo(*args: Any) -> list[Any]:
+    return list(args)
+
+
+def without_context(label: str = "") -> str:
+    """Module level, but its first argument is not ``context``."""
+    return label
+
+
+def with_context(context: Any, label: str = "") -> str:
+    """Module level, first argument ``context``."""
+    return label
