@@ -44,7 +44,7 @@ HINTS = {
     "awa_django.E010": "missed_fire_policy is 'coalesce' (default) or 'catch_up'.",
     "awa_django.E011": "tags is a list of at most 20 non-empty strings.",
     "awa_django.E012": "Allowed options: see docs/reference/settings.md#awa_schedules.",
-    "awa_django.E020": "Durations are seconds >= 0; AWA_CATCH_UP_LIMIT >= 1; AWA_MAX_ATTEMPTS 1-1000.",
+    "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
     "awa_django.E040": "Authoritative mode needs AWA_OWNER: 1-200 bytes, not blank, no NUL.",
@@ -52,16 +52,24 @@ HINTS = {
     "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
 }
 
+# Durations that may be 0 (no grace, retry at once, prune everything finished,
+# no drain) and intervals that drive loops, which must be > 0.
 DURATION_SETTINGS = (
+    "AWA_RECONCILE_GRACE",
+    "AWA_RESCUE_AFTER",
+    "AWA_JOB_RETENTION",
+    "AWA_RETRY_BACKOFF",
+    "AWA_RETRY_BACKOFF_MAX",
+    "AWA_SHUTDOWN_TIMEOUT",
+)
+INTERVAL_SETTINGS = (
     "AWA_EVALUATE_INTERVAL",
     "AWA_SYNC_INTERVAL",
     "AWA_ELECTION_INTERVAL",
     "AWA_LEADER_CHECK_INTERVAL",
     "AWA_SNAPSHOT_INTERVAL",
-    "AWA_RECONCILE_GRACE",
     "AWA_HEARTBEAT_INTERVAL",
-    "AWA_RESCUE_AFTER",
-    "AWA_JOB_RETENTION",
+    "AWA_POLL_INTERVAL",
 )
 
 
@@ -105,6 +113,12 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         if not finite(value):
             messages.append(
                 _error("awa_django.E020", f"{key} must be a number of seconds >= 0, got {value!r}")
+            )
+    for key in INTERVAL_SETTINGS:
+        value = getattr(settings, key, DEFAULTS[key])
+        if not finite(value) or value <= 0:
+            messages.append(
+                _error("awa_django.E020", f"{key} must be a number of seconds > 0, got {value!r}")
             )
     limit = conf.CATCH_UP_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:

@@ -32,8 +32,9 @@ DEFAULTS: dict[str, Any] = {
     "AWA_AUTHORITATIVE": False,
     "AWA_REVISION": None,
     "AWA_RECONCILE_GRACE": 60.0,
-    # Database alias whose server the leader's session lock lives on. Must be a
-    # direct connection (never a transaction-pooling PgBouncer).
+    # Database alias for the leader's session lock and LISTEN connection. It must
+    # reach the same *database* as "default" (advisory locks and NOTIFY are per
+    # database), over a direct connection (never a transaction-pooling PgBouncer).
     "AWA_LEADER_DATABASE": "default",
     # Task worker.
     "AWA_HEARTBEAT_INTERVAL": 5.0,

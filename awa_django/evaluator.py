@@ -38,7 +38,7 @@ SELECT_NEXT_DUE = """
     SELECT (SELECT EXTRACT(EPOCH FROM next_fire_at - statement_timestamp())::float8
               FROM awa_cron_jobs
              WHERE paused_at IS NULL AND retired_at IS NULL
-               AND next_fire_at IS NOT NULL AND next_fire_at < 'infinity'
+               AND next_fire_at IS NOT NULL AND next_fire_at < '9999-12-31T00:00:00+00:00'
              ORDER BY next_fire_at LIMIT 1),
            EXISTS (SELECT 1 FROM awa_cron_jobs
                     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL)
@@ -48,8 +48,10 @@ SELECT_NEXT_DUE = """
 # schedule created at HH:MM:30 still gets its HH:MM:00 fire.
 FIRST_FIRE_LOOKBACK = timedelta(seconds=60)
 # Stored for a row that cannot be evaluated (bad expression written by raw SQL)
-# so it is not re-read every pass; any definition change resets it.
-NEVER = "infinity"
+# or that never fires again, so it is not re-read every pass; any definition
+# change resets it. Not 'infinity': Python datetimes (the ORM, the CLI, the
+# admin) cannot represent it, while year 9999 loads fine.
+NEVER = "9999-12-31T00:00:00+00:00"
 
 
 @dataclass
@@ -95,7 +97,7 @@ def plan_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
         catch_up=row["missed_fire_policy"] == "catch_up",
         limit=limit,
     )
-    if len(fires) >= limit > 1:
+    if row["missed_fire_policy"] == "catch_up" and last is not None and len(fires) >= limit:
         logger.warning(
             "schedule %s hit the catch-up limit (%d); the rest follow next pass",
             row["name"],

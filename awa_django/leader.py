@@ -114,12 +114,19 @@ class Leader:
         """
         reporter = self.reporter()
         reporter.start()
+        next_sync = time.monotonic()
         try:
             while not self.stop_requested.is_set():
                 if self.try_acquire():
                     self.lead()
-                else:
-                    self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
+                    next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
+                    continue
+                # Standbys sync their own declarations too: several deployments
+                # may share the database and only one of them leads.
+                if time.monotonic() >= next_sync:
+                    self._sync_safely()
+                    next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
+                self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
         finally:
             reporter.stop()
 
@@ -131,24 +138,34 @@ class Leader:
         reporter = self.reporter()
         reporter.write(check=True)
         try:
-            if not self.try_acquire():
+            if not self.try_acquire(raise_errors=True):
                 raise LeadershipUnavailable(
                     "another runcron process holds the leader lock; not evaluating"
                 )
             try:
                 self.maintain()
-                return self.evaluate_pass()
+                # Unlike the loop, a single pass lets errors propagate: the
+                # command must exit non-zero when the pass did not happen.
+                result = evaluate(using=self.using)
+                announce_fires(result.jobs)
+                return result
             finally:
                 self.release()
         finally:
             reporter.write(shutting_down=True)
 
     # -- election ------------------------------------------------------------
-    def try_acquire(self) -> bool:
-        """Try once to take the leader lock; True when this process now leads."""
+    def try_acquire(self, raise_errors: bool = False) -> bool:
+        """Try once to take the leader lock; True when this process now leads.
+
+        Connection errors count as "not now" (a standby retries), unless
+        ``raise_errors`` (``--once`` must not blame a rival for a dead server).
+        """
         try:
             conn = leader_connection(conf.LEADER_DATABASE)
         except psycopg.Error as exc:
+            if raise_errors:
+                raise
             logger.warning("election: cannot connect: %s", exc, extra={"event": "leader.error"})
             return False
         try:
@@ -189,6 +206,13 @@ class Leader:
         if not self.authoritative:
             sync_schedules(self.schedules, using=self.using)
 
+    def _sync_safely(self) -> None:
+        try:
+            self.sync()
+        except (DatabaseError, InterfaceError) as exc:
+            logger.error("sync failed: %s", exc, extra={"event": "cron.error"})
+            connections[self.using].close()
+
     def maintain(self) -> None:
         """The leader's periodic work besides firing: sync, reconcile, clean up."""
         self.sync()
@@ -222,7 +246,8 @@ class Leader:
                     try:
                         self.maintain()
                     except (DatabaseError, InterfaceError) as exc:
-                        logger.error("sync failed: %s", exc, extra={"event": "cron.error"})
+                        logger.error("maintenance (sync, reconcile, cleanup) failed: %s", exc,
+                                     extra={"event": "cron.error"})
                         connections[self.using].close()
                     next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
                 result = self.evaluate_pass()

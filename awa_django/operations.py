@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.db import connections, transaction
@@ -65,7 +65,7 @@ def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = N
         zone = cronexpr.parse_timezone(schedule.timezone)
     except cronexpr.CronError:
         return []
-    start = after or datetime.now(tz=UTC)
+    start = after or database_now()
     fires: list[datetime] = []
     while len(fires) < count:
         nxt = cronexpr.next_fire(expression, zone, start)
@@ -74,6 +74,14 @@ def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = N
         fires.append(nxt)
         start = nxt
     return fires
+
+
+def database_now(using: str = "default") -> datetime:
+    """The database clock: the one every scheduling decision uses."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT statement_timestamp()")
+        now: datetime = cursor.fetchone()[0]
+    return now
 
 
 def pause(name: str, actor: str, using: str = "default") -> ActionResult:

@@ -163,7 +163,14 @@ def build_schedule(
         )
     priority = resolved.priority if priority is None else priority
     priority = _int_in_range(name, "priority", priority, TASK_MIN_PRIORITY, TASK_MAX_PRIORITY)
-    max_attempts = conf.MAX_ATTEMPTS if max_attempts is None else max_attempts
+    if max_attempts is None:
+        default = conf.MAX_ATTEMPTS
+        try:
+            max_attempts = _int_in_range(name, "max_attempts", default, *MAX_ATTEMPTS_RANGE)
+        except InvalidSchedule:
+            raise InvalidSchedule(
+                name, "max_attempts", f"not given, and the default AWA_MAX_ATTEMPTS={default!r} is invalid"
+            ) from None
     max_attempts = _int_in_range(name, "max_attempts", max_attempts, *MAX_ATTEMPTS_RANGE)
 
     if isinstance(args, (str, bytes, Mapping)) or not isinstance(args, Iterable):

@@ -75,7 +75,7 @@ def test_checks__default_test_settings_produce_no_awa_messages() -> None:
         ),
         "hourly": {"cron": "@hourly", "task": RECORD},
     },
-    AWA_EVALUATE_INTERVAL=0,
+    AWA_EVALUATE_INTERVAL=0.1,
     AWA_SYNC_INTERVAL=0.5,
     AWA_JOB_RETENTION=86400,
     AWA_CATCH_UP_LIMIT=1,
@@ -274,6 +274,20 @@ def test_check_settings__e020_bad_duration(key: str, value: Any) -> None:
 
     assert message.msg.startswith(f"{key} ")
     assert repr(value) in message.msg
+
+
+@pytest.mark.parametrize("key", checks.INTERVAL_SETTINGS)
+@pytest.mark.parametrize("value", [0, -1, "5", None, float("nan")], ids=repr)
+def test_check_settings__e020_intervals_must_be_positive(key: str, value: Any) -> None:
+    with override_settings(**{key: value}):
+        message = only_message("awa_django.E020")
+    assert message.msg.startswith(f"{key} ") and "> 0" in message.msg
+
+
+@pytest.mark.parametrize("key", checks.INTERVAL_SETTINGS)
+def test_check_settings__fractional_intervals_are_valid(key: str) -> None:
+    with override_settings(**{key: 0.25}):
+        assert awa_messages() == []
 
 
 @pytest.mark.parametrize("key", checks.DURATION_SETTINGS)

@@ -122,3 +122,14 @@ def test_awa_command__exit_codes_in_a_real_shell() -> None:
     assert usage.returncode == 2 and "invalid choice" in usage.stderr
 
 
+
+
+def test_cron_list__a_parked_unevaluable_row_still_lists() -> None:
+    from awa_django.evaluator import evaluate
+
+    CronJobFactory(name="broken", cron_expr="not a cron")
+    evaluate()  # parks it far in the future
+    assert CronJob.objects.get(name="broken").next_fire_at.year == 9999
+    assert "broken" in awa("cron", "list")
+    assert json.loads(awa("cron", "show", "broken", "--json"))["upcoming_fires"] == []
+    awa("cron", "remove", "broken", "--actor", "ops")

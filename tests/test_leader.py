@@ -163,3 +163,33 @@ def test_leader__survives_a_dropped_evaluation_connection(
     t.stop()
     slots = list(Job.objects.filter(metadata__cron_name="ticker").values_list("metadata__cron_fire_at", flat=True))
     assert len(slots) == len(set(slots))
+
+
+@override_settings(**FAST)
+def test_leader__standby_syncs_its_own_declarations(
+    leader_threads: Any, second_connection: psycopg.Connection[Any]
+) -> None:
+    # Another deployment leads (here: a session holding the lock); this one's
+    # schedules must reach the table anyway.
+    second_connection.execute("SELECT pg_advisory_lock(%s)", [LEADER_LOCK_KEY])
+    schedule = build_schedule("standby-declared", "0 0 1 1 *", "tests.testapp.tasks.record")
+    t = leader_threads(schedules=[schedule])
+    wait_for(lambda: CronJob.objects.filter(name="standby-declared").exists(), timeout=5)
+    assert not t.leader.is_leader
+    assert Job.objects.count() == 0  # a standby never fires
+    t.stop()
+
+
+def test_runcron_once__a_failed_pass_exits_non_zero() -> None:
+    from django.db import connection
+
+    CronJobFactory(name="due", cron_expr="* * * * *")
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER FUNCTION awa_cron_fire_v1(jsonb) RENAME TO awa_cron_fire_v1_hidden")
+    try:
+        with pytest.raises(CommandError, match="evaluation pass failed"):
+            call_command("runcron", "--once")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER FUNCTION awa_cron_fire_v1_hidden(jsonb) RENAME TO awa_cron_fire_v1")
+    assert Job.objects.count() == 0

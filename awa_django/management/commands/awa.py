@@ -91,7 +91,7 @@ class Command(BaseCommand):
         verb("pause", "Pause automatic fires (manual triggers still work).", mutates=True)
         verb("resume", "Resume automatic fires.", mutates=True)
         verb("trigger", "Enqueue one job now, even while paused.", mutates=True)
-        verb("remove", "Delete an unowned, active schedule row.", mutates=True)
+        verb("remove", "Delete a schedule row that is neither owned nor retired.", mutates=True)
 
         # Owner-scoped reconciliation: lifecycle verbs are dry runs unless --apply.
         def lifecycle(name: str, help_text: str, *positionals: str) -> Any:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable
 from awa_django.leader import Leader
@@ -39,6 +41,8 @@ class Command(BaseCommand):
                 result = leader.run_once()
             except (LeadershipUnavailable, RegistrationConflict) as exc:
                 raise CommandError(str(exc)) from exc
+            except (DatabaseError, psycopg.Error) as exc:
+                raise CommandError(f"evaluation pass failed: {exc}") from exc
             self.stdout.write(
                 f"evaluated {result.evaluated} schedule(s), enqueued {len(result.jobs)} job(s)"
             )
