@@ -19,13 +19,14 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error
 from django.db import connections, transaction
+from django.db.models import Case, Value, When
 from django.db.models.functions import Now
+from django.db.models.lookups import GreaterThan
 from django.tasks import Task
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.base import TaskError, TaskResult, TaskResultStatus
 from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
-from django.utils import timezone
 from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
@@ -66,20 +67,31 @@ class AwaBackend(BaseTaskBackend):
         """Insert a job in the current transaction; ``task_enqueued`` is sent on commit."""
         self.validate_task(task)
         payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
-        # Fail here, in the caller, not later in the worker.
+        # Fail here, in the caller, not later in the worker (and not with a
+        # database error that would abort the caller's transaction).
         json.dumps(payload, allow_nan=False)
-        deferred = task.run_after is not None and task.run_after > timezone.now()
+        if _contains_nul(payload):
+            raise ValueError("task arguments cannot contain NUL characters (PostgreSQL jsonb rejects them)")
+        run_after = task.run_after
         job = Job.objects.using(self.database).create(
             kind=task.module_path,
             queue=task.queue_name,
             args=payload,
             priority=task.priority,
             max_attempts=self.max_attempts,
-            state=JobState.SCHEDULED if deferred else JobState.AVAILABLE,
-            run_at=task.run_after if task.run_after is not None else Now(),
+            # "Deferred" is decided by the database clock, like everything else.
+            state=(
+                Case(
+                    When(GreaterThan(Value(run_after), Now()), then=Value(JobState.SCHEDULED)),
+                    default=Value(JobState.AVAILABLE),
+                )
+                if run_after is not None
+                else JobState.AVAILABLE
+            ),
+            run_at=run_after if run_after is not None else Now(),
             metadata={},
         )
-        job.refresh_from_db(fields=["run_at", "created_at"])
+        job.refresh_from_db(fields=["run_at", "created_at", "state"])
         result = self.result_for(job, task)
         self.announce([result])
         return result
@@ -135,8 +147,19 @@ class AwaBackend(BaseTaskBackend):
         return result
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
-        """The backend's database must be PostgreSQL."""
+        """The backend's database must be PostgreSQL; MAX_ATTEMPTS must be 1-1000."""
         messages: list[CheckMessage] = list(super().check(**kwargs))
+        attempts = self._max_attempts
+        if attempts is not None and (
+            isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 1000
+        ):
+            messages.append(
+                Error(
+                    f"task backend {self.alias!r}: OPTIONS['MAX_ATTEMPTS'] must be a whole number "
+                    f"1-1000, got {attempts!r}",
+                    id="awa_django.E031",
+                )
+            )
         if self.database not in connections.settings:
             messages.append(
                 Error(
@@ -154,6 +177,16 @@ class AwaBackend(BaseTaskBackend):
                 )
             )
         return messages
+
+
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_contains_nul(v) for v in value)
+    return False
 
 
 def resolve_task(kind: str) -> Task | None:

@@ -47,6 +47,8 @@ HINTS = {
     "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
+    "awa_django.E030": "The AwaBackend's OPTIONS['DATABASE'] must be a PostgreSQL alias.",
+    "awa_django.E031": "OPTIONS['MAX_ATTEMPTS'] of an AwaBackend is a whole number 1-1000.",
     "awa_django.E040": "Authoritative mode needs AWA_OWNER: 1-200 bytes, not blank, no NUL.",
     "awa_django.E041": "Authoritative mode needs AWA_REVISION (a deploy label, e.g. a git SHA).",
     "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",

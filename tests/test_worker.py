@@ -266,3 +266,22 @@ def test_cron_fire__sends_task_enqueued_after_commit() -> None:
     finally:
         task_enqueued.disconnect(receiver)
     assert seen == [("write_effect", {"label": "x"}, 1)]
+
+
+def test_enqueue__nul_in_arguments_is_a_clean_error_that_keeps_the_transaction() -> None:
+    from django.db import transaction
+
+    with transaction.atomic():
+        with pytest.raises(ValueError, match="NUL"):
+            tasks.write_effect.enqueue("a\x00b")
+        ok = tasks.write_effect.enqueue("a\\u0000b")  # a literal backslash sequence is fine
+    assert [j.id for j in Job.objects.all()] == [int(ok.id)]
+
+
+def test_backend_check__max_attempts_option_is_validated() -> None:
+    from django.tasks import task_backends
+
+    with override_settings(TASKS={"default": {"BACKEND": "awa_django.backend.AwaBackend",
+                                              "QUEUES": ["default"], "OPTIONS": {"MAX_ATTEMPTS": 0}}}):
+        ids = [m.id for m in task_backends["default"].check()]
+    assert ids == ["awa_django.E031"]
