@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 0
 
-.PHONY: venv test demo check clean
+.PHONY: venv test demo check lint clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -21,6 +21,9 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/demo.py --seconds $(DEMO_SECONDS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check awa_django tests scripts example_project
 
 check: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) manage.py check

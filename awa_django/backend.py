@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.core.checks import CheckMessage, Error

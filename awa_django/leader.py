@@ -27,10 +27,10 @@ from django.db import DatabaseError, InterfaceError, connections
 from .backend import announce_fires
 from .conf import conf
 from .evaluator import PassResult, evaluate
+from .exceptions import LeadershipUnavailable
 from .queues import prune_jobs
 from .reconciliation import configured, reconcile_all
 from .runtime import RuntimeReporter, cleanup_snapshots
-from .exceptions import LeadershipUnavailable
 from .schedules import Schedule, declared_schedules
 from .sync import sync_schedules
 

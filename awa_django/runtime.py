@@ -19,7 +19,6 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from django.db import DatabaseError, InterfaceError, connections, transaction
 

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from io import StringIO
-from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command

@@ -7,6 +7,7 @@ they assert on what landed in ``awa_jobs``, never on durations.
 
 from __future__ import annotations
 
+import itertools
 import random
 import signal
 import time
@@ -37,7 +38,7 @@ def assert_exactly_once_no_gap(name: str, since: datetime | None = None) -> list
     assert len(fired) == len(set(fired)), f"{name}: duplicate fires"
     window = sorted(f for f in fired if since is None or f >= since)
     assert len(window) >= 2, f"{name}: too few fires: {window}"
-    gaps = [(a, b) for a, b in zip(window, window[1:]) if b - a != timedelta(seconds=1)]
+    gaps = [(a, b) for a, b in itertools.pairwise(window) if b - a != timedelta(seconds=1)]
     assert gaps == [], f"{name}: gaps {gaps}"
     return window
 
@@ -88,7 +89,7 @@ def test_runcron__sigkill_of_the_leader_loses_and_duplicates_nothing(runcron: An
         procs.remove(proc)
         procs.append(runcron(schedules))  # keep three replicas
         # A standby takes over.
-        wait_for(lambda: (pid := leader_process_pid()) is not None and pid != victim, timeout=15)
+        wait_for(lambda v=victim: (pid := leader_process_pid()) is not None and pid != v, timeout=15)
     time.sleep(2)
     end = db_now()
     for p in procs:

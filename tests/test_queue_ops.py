@@ -139,7 +139,7 @@ def test_pause_queue__concurrent_pauses_change_it_once() -> None:
         try:
             barrier.wait(timeout=10)
             outcomes.append(pause_queue("mail", actor))
-        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+        except Exception as exc:
             errors.append(exc)
         finally:
             close_old_connections()
@@ -170,7 +170,7 @@ def test_pause_queue__racing_pauses_of_a_resumed_queue_change_it_once(
     def pause(actor: str) -> None:
         try:
             outcomes.append(pause_queue("mail", actor))
-        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+        except Exception as exc:
             errors.append(exc)
         finally:
             connection.close()

@@ -11,7 +11,6 @@ import threading
 import time
 from typing import Any
 
-import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
