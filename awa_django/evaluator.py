@@ -4,7 +4,7 @@
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
 O(due), not O(all schedules). All fires of a pass go to the database in one
-call of ``awa_cron_fire_v1``, which keeps the per-row compare-and-swap.
+call of ``awa_cron_fire_v2``, which keeps the per-row compare-and-swap.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def evaluate(using: str = "default") -> PassResult:
         result.evaluated = len(rows)
         if rows:
             plan = [plan_row(row, limit) for row in rows]
-            cursor.execute("SELECT * FROM awa_cron_fire_v1(%s::jsonb)", [json.dumps(plan)])
+            cursor.execute("SELECT * FROM awa_cron_fire_v2(%s::jsonb)", [json.dumps(plan)])
             columns = [c.name for c in cursor.description]
             result.jobs = [job_row(columns, r) for r in cursor.fetchall()]
         cursor.execute(SELECT_NEXT_DUE)

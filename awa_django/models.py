@@ -275,9 +275,12 @@ class CronDeclaration(models.Model):
     """A live runtime's claim: "owner X wants manifest H" (``awa_cron_declarations``)."""
 
     instance = models.OneToOneField(
-        RuntimeInstance, primary_key=True, on_delete=models.CASCADE, db_column="instance_id"
+        RuntimeInstance, primary_key=True, db_column="instance_id",
+        # In the database, so raw deletes (snapshot cleanup) cascade too.
+        on_delete=models.DB_CASCADE,
     )
-    owner = models.ForeignKey(CronOwner, on_delete=models.PROTECT, db_column="owner_id")
+    # The database refuses to delete an owner that still has declarations.
+    owner = models.ForeignKey(CronOwner, on_delete=models.DO_NOTHING, db_column="owner_id")
     revision = models.TextField()
     desired_hash = models.TextField()
     grace_ms = models.BigIntegerField()

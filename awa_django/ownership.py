@@ -91,6 +91,16 @@ def operate(
 
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         cursor.execute("SELECT awa_cron_protocol_lock()")
+        # Lock order: protocol lock, owner rows, schedule rows by name. Under
+        # the protocol lock no other writer can change ownership, so an
+        # unlocked read tells which owner rows to lock first.
+        owners_involved = {r[1] for r in _select(cursor, action, name, owner_id, lock=False) if r[1]}
+        if action == "adopt":
+            owners_involved.add(str(owner_id))
+        cursor.execute(
+            "SELECT owner_id FROM awa_cron_owners WHERE owner_id = ANY(%s) ORDER BY owner_id FOR UPDATE",
+            [sorted(owners_involved)],
+        )
         rows = _select(cursor, action, name, owner_id, lock=True)
         _check(action, rows, owner_id, expected_owner)
         names = _affected(action, rows)

@@ -41,9 +41,22 @@ def plan_entry(row: CronJob, fires: list[datetime], next_fire_at: Any = None, pr
     }
 
 
+# Both fire statements keep the same contract: v2 (used by the evaluator) adds
+# name-ordered row locking; v1 stays installed for older writers.
+FIRE_FUNCTIONS = ["awa_cron_fire_v1", "awa_cron_fire_v2"]
+FIRE = {"function": "awa_cron_fire_v2"}
+
+
+@pytest.fixture(autouse=True, params=FIRE_FUNCTIONS)
+def fire_function(request: pytest.FixtureRequest) -> Any:
+    FIRE["function"] = request.param
+    yield request.param
+    FIRE["function"] = "awa_cron_fire_v2"
+
+
 def fire(*entries: dict[str, Any]) -> list[dict[str, Any]]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT * FROM awa_cron_fire_v1(%s::jsonb)", [json.dumps(list(entries))])
+        cursor.execute(f"SELECT * FROM {FIRE['function']}(%s::jsonb)", [json.dumps(list(entries))])
         columns = [c.name for c in cursor.description]
         return [job_row(columns, r) for r in cursor.fetchall()]
 
@@ -273,3 +286,4 @@ def test_notify__schedule_changes_wake_listeners(second_connection: psycopg.Conn
     # The leader's own fire statement stores next_fire_at: no self-wake-up.
     fire(plan_entry(fresh(name), [T0]))
     assert list(second_connection.notifies(timeout=0.5)) == []
+

@@ -49,6 +49,7 @@ def test_migrations__install_every_sql_object_with_its_version_comment() -> None
     functions, triggers, tables, indexes = installed()
     assert set(functions) >= FUNCTIONS
     assert {functions[f] for f in FUNCTIONS} == {"awa_django 0002_cron_core"}
+    assert functions["awa_cron_fire_v2"] == "awa_django 0006_fire_in_name_order"
     assert triggers >= TRIGGERS
     assert tables >= TABLES
     assert indexes == {"awa_jobs_cron_slot", "awa_cron_jobs_due"}
