@@ -24,6 +24,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check awa_django tests scripts example_project
+	$(VENV)/bin/mypy awa_django
 
 check: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) manage.py check

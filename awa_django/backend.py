@@ -62,7 +62,7 @@ class AwaBackend(BaseTaskBackend):
         return int(self._max_attempts if self._max_attempts is not None else conf.MAX_ATTEMPTS)
 
     # -- enqueue -------------------------------------------------------------
-    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+    def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any, Any]:
         """Insert a job in the current transaction; ``task_enqueued`` is sent on commit."""
         self.validate_task(task)
         payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
@@ -95,7 +95,7 @@ class AwaBackend(BaseTaskBackend):
         self.announce([result])
         return result
 
-    def announce(self, results: Iterable[TaskResult]) -> None:
+    def announce(self, results: Iterable[TaskResult[Any, Any]]) -> None:
         """Send ``task_enqueued`` for ``results`` once their transaction commits."""
         results = list(results)
 
@@ -106,7 +106,7 @@ class AwaBackend(BaseTaskBackend):
         transaction.on_commit(send, using=self.database)
 
     # -- results -------------------------------------------------------------
-    def get_result(self, result_id: str) -> TaskResult:
+    def get_result(self, result_id: str) -> TaskResult[Any, Any]:
         """The current state of job ``result_id`` (from any process)."""
         try:
             job = Job.objects.using(self.database).get(id=int(result_id))
@@ -114,13 +114,13 @@ class AwaBackend(BaseTaskBackend):
             raise TaskResultDoesNotExist(result_id) from None
         return self.result_for(job)
 
-    def result_for(self, job: Job, task: Task | None = None) -> TaskResult:
+    def result_for(self, job: Job, task: Task[Any, Any] | None = None) -> TaskResult[Any, Any]:
         """Build the ``TaskResult`` of a job row."""
         if task is None:
             task = resolve_task(job.kind)
             if task is None:
                 raise TaskResultDoesNotExist(f"{job.id}: {job.kind!r} is not an importable Task")
-        result = TaskResult(
+        result: TaskResult[Any, Any] = TaskResult(
             task=task,
             id=str(job.id),
             status=STATUS[JobState(job.state)],
@@ -188,7 +188,7 @@ def _contains_nul(value: Any) -> bool:
     return False
 
 
-def resolve_task(kind: str) -> Task | None:
+def resolve_task(kind: str) -> Task[Any, Any] | None:
     """The ``Task`` object at dotted path ``kind``, or None."""
     try:
         task = import_string(kind)

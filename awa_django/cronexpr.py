@@ -174,7 +174,8 @@ def _step(it: croniter, backward: bool, start: datetime | None = None) -> dateti
 
     Every croniter step goes through this function, so tests can count the work a query does.
     """
-    return it.get_prev(start_time=start) if backward else it.get_next(start_time=start)
+    step: datetime = it.get_prev(start_time=start) if backward else it.get_next(start_time=start)
+    return step
 
 
 def _naive(instant: datetime) -> datetime:
@@ -189,14 +190,14 @@ def _transition(tz: ZoneInfo, lo: datetime, hi: datetime) -> tuple[datetime, dat
     lo/hi are the two readings (fold=0/1) of one local time, so they are at most one
     DST shift apart, which takes about 12 steps.
     """
-    old = lo.astimezone(tz).utcoffset()
+    old = lo.astimezone(tz).utcoffset() or timedelta(0)
     while hi - lo > _SECOND:
         mid = (lo + (hi - lo) / 2).replace(microsecond=0)
         if mid.astimezone(tz).utcoffset() == old:
             lo = mid
         else:
             hi = mid
-    return hi, _naive(hi + old), _naive(hi + hi.astimezone(tz).utcoffset())
+    return hi, _naive(hi + old), _naive(hi + (hi.astimezone(tz).utcoffset() or timedelta(0)))
 
 
 def _classify(naive: datetime, tz: ZoneInfo) -> tuple[str, datetime, datetime]:

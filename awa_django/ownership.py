@@ -41,7 +41,7 @@ def _select(cursor: Any, action: str, name: str | None, owner_id: str | None, lo
     suffix = " ORDER BY name" + (" FOR UPDATE" if lock else "")
     if action in ("adopt", "retire", "restore"):
         cursor.execute("SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE name = %s" + suffix, [name])
-        rows = cursor.fetchall()
+        rows: list[tuple[str, str | None, Any]] = cursor.fetchall()
         if not rows:
             raise ScheduleNotFound(str(name))
         return rows
@@ -51,7 +51,8 @@ def _select(cursor: Any, action: str, name: str | None, owner_id: str | None, lo
         + suffix,
         [owner_id],
     )
-    return cursor.fetchall()
+    selected: list[tuple[str, str | None, Any]] = cursor.fetchall()
+    return selected
 
 
 def operate(

@@ -141,9 +141,9 @@ def prune_jobs(older_than: float | None = None, using: str = "default") -> int:
     with connections[using].cursor() as cursor:
         cursor.execute(
             "DELETE FROM awa_jobs WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s",
-            [list(FINISHED), timedelta(seconds=seconds)],
+            [list(FINISHED), timedelta(seconds=seconds)],  # type: ignore[list-item]
         )
-        deleted = cursor.rowcount
+        deleted: int = cursor.rowcount
     if deleted:
         logger.info("pruned %d finished job(s)", deleted, extra={"event": "jobs.pruned", "count": deleted})
     return deleted

@@ -303,6 +303,8 @@ def evaluate_locked(
             plan.agreed_since = since
             plan.grace_remaining_ms = max(0, grace - int((now - since).total_seconds() * 1000))
             if persist:
+                # No blockers means exactly one live manifest, so a desired hash.
+                assert plan.desired_hash is not None
                 if synced_hash != plan.desired_hash:
                     sync_definitions(cursor, owner, plan.desired_hash)
                 cursor.execute(

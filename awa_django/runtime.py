@@ -130,4 +130,5 @@ def cleanup_snapshots(using: str = "default", older_than_seconds: float = 24 * 3
             "DELETE FROM awa_runtime_instances WHERE last_seen_at < clock_timestamp() - make_interval(secs => %s)",
             [older_than_seconds],
         )
-        return cursor.rowcount
+        deleted: int = cursor.rowcount
+        return deleted

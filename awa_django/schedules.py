@@ -91,7 +91,7 @@ def _json(value: Any, name: str, field_name: str) -> Any:
         raise InvalidSchedule(name, field_name, f"must be JSON-serialisable ({exc})") from None
 
 
-def _resolve_task(name: str, task: Any) -> Task:
+def _resolve_task(name: str, task: Any) -> Task[Any, Any]:
     if isinstance(task, str):
         try:
             task = import_string(task)
@@ -259,7 +259,7 @@ registry = Registry()
 def periodic(
     name: str,
     cron: str,
-    task: Task | str,
+    task: Task[Any, Any] | str,
     *,
     timezone: str = "UTC",
     args: Iterable[Any] = (),

@@ -51,7 +51,8 @@ def retry_delay(attempt: int) -> float:
     """Exponential backoff with jitter: base * 2^(attempt-1), capped, x0.75-1.25."""
     base = float(conf.RETRY_BACKOFF)
     capped = min(float(conf.RETRY_BACKOFF_MAX), base * (2 ** max(0, attempt - 1)))
-    return capped * random.uniform(0.75, 1.25)
+    delay: float = capped * random.uniform(0.75, 1.25)
+    return delay
 
 
 def error_entry(exc: BaseException, attempt: int, worker_id: str) -> dict[str, Any]:
@@ -187,7 +188,7 @@ class Worker:
             with connections[self.using].cursor() as cursor:
                 cursor.execute(
                     "SELECT id, attempt, state FROM awa_rescue_v1(%s)",
-                    [timedelta(seconds=float(conf.RESCUE_AFTER))],
+                    [timedelta(seconds=float(conf.RESCUE_AFTER))],  # type: ignore[list-item]
                 )
                 for job_id, attempt, state in cursor.fetchall():
                     logger.warning("job %s attempt %s rescued -> %s", job_id, attempt, state,
@@ -276,7 +277,7 @@ class Worker:
             return self._fail(row, exc, result)
         with connections[self.using].cursor() as cursor:
             cursor.execute("SELECT awa_complete_v1(%s, %s, %s::jsonb)", [job_id, attempt, encoded])
-            state = cursor.fetchone()[0]
+            state: str | None = cursor.fetchone()[0]
         if state is None:
             logger.warning("job %s attempt %s finished after it was rescued; ignored", job_id, attempt,
                            extra={"event": "job.stale_report", "job_id": job_id})
@@ -294,11 +295,12 @@ class Worker:
         with connections[self.using].cursor() as cursor:
             cursor.execute(
                 "SELECT awa_fail_v1(%s, %s, %s::jsonb, clock_timestamp() + %s)",
-                [job_id, attempt, json.dumps(entry), timedelta(seconds=retry_delay(attempt))],
+                [job_id, attempt, json.dumps(entry), timedelta(seconds=retry_delay(attempt))],  # type: ignore[list-item]
             )
-            state = cursor.fetchone()[0]
-        if state is None:
+            failed_state: str | None = cursor.fetchone()[0]
+        if failed_state is None:
             return None
+        state = failed_state
         logger.warning("job %s (%s) attempt %s failed -> %s: %s", job_id, row["kind"], attempt, state, exc,
                        extra={"event": f"job.{state}", "job_id": job_id})
         if result is not None:
