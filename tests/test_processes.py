@@ -167,3 +167,43 @@ def test_runcron__standby_fires_nothing_while_a_leader_holds_the_lock(runcron: A
     wait_for(lambda: slots("blocked"), timeout=10)
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
+
+
+def test_runcron__pause_blocks_fires_and_resume_coalesces(runcron: Any) -> None:
+    from awa_django import operations
+
+    proc = runcron({"pausable": every_second("coalesce"), "replayed": every_second("catch_up")})
+    wait_for(lambda: len(slots("pausable")) >= 2 and len(slots("replayed")) >= 2, timeout=30)
+    operations.pause("pausable", "ops")
+    operations.pause("replayed", "ops")
+    paused_at = db_now()
+    time.sleep(3)
+    # Nothing after the pause (a fire already committed at the pause instant may be at most that second).
+    assert all(f <= paused_at for f in slots("pausable") + slots("replayed"))
+    before = {name: len(slots(name)) for name in ("pausable", "replayed")}
+    operations.resume("pausable", "ops")
+    operations.resume("replayed", "ops")
+    resumed_at = db_now()
+    wait_for(lambda: any(f > resumed_at for f in slots("pausable")), timeout=10)
+    time.sleep(1.5)
+    proc.signal(signal.SIGTERM)
+    assert proc.wait() == 0
+    # Coalesce: the ~3 missed seconds became one fire at resume, not three.
+    missed = [f for f in slots("pausable") if paused_at < f <= resumed_at + timedelta(seconds=1)]
+    assert len(missed) <= 2  # the coalesced fire (and possibly the next regular slot)
+    # Catch-up: every missed second replayed, in order, exactly once.
+    assert_exactly_once_no_gap("replayed")
+    assert len(slots("replayed")) >= before["replayed"] + 3
+
+
+def test_runcron__retired_schedule_is_inert(runcron: Any) -> None:
+    from awa_django import ownership
+
+    proc = runcron({"doomed": every_second("catch_up")})
+    wait_for(lambda: len(slots("doomed")) >= 2, timeout=30)
+    ownership.operate("retire", name="doomed", actor="ops", apply=True)
+    retired_at = db_now()
+    time.sleep(2.5)
+    assert all(f <= retired_at for f in slots("doomed"))
+    proc.signal(signal.SIGTERM)
+    assert proc.wait() == 0
