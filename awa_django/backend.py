@@ -156,6 +156,7 @@ class AwaBackend(BaseTaskBackend):
                 Error(
                     f"task backend {self.alias!r}: OPTIONS['MAX_ATTEMPTS'] must be a whole number "
                     f"1-1000, got {attempts!r}",
+                    hint="Leave it out to use AWA_MAX_ATTEMPTS (default 3).",
                     id="awa_django.E031",
                 )
             )
@@ -163,6 +164,7 @@ class AwaBackend(BaseTaskBackend):
             messages.append(
                 Error(
                     f"task backend {self.alias!r}: DATABASE {self.database!r} is not in DATABASES",
+                    hint="Set OPTIONS['DATABASE'] to a PostgreSQL alias of settings.DATABASES.",
                     id="awa_django.E030",
                 )
             )

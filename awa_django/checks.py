@@ -58,13 +58,13 @@ HINTS = {
 # no drain) and intervals that drive loops, which must be > 0.
 DURATION_SETTINGS = (
     "AWA_RECONCILE_GRACE",
-    "AWA_RESCUE_AFTER",
     "AWA_JOB_RETENTION",
     "AWA_RETRY_BACKOFF",
     "AWA_RETRY_BACKOFF_MAX",
     "AWA_SHUTDOWN_TIMEOUT",
 )
 INTERVAL_SETTINGS = (
+    "AWA_RESCUE_AFTER",
     "AWA_EVALUATE_INTERVAL",
     "AWA_SYNC_INTERVAL",
     "AWA_ELECTION_INTERVAL",
@@ -122,6 +122,15 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
             messages.append(
                 _error("awa_django.E020", f"{key} must be a number of seconds > 0, got {value!r}")
             )
+    rescue, beat = conf.RESCUE_AFTER, conf.HEARTBEAT_INTERVAL
+    if finite(rescue) and finite(beat) and 0 < rescue <= 2 * beat:
+        messages.append(
+            _error(
+                "awa_django.E020",
+                f"AWA_RESCUE_AFTER ({rescue}) must exceed twice AWA_HEARTBEAT_INTERVAL ({beat}), "
+                "or live tasks get rescued",
+            )
+        )
     limit = conf.CATCH_UP_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         messages.append(

@@ -79,6 +79,7 @@ def operate(
         raise ValueError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
     if not isinstance(actor, str) or not actor.strip():
         raise ValueError("cron operator actor must be non-empty")
+    actor = actor.strip()
     if action in ("adopt", "retire_owner", "restore_owner"):
         validate_label(owner_id, "owner")
     if action in ("adopt", "retire", "restore") and not name:

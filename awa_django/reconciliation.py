@@ -413,9 +413,11 @@ def reconcile(owner: str, using: str = "default") -> Plan:
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         cursor.execute("SELECT awa_cron_protocol_lock()")
         plan = evaluate_locked(owner, persist=True, apply=True, using=using)
-    logger.info("owner %s: %s", owner, plan.blockers[0] if plan.blockers else "converged",
-                extra={"event": "cron.reconciled", "owner": owner,
-                       "outcome": plan.blockers[0] if plan.blockers else "converged"})
+    outcome = plan.blockers[0] if plan.blockers else "converged"
+    # Every owner is reconciled every sync interval: only news is INFO.
+    level = logging.INFO if plan.applied and plan.retirements else logging.DEBUG
+    logger.log(level, "owner %s: %s", owner, outcome,
+               extra={"event": "cron.reconciled", "owner": owner, "outcome": outcome})
     return plan
 
 

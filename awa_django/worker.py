@@ -111,6 +111,7 @@ class Worker:
         self._listen: psycopg.Connection[Any] | None = None
         self._signals = 0
         self.completed = 0
+        self.abandoned = 0  # tasks still running when the shutdown timeout expired
         # runtasks declares the same schedules as runcron: in authoritative
         # mode every runtime of the owner is evidence for reconciliation.
         self.schedules = list(schedules or [])
@@ -144,26 +145,29 @@ class Worker:
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="awa-heartbeat", daemon=True)
         heartbeat.start()
         next_rescue = time.monotonic()
-        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="awa-task") as pool:
-            try:
-                while not self.stop_requested.is_set():
-                    if time.monotonic() >= next_rescue:
-                        self.rescue()
-                        next_rescue = time.monotonic() + float(conf.HEARTBEAT_INTERVAL)
-                    free = self.concurrency - len(self._running)
-                    claimed = self.claim(free) if free > 0 else []
-                    for row in claimed:
-                        self._submit(pool, row)
-                    if self.burst and not claimed and not self._running:
-                        break
-                    if claimed and len(claimed) == free:
-                        continue  # there may be more ready work
-                    self._wait(bool(claimed))
-            finally:
-                self.stop_requested.set()
-                self._drain()
-                self._drained.set()
-                self._close_listen()
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="awa-task")
+        try:
+            while not self.stop_requested.is_set():
+                if time.monotonic() >= next_rescue:
+                    self.rescue()
+                    next_rescue = time.monotonic() + float(conf.HEARTBEAT_INTERVAL)
+                free = self.concurrency - len(self._running)
+                claimed = self.claim(free) if free > 0 else []
+                for row in claimed:
+                    self._submit(pool, row)
+                if self.burst and not claimed and not self._running:
+                    break
+                if claimed and len(claimed) == free:
+                    continue  # there may be more ready work
+                self._wait(bool(claimed))
+        finally:
+            self.stop_requested.set()
+            self.abandoned = self._drain()
+            self._drained.set()
+            self._close_listen()
+            # Past the shutdown timeout, do not wait for the stragglers:
+            # the caller exits the process, and rescue retries them.
+            pool.shutdown(wait=not self.abandoned, cancel_futures=True)
         heartbeat.join(timeout=5)
         reporter.stop()
         logger.info("worker %s stopped", self.worker_id, extra={"event": "worker.stopped"})
@@ -303,9 +307,10 @@ class Worker:
         state = failed_state
         logger.warning("job %s (%s) attempt %s failed -> %s: %s", job_id, row["kind"], attempt, state, exc,
                        extra={"event": f"job.{state}", "job_id": job_id})
-        if result is not None:
-            if state == "failed":
-                object.__setattr__(result, "status", TaskResultStatus.FAILED)
+        # task_finished marks the end of the task, not of one attempt: a
+        # retryable failure is not finished yet.
+        if result is not None and state == "failed":
+            object.__setattr__(result, "status", TaskResultStatus.FAILED)
             task_finished.send(type(self.backend), task_result=result)
         return state
 
@@ -329,10 +334,12 @@ class Worker:
                 connections[self.using].close()
         connections.close_all()
 
-    def _drain(self) -> None:
+    def _drain(self) -> int:
+        """Wait up to the shutdown timeout for running tasks; return how many remain."""
         deadline = time.monotonic() + self.shutdown_timeout
         while self._running and time.monotonic() < deadline:
             time.sleep(WAIT_SLICE)
         if self._running:
             logger.warning("%d task(s) still running at shutdown; they will be rescued",
                            len(self._running), extra={"event": "worker.abandoned"})
+        return len(self._running)

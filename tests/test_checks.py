@@ -286,8 +286,15 @@ def test_check_settings__e020_intervals_must_be_positive(key: str, value: Any) -
 
 @pytest.mark.parametrize("key", checks.INTERVAL_SETTINGS)
 def test_check_settings__fractional_intervals_are_valid(key: str) -> None:
-    with override_settings(**{key: 0.25}):
+    # Rescue must stay well above the heartbeat interval (checked below).
+    with override_settings(**{key: 0.25, "AWA_HEARTBEAT_INTERVAL": 0.1 if key == "AWA_RESCUE_AFTER" else 5}):
         assert awa_messages() == []
+
+
+def test_check_settings__rescue_must_exceed_twice_the_heartbeat() -> None:
+    with override_settings(AWA_RESCUE_AFTER=9, AWA_HEARTBEAT_INTERVAL=5):
+        message = only_message("awa_django.E020")
+    assert message.msg.startswith("AWA_RESCUE_AFTER (9) must exceed twice AWA_HEARTBEAT_INTERVAL")
 
 
 @pytest.mark.parametrize("key", checks.DURATION_SETTINGS)

@@ -113,7 +113,7 @@ def test_leader__steps_down_when_its_lock_session_is_terminated(
     # on a new session, since no rival is running.
     new_backend = wait_for(lambda: (p := leader_pid()) and p != first_backend and p, timeout=10)
     assert new_backend != first_backend
-    assert t.leader.is_leader
+    wait_for(lambda: t.leader.is_leader, timeout=5)  # set right after the lock is taken
     t.stop()
     assert leader_pid() is None
 

@@ -109,3 +109,19 @@ def test_retries_then_failed_in_a_real_worker(runtasks: Any) -> None:
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0
     assert Effect.objects.filter(label="proc-boom").count() == 3
+
+
+def test_shutdown_timeout__bounds_the_drain_and_abandoned_work_is_rescued(runtasks: Any) -> None:
+    result = tasks.slow_effect.enqueue("overrun", seconds=30)
+    worker = runtasks(env={"AWA_SHUTDOWN_TIMEOUT": "1"})
+    wait_for(lambda: Effect.objects.filter(label="overrun", phase="started").exists(), timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=10) == 0  # not 30 s: the timeout bounds the drain
+    assert "abandoning 1 running task(s)" in worker.output()
+    Job.objects.filter(id=int(result.id)).update(max_attempts=2)
+    Job.objects.filter(id=int(result.id)).update(args={"args": ["overrun"], "kwargs": {"seconds": 0}})
+    rescuer = runtasks()
+    wait_for(lambda: Job.objects.get(id=int(result.id)).state == "completed", timeout=30)
+    rescuer.signal(signal.SIGTERM)
+    assert rescuer.wait() == 0
+    assert Job.objects.get(id=int(result.id)).attempt == 2

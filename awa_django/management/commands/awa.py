@@ -254,7 +254,11 @@ class Command(BaseCommand):
         else:
             result = reconciliation.plan(options["owner"])
         data = result.as_json()
-        lines = [f"owner {result.owner_id}: " + (", ".join(result.blockers) or "converged")]
+        status = ", ".join(result.blockers) or (
+            "converged; the leader retires the listed schedules at its next pass"
+            if result.retirements else "converged"
+        )
+        lines = [f"owner {result.owner_id}: {status}"]
         for key in ("additions", "updates", "retirements", "conflicts", "blocking_instances"):
             if data[key]:
                 lines.append(f"  {key}: " + ", ".join(data[key]))

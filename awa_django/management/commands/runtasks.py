@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from awa_django.exceptions import InvalidSchedule
@@ -47,7 +50,7 @@ class Command(BaseCommand):
             )
         except InvalidSchedule as exc:
             raise CommandError(f"invalid schedule, not starting: {exc}") from exc
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
         worker.install_signal_handlers()
         self.stdout.write(f"runtasks: worker {worker.worker_id} started")
@@ -55,4 +58,10 @@ class Command(BaseCommand):
             worker.run()
         except RegistrationConflict as exc:
             raise CommandError(f"not starting: {exc}") from exc
+        if worker.abandoned:
+            # Tasks outlived AWA_SHUTDOWN_TIMEOUT: end the process now rather
+            # than wait for them; their attempts are rescued and retried.
+            self.stdout.write(f"runtasks: stopped, abandoning {worker.abandoned} running task(s)")
+            sys.stdout.flush()
+            os._exit(0)
         self.stdout.write(f"runtasks: stopped after {worker.completed} completed job(s)")
