@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import FrameType
 from typing import Any
 
 import psycopg
@@ -32,6 +30,7 @@ from .queues import prune_jobs
 from .reconciliation import configured, reconcile_all
 from .runtime import RuntimeReporter, cleanup_snapshots
 from .schedules import Schedule, declared_schedules
+from .shutdown import install_two_stage_shutdown
 from .sync import sync_schedules
 
 logger = logging.getLogger(__name__)
@@ -77,7 +76,6 @@ class Leader:
         self.stop_requested = threading.Event()
         self.is_leader = False
         self._lock_conn: psycopg.Connection[Any] | None = None
-        self._signals = 0
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -86,21 +84,7 @@ class Leader:
 
     def install_signal_handlers(self) -> None:
         """First SIGTERM/SIGINT stops gracefully; a second one exits at once."""
-
-        def handle(signum: int, frame: FrameType | None) -> None:
-            self._signals += 1
-            if self._signals > 1:
-                logger.warning("second signal: exiting now", extra={"event": "leader.killed"})
-                os._exit(1)
-            logger.info(
-                "signal %s: finishing the pass, then releasing leadership",
-                signum,
-                extra={"event": "leader.stopping"},
-            )
-            self.stop()
-
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
+        install_two_stage_shutdown(self.stop, "leader", "finishing the pass, then releasing leadership")
 
     def reporter(self) -> RuntimeReporter:
         """This process's runtime snapshot writer."""

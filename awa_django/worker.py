@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import random
-import signal
 import socket
 import threading
 import time
@@ -23,7 +22,6 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
-from types import FrameType
 from typing import Any
 
 import psycopg
@@ -40,6 +38,7 @@ from .evaluator import job_row
 from .leader import leader_connection
 from .runtime import RuntimeReporter
 from .schedules import Schedule
+from .shutdown import install_two_stage_shutdown
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +108,6 @@ class Worker:
         self._running: dict[tuple[int, int], Attempt] = {}
         self._lock = threading.Lock()
         self._listen: psycopg.Connection[Any] | None = None
-        self._signals = 0
         self.completed = 0
         self.abandoned = 0  # tasks still running when the shutdown timeout expired
         # runtasks declares the same schedules as runcron: in authoritative
@@ -123,18 +121,7 @@ class Worker:
 
     def install_signal_handlers(self) -> None:
         """First SIGTERM/SIGINT drains; a second one exits at once."""
-
-        def handle(signum: int, frame: FrameType | None) -> None:
-            self._signals += 1
-            if self._signals > 1:
-                logger.warning("second signal: exiting now", extra={"event": "worker.killed"})
-                os._exit(1)
-            logger.info("signal %s: no new claims, finishing running tasks", signum,
-                        extra={"event": "worker.stopping"})
-            self.stop()
-
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
+        install_two_stage_shutdown(self.stop, "worker", "no new claims, finishing running tasks")
 
     def run(self) -> None:
         """Claim and run jobs until stopped (or, with ``burst``, until idle)."""
