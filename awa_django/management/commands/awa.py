@@ -17,20 +17,12 @@ from django.db import DatabaseError
 
 from awa_django import operations, ownership, queues, reconciliation
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
+from awa_django.manifest import DEFINITION_KEYS
 from awa_django.models import CronJob, Job, JobState
 
+# The definition (as in a manifest), then the state columns.
 ROW_FIELDS = (
-    "name",
-    "cron_expr",
-    "timezone",
-    "kind",
-    "queue",
-    "args",
-    "priority",
-    "max_attempts",
-    "tags",
-    "metadata",
-    "missed_fire_policy",
+    *DEFINITION_KEYS,
     "last_enqueued_at",
     "next_fire_at",
     "created_at",
