@@ -276,11 +276,11 @@ class CronDeclaration(models.Model):
 
     instance = models.OneToOneField(
         RuntimeInstance, primary_key=True, db_column="instance_id",
-        # In the database, so raw deletes (snapshot cleanup) cascade too.
-        on_delete=models.DB_CASCADE,
+        # Also ON DELETE CASCADE in the database (migration 0005), so raw
+        # deletes (snapshot cleanup) cascade too.
+        on_delete=models.CASCADE,
     )
-    # The database refuses to delete an owner that still has declarations.
-    owner = models.ForeignKey(CronOwner, on_delete=models.DO_NOTHING, db_column="owner_id")
+    owner = models.ForeignKey(CronOwner, on_delete=models.PROTECT, db_column="owner_id")
     revision = models.TextField()
     desired_hash = models.TextField()
     grace_ms = models.BigIntegerField()
