@@ -22,13 +22,19 @@ from .conf import conf
 
 logger = logging.getLogger(__name__)
 
-# Rows needing evaluation. The partial index awa_cron_jobs_due serves both arms.
+# Rows needing evaluation: due, or awaiting a (re)computation. Two arms of a
+# UNION ALL rather than an OR, so each is a range scan of the partial index
+# awa_cron_jobs_due (an OR would make the planner filter the whole table).
 SELECT_DUE = """
     SELECT name, cron_expr, timezone, missed_fire_policy, last_enqueued_at, created_at,
            statement_timestamp() AS now
       FROM awa_cron_jobs
-     WHERE paused_at IS NULL AND retired_at IS NULL
-       AND (next_fire_at IS NULL OR next_fire_at <= statement_timestamp())
+     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
+    UNION ALL
+    SELECT name, cron_expr, timezone, missed_fire_policy, last_enqueued_at, created_at,
+           statement_timestamp() AS now
+      FROM awa_cron_jobs
+     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL
      ORDER BY name
 """
 

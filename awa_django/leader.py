@@ -220,20 +220,19 @@ class Leader:
         return result
 
     def lead(self) -> None:
-        """Lead until stopped or until the lock connection fails."""
-        now = time.monotonic()
-        next_sync = now  # sync at election
-        next_check = now + float(conf.LEADER_CHECK_INTERVAL)
+        """Lead until stopped or until the lock connection fails.
+
+        Maintenance (sync, reconciliation, snapshot cleanup, pruning) runs in
+        its own thread, so a slow prune or reconcile never delays a fire.
+        """
+        maintenance_stop = threading.Event()
+        maintenance = threading.Thread(
+            target=self._maintenance_loop, args=(maintenance_stop,), name="awa-maintenance", daemon=True
+        )
+        maintenance.start()
+        next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
             while not self.stop_requested.is_set():
-                if time.monotonic() >= next_sync:
-                    try:
-                        self.maintain()
-                    except (DatabaseError, InterfaceError) as exc:
-                        logger.error("maintenance (sync, reconcile, cleanup) failed: %s", exc,
-                                     extra={"event": "cron.error"})
-                        connections[self.using].close()
-                    next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
                 result = self.evaluate_pass()
                 if time.monotonic() >= next_check:
                     self.ping()
@@ -243,16 +242,31 @@ class Leader:
                 wait = float(conf.EVALUATE_INTERVAL)
                 if result.next_due_in is not None:
                     wait = min(wait, max(result.next_due_in, 0.0))
-                deadline = time.monotonic() + min(
-                    wait, max(0.0, next_sync - time.monotonic()), max(0.0, next_check - time.monotonic())
-                )
+                deadline = time.monotonic() + min(wait, max(0.0, next_check - time.monotonic()))
                 self.wait_for_change(deadline)
         except psycopg.Error as exc:
             logger.warning(
                 "leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"}
             )
         finally:
+            maintenance_stop.set()
+            maintenance.join(timeout=10)
             self.release()
+
+    def _maintenance_loop(self, stop: threading.Event) -> None:
+        """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
+        try:
+            while True:
+                try:
+                    self.maintain()
+                except (DatabaseError, InterfaceError) as exc:
+                    logger.error("maintenance (sync, reconcile, cleanup, prune) failed: %s", exc,
+                                 extra={"event": "cron.error"})
+                    connections[self.using].close()
+                if stop.wait(float(conf.SYNC_INTERVAL)):
+                    return
+        finally:
+            connections.close_all()  # this thread's own connections
 
     def ping(self) -> None:
         """``SELECT 1`` on the lock connection; raises if the session is gone."""

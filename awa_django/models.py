@@ -174,6 +174,12 @@ class Job(models.Model):
             models.Index(
                 fields=["heartbeat_at"], name="awa_jobs_running", condition=models.Q(state="running")
             ),
+            # Pruning finds finished jobs by age without scanning the queue.
+            models.Index(
+                fields=["finished_at"],
+                name="awa_jobs_finished",
+                condition=models.Q(state__in=["completed", "failed", "cancelled"]),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -16,6 +16,7 @@ from django.db import connections, transaction
 from django.db.models.functions import Now
 
 from . import cronexpr
+from .backend import announce_fires
 from .evaluator import job_row
 from .exceptions import OperationRefused, ScheduleNotFound
 from .models import CronJob
@@ -65,7 +66,7 @@ def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = N
         zone = cronexpr.parse_timezone(schedule.timezone)
     except cronexpr.CronError:
         return []
-    start = after or database_now()
+    start = after or database_now(schedule._state.db or "default")
     fires: list[datetime] = []
     while len(fires) < count:
         nxt = cronexpr.next_fire(expression, zone, start)
@@ -135,6 +136,8 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
             row = get_schedule(name, using)  # raises ScheduleNotFound
             raise OperationRefused(f"schedule {row.name!r} is retired; restore it first")
         job = job_row(columns, rows[0])
+        # Like automatic fires and Task.enqueue(): task_enqueued after commit.
+        transaction.on_commit(lambda: announce_fires([job]), using=using)
     logger.info(
         "schedule %s triggered by %s (job %s)",
         name,

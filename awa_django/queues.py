@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 # its worker; cancelling under it would race its completion).
 CANCELLABLE = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
 FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
+PRUNE_BATCH = 5000
 
 
 @dataclass(frozen=True)
@@ -138,12 +139,21 @@ def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
 def prune_jobs(older_than: float | None = None, using: str = "default") -> int:
     """Delete finished jobs whose ``finished_at`` is older than the retention."""
     seconds = float(conf.JOB_RETENTION if older_than is None else older_than)
+    deleted = 0
     with connections[using].cursor() as cursor:
-        cursor.execute(
-            "DELETE FROM awa_jobs WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s",
-            [list(FINISHED), timedelta(seconds=seconds)],  # type: ignore[list-item]
-        )
-        deleted: int = cursor.rowcount
+        while True:
+            # Small batches through the awa_jobs_finished index: short
+            # transactions, no long lock on a large table.
+            cursor.execute(
+                """DELETE FROM awa_jobs WHERE id IN (
+                       SELECT id FROM awa_jobs
+                        WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s
+                        LIMIT %s)""",
+                [list(FINISHED), timedelta(seconds=seconds), PRUNE_BATCH],  # type: ignore[list-item]
+            )
+            deleted += int(cursor.rowcount)
+            if cursor.rowcount < PRUNE_BATCH:
+                break
     if deleted:
         logger.info("pruned %d finished job(s)", deleted, extra={"event": "jobs.pruned", "count": deleted})
     return deleted

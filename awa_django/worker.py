@@ -44,6 +44,9 @@ logger = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "awa_jobs"
 WAIT_SLICE = 0.05  # seconds; bounds how late a freed slot is refilled
+# A job whose task this process cannot import is handed back for this long:
+# another deployment sharing the database (and queue) may be able to run it.
+RELEASE_DELAY = timedelta(seconds=60)
 
 
 def retry_delay(attempt: int) -> float:
@@ -244,8 +247,7 @@ class Worker:
         job_id, attempt = int(row["id"]), int(row["attempt"])
         task = resolve_task(row["kind"])
         if task is None:
-            exc = ImportError(f"{row['kind']!r} is not an importable django.tasks Task")
-            return self._fail(row, exc, None)
+            return self._release(row)
         result = self.backend.result_for(job_from_row(row), task)
         task_started.send(type(self.backend), task_result=result)
         info = jobcontext.JobInfo(
@@ -278,6 +280,20 @@ class Worker:
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "_return_value", value)
         task_finished.send(type(self.backend), task_result=result)
+        return state
+
+    def _release(self, row: dict[str, Any]) -> str | None:
+        """Hand back an attempt this process cannot run, without counting it."""
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(
+                "SELECT awa_release_v1(%s, %s, %s)",
+                [int(row["id"]), int(row["attempt"]), RELEASE_DELAY],  # type: ignore[list-item]
+            )
+            state: str | None = cursor.fetchone()[0]
+        logger.warning(
+            "job %s: task %s is not importable here; released for another worker",
+            row["id"], row["kind"], extra={"event": "job.released", "job_id": row["id"]},
+        )
         return state
 
     def _fail(self, row: dict[str, Any], exc: BaseException, result: Any) -> str | None:

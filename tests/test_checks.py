@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -395,3 +396,66 @@ def test_check_settings__e020_bad_max_attempts(value: Any) -> None:
     with override_settings(AWA_MAX_ATTEMPTS=value):
         message = only_message("awa_django.E020")
     assert message.msg.startswith("AWA_MAX_ATTEMPTS ")
+
+
+# --- E040-E042: authoritative reconciliation settings ---------------------------------------
+
+
+@pytest.mark.parametrize("owner", [None, "", "   ", "x" * 201, "a\x00b", 7])
+def test_check_reconciliation__e040_bad_owner(owner: Any) -> None:
+    with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER=owner, AWA_REVISION="rev-1"):
+        message = only_message("awa_django.E040")
+    assert message.msg.startswith("AWA_OWNER must be")
+
+
+@pytest.mark.parametrize("revision", [None, "", "y" * 201])
+def test_check_reconciliation__e041_bad_revision(revision: Any) -> None:
+    with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION=revision):
+        message = only_message("awa_django.E041")
+    assert message.msg.startswith("AWA_REVISION must be")
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_check_reconciliation__e042_authoritative_is_a_bool(value: Any) -> None:
+    with override_settings(AWA_AUTHORITATIVE=value):
+        message = only_message("awa_django.E042")
+    assert message.msg.startswith("AWA_AUTHORITATIVE must be a bool")
+
+
+def test_check_reconciliation__additive_mode_needs_no_owner() -> None:
+    with override_settings(AWA_AUTHORITATIVE=False, AWA_OWNER=None, AWA_REVISION=None):
+        assert awa_messages() == []
+    with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION="abc123"):
+        assert awa_messages() == []
+
+
+# --- E030/E031: the task backend ----------------------------------------------------------
+
+
+def test_backend_check__e030_non_postgresql_database(tmp_path: Any) -> None:
+    from django.db import connections
+
+    sqlite = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "other.sqlite3")}
+    connections.settings["sqlite"] = connections.configure_settings({**connections.settings, "sqlite": sqlite})[
+        "sqlite"
+    ]
+    try:
+        with override_settings(TASKS={"default": {
+            "BACKEND": "awa_django.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"],
+            "OPTIONS": {"DATABASE": "sqlite"},
+        }}):
+            from django.tasks import task_backends
+
+            messages = task_backends["default"].check()
+    finally:
+        del connections.settings["sqlite"]
+        if hasattr(connections._connections, "sqlite"):
+            delattr(connections._connections, "sqlite")
+    assert [m.id for m in messages] == ["awa_django.E030"]
+    assert "needs PostgreSQL" in messages[0].msg and messages[0].hint
+
+
+def test_checks__every_id_in_the_reference_has_a_hint() -> None:
+    documented = set(re.findall(r"awa_django\.E\d{3}", (ROOT / "docs/reference/checks.md").read_text()))
+    assert documented == set(checks.HINTS)
+    assert all(checks.HINTS[i] for i in documented)

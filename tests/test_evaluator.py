@@ -160,3 +160,16 @@ def test_evaluate__next_due_in_tracks_the_earliest_schedule() -> None:
     make("later", cron_expr="0 0 1 1 *")
     result = evaluate()
     assert result.next_due_in is not None and 0 <= result.next_due_in <= 1.0
+
+
+def test_evaluate__due_rows_are_found_through_the_partial_index() -> None:
+    from awa_django.evaluator import SELECT_DUE
+
+    CronJobFactory.create_batch(20, cron_expr="0 0 1 1 *")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE awa_cron_jobs")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + SELECT_DUE)
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+    # Both arms (due, and awaiting computation) scan the partial index.
+    assert plan.count("awa_cron_jobs_due") == 2, plan

@@ -1,25 +1,37 @@
-"""Migrations: reversible, complete, and installing the SQL objects we expect."""
+"""Migrations: reversible, complete, and installing the SQL objects we expect.
+
+The expected objects are read from the shipped ``awa_django/sql/*.sql`` files
+themselves, so a new file is covered without touching this test.
+"""
 
 from __future__ import annotations
 
+import re
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from awa_django.sqlfiles import SQL_DIR
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FUNCTIONS = {
-    "awa_format_fire_at",
-    "awa_cron_jobs_invalidate_v1",
-    "awa_cron_jobs_notify_v1",
-    "awa_cron_upsert_v1",
-    "awa_cron_fire_v1",
-    "awa_cron_trigger_v1",
+TABLES = {
+    "awa_cron_jobs", "awa_jobs", "awa_queue_meta", "awa_runtime_instances", "awa_cron_owners",
+    "awa_cron_manifests", "awa_cron_declarations",
 }
-TRIGGERS = {"awa_cron_jobs_invalidate", "awa_cron_jobs_notify"}
-TABLES = {"awa_cron_jobs", "awa_jobs", "awa_queue_meta"}
+FORWARD_FILES = sorted(p for p in SQL_DIR.glob("*.sql") if not p.name.endswith(".reverse.sql"))
+
+
+def declared(path: Path) -> tuple[set[str], set[str], set[str]]:
+    """Functions, triggers and indexes a SQL file creates."""
+    text = path.read_text()
+    functions = set(re.findall(r"CREATE FUNCTION (\w+)\(", text))
+    triggers = set(re.findall(r"CREATE TRIGGER (\w+)", text))
+    indexes = set(re.findall(r"CREATE (?:UNIQUE )?INDEX (\w+)", text))
+    return functions, triggers, indexes
 
 
 def installed() -> tuple[dict[str, str | None], set[str], set[str], set[str]]:
@@ -34,7 +46,7 @@ def installed() -> tuple[dict[str, str | None], set[str], set[str], set[str]]:
         triggers = {r[0] for r in cursor.fetchall()}
         cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'awa\\_%%'")
         tables = {r[0] for r in cursor.fetchall()}
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname IN ('awa_jobs_cron_slot', 'awa_cron_jobs_due')")
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'awa\\_%%'")
         indexes = {r[0] for r in cursor.fetchall()}
     return functions, triggers, tables, indexes
 
@@ -45,21 +57,32 @@ def test_migrations__no_model_changes_without_a_migration() -> None:
     assert "No changes detected" in out.getvalue()
 
 
-def test_migrations__install_every_sql_object_with_its_version_comment() -> None:
-    functions, triggers, tables, indexes = installed()
-    assert set(functions) >= FUNCTIONS
-    assert {functions[f] for f in FUNCTIONS} == {"awa_django 0002_cron_core"}
-    assert functions["awa_cron_fire_v2"] == "awa_django 0006_fire_in_name_order"
-    assert triggers >= TRIGGERS
+def test_migrations__every_sql_file_has_a_reverse_and_a_migration() -> None:
+    migrations = "".join(p.read_text() for p in (SQL_DIR.parent / "migrations").glob("0*.py"))
+    for path in FORWARD_FILES:
+        assert (SQL_DIR / f"{path.stem}.reverse.sql").exists(), path.name
+        assert f'run_sql_file("{path.stem}")' in migrations, path.name
+
+
+@pytest.mark.parametrize("path", FORWARD_FILES, ids=lambda p: p.stem)
+def test_migrations__install_every_sql_object_with_its_version_comment(path: Path) -> None:
+    functions, triggers, indexes = declared(path)
+    have_functions, have_triggers, tables, have_indexes = installed()
     assert tables >= TABLES
-    assert indexes == {"awa_jobs_cron_slot", "awa_cron_jobs_due"}
+    for name in functions:
+        assert have_functions.get(name) == f"awa_django {path.stem}", name
+    assert triggers <= have_triggers
+    assert indexes <= have_indexes
 
 
 def test_migrations__to_zero_and_back() -> None:
+    every = [declared(p) for p in FORWARD_FILES]
+    functions = set().union(*(f for f, _, _ in every))
+    triggers = set().union(*(t for _, t, _ in every))
     call_command("migrate", "awa_django", "zero", verbosity=0)
-    functions, triggers, tables, indexes = installed()
-    assert not (FUNCTIONS & set(functions)) and not (TRIGGERS & triggers)
+    have_functions, have_triggers, tables, indexes = installed()
+    assert not (functions & set(have_functions)) and not (triggers & have_triggers)
     assert not (TABLES & tables) and not indexes
     call_command("migrate", "awa_django", verbosity=0)
-    functions, triggers, tables, indexes = installed()
-    assert set(functions) >= FUNCTIONS and triggers >= TRIGGERS and tables >= TABLES
+    have_functions, have_triggers, tables, _ = installed()
+    assert functions <= set(have_functions) and triggers <= have_triggers and tables >= TABLES

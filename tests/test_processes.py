@@ -207,3 +207,15 @@ def test_runcron__retired_schedule_is_inert(runcron: Any) -> None:
     assert all(f <= retired_at for f in slots("doomed"))
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
+
+
+def test_runcron__sleeps_until_the_next_due_fire_not_a_fixed_interval(runcron: Any) -> None:
+    # A 30 s evaluation interval: fires on every 2nd second can only be on time
+    # if the leader wakes for the next due fire.
+    proc = runcron({"even": {"cron": "*/2 * * * * *", "task": TASK}}, env={"AWA_EVALUATE_INTERVAL": "30"})
+    wait_for(lambda: len(slots("even")) >= 4, timeout=40)
+    proc.signal(signal.SIGTERM)
+    assert proc.wait() == 0
+    jobs = Job.objects.filter(metadata__cron_name="even").order_by("id")[1:]  # after the first
+    late = [(j.created_at - datetime.fromisoformat(j.metadata["cron_fire_at"])).total_seconds() for j in jobs]
+    assert late and max(late) < 1.5, late

@@ -178,14 +178,28 @@ def test_worker__runs_async_tasks_and_passes_context() -> None:
     assert set(Effect.objects.values_list("label", flat=True)) == {"a", "c"}
 
 
-def test_worker__unrunnable_jobs_fail_cleanly() -> None:
+def test_worker__unserialisable_return_value_fails_the_attempt() -> None:
     bad_return = tasks.returns_unserialisable.enqueue()
     Job.objects.filter(id=int(bad_return.id)).update(max_attempts=1)
-    ghost = Job.objects.create(kind="tests.testapp.tasks.no_such_task", max_attempts=1, args={"args": [], "kwargs": {}})
     burst()
-    assert job(bad_return).state == "failed"
-    assert Job.objects.get(id=ghost.id).state == "failed"
-    assert "ImportError" in Job.objects.get(id=ghost.id).errors[0]["exception_class_path"]
+    row = job(bad_return)
+    assert row.state == "failed" and row.errors[0]["exception_class_path"] == "builtins.TypeError"
+
+
+def test_worker__task_it_cannot_import_is_released_without_using_an_attempt() -> None:
+    # Another deployment's task on a shared queue: hand it back, do not kill it.
+    ghost = Job.objects.create(kind="tests.testapp.tasks.no_such_task", max_attempts=1,
+                               args={"args": [], "kwargs": {}})
+    worker = Worker()
+    (row,) = worker.claim(1)
+    assert worker.execute(row) == "available"
+    released = Job.objects.get(id=ghost.id)
+    assert (released.state, released.attempt, released.worker_ids, released.errors) == ("available", 0, [], [])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement_timestamp()")
+        now = cursor.fetchone()[0]
+    assert released.run_at - now > timedelta(seconds=30)  # not before another worker had a chance
+    assert worker.claim(1) == []
 
 
 def test_worker__sends_started_and_finished_signals() -> None:
@@ -285,3 +299,23 @@ def test_backend_check__max_attempts_option_is_validated() -> None:
                                               "QUEUES": ["default"], "OPTIONS": {"MAX_ATTEMPTS": 0}}}):
         ids = [m.id for m in task_backends["default"].check()]
     assert ids == ["awa_django.E031"]
+
+
+def test_manual_trigger__sends_task_enqueued_after_commit() -> None:
+    from django.tasks.signals import task_enqueued
+
+    from awa_django import operations
+
+    CronJobFactory(name="by-hand", kind="tests.testapp.tasks.write_effect",
+                   args={"args": ["manual"], "kwargs": {}})
+    seen: list[Any] = []
+
+    def receiver(sender: Any, task_result: Any, **kw: Any) -> None:
+        seen.append((task_result.task.name, task_result.args))
+
+    task_enqueued.connect(receiver)
+    try:
+        operations.trigger("by-hand", "ops")
+    finally:
+        task_enqueued.disconnect(receiver)
+    assert seen == [("write_effect", ["manual"])]

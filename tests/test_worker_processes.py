@@ -125,3 +125,20 @@ def test_shutdown_timeout__bounds_the_drain_and_abandoned_work_is_rescued(runtas
     rescuer.signal(signal.SIGTERM)
     assert rescuer.wait() == 0
     assert Job.objects.get(id=int(result.id)).attempt == 2
+
+
+def test_notify__wakes_an_idle_worker_long_before_its_poll(runtasks: Any) -> None:
+    # Polling every 30 s: anything quicker than that is the NOTIFY at work.
+    worker = runtasks(env={"AWA_POLL_INTERVAL": "30"})
+    wait_for(lambda: "started" in worker.output(), timeout=30)
+    time.sleep(1.0)  # the worker is now idle in its wait
+    first = tasks.write_effect.enqueue("wake")
+    wait_for(lambda: Job.objects.get(id=int(first.id)).state == "completed", timeout=5)
+    queues.pause_queue("mail", "ops")
+    held = tasks.send_mail.enqueue("later@example.com")
+    time.sleep(1.0)
+    assert Job.objects.get(id=int(held.id)).state == "available"
+    queues.resume_queue("mail", "ops")  # awa_queue_meta NOTIFY
+    wait_for(lambda: Job.objects.get(id=int(held.id)).state == "completed", timeout=5)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0

@@ -58,4 +58,7 @@ class Command(BaseCommand):
             leader.run()
         except RegistrationConflict as exc:
             raise CommandError(f"not starting: {exc}") from exc
+        except (DatabaseError, psycopg.Error) as exc:
+            # Only the startup snapshot can raise here; the loop survives errors.
+            raise CommandError(f"not starting: database error: {exc}") from exc
         self.stdout.write("runcron: stopped")

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from awa_django.exceptions import InvalidSchedule
 from awa_django.reconciliation import RegistrationConflict
@@ -58,6 +59,8 @@ class Command(BaseCommand):
             worker.run()
         except RegistrationConflict as exc:
             raise CommandError(f"not starting: {exc}") from exc
+        except DatabaseError as exc:
+            raise CommandError(f"not starting: database error: {exc}") from exc
         if worker.abandoned:
             # Tasks outlived AWA_SHUTDOWN_TIMEOUT: end the process now rather
             # than wait for them; their attempts are rescued and retried.
