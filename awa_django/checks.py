@@ -49,6 +49,7 @@ HINTS = {
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
     "awa_django.E030": "The AwaBackend's OPTIONS['DATABASE'] must be a PostgreSQL alias.",
     "awa_django.E031": "OPTIONS['MAX_ATTEMPTS'] of an AwaBackend is a whole number 1-1000.",
+    "awa_django.E050": "Run manage.py migrate; if it is applied, re-install the SQL file (see docs).",
     "awa_django.E040": "Authoritative mode needs AWA_OWNER: 1-200 bytes, not blank, no NUL.",
     "awa_django.E041": "Authoritative mode needs AWA_REVISION (a deploy label, e.g. a git SHA).",
     "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
@@ -175,4 +176,53 @@ def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
             validate_label(getattr(conf, key), f"AWA_{key}")
         except ValueError as exc:
             messages.append(_error(check_id, str(exc)[:200]))
+    return messages
+
+
+@register(Tags.database)
+def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every SQL function of the applied migrations is installed, at its version.
+
+    Runs with ``manage.py check --database default`` (and before ``migrate``).
+    Reports functions that were dropped or replaced by hand, which the
+    migration history cannot see.
+    """
+    from django.db import connections
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from .sqlfiles import SQL_DIR, declared_functions
+
+    messages: list[CheckMessage] = []
+    for alias in databases or ():
+        connection = connections[alias]
+        if connection.vendor != "postgresql":
+            continue
+        recorder = MigrationRecorder(connection)
+        if not recorder.has_table():
+            continue
+        applied = {name for app, name in recorder.applied_migrations() if app == "awa_django"}
+        migrations_dir = SQL_DIR.parent / "migrations"
+        expected: dict[str, str] = {}
+        for path in sorted(SQL_DIR.glob("*.sql")):
+            if path.name.endswith(".reverse.sql"):
+                continue
+            owners = [m.stem for m in migrations_dir.glob("0*.py") if f'run_sql_file("{path.stem}")' in m.read_text()]
+            if owners and owners[0] in applied:
+                expected.update(dict.fromkeys(declared_functions(path), f"awa_django {path.stem}"))
+        if not expected:
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p "
+                "JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = current_schema() AND p.proname = ANY(%s)",
+                [list(expected)],
+            )
+            installed = dict(cursor.fetchall())
+        for name, comment in sorted(expected.items()):
+            if installed.get(name) != comment:
+                state = "missing" if name not in installed else f"outdated ({installed[name]!r})"
+                messages.append(
+                    _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
+                )
     return messages

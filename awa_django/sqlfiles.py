@@ -6,6 +6,7 @@ files are frozen: new behaviour is a new file and a new migration.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.db import migrations
@@ -21,3 +22,8 @@ def read_sql(name: str) -> str:
 def run_sql_file(name: str) -> migrations.RunSQL:
     """A ``RunSQL`` operation applying ``<name>.sql`` and reversed by ``<name>.reverse.sql``."""
     return migrations.RunSQL(sql=read_sql(name), reverse_sql=read_sql(f"{name}.reverse"))
+
+
+def declared_functions(path: Path) -> list[str]:
+    """Names of the functions a SQL file creates (each carries a version comment)."""
+    return re.findall(r"CREATE FUNCTION (\w+)\(", path.read_text(encoding="utf-8"))

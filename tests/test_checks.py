@@ -459,3 +459,24 @@ def test_checks__every_id_in_the_reference_has_a_hint() -> None:
     documented = set(re.findall(r"awa_django\.E\d{3}", (ROOT / "docs/reference/checks.md").read_text()))
     assert documented == set(checks.HINTS)
     assert all(checks.HINTS[i] for i in documented)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_check_sql_objects__e050_reports_a_dropped_or_replaced_function() -> None:
+    from django.db import connection
+
+    assert checks.check_sql_objects(databases=["default"]) == []
+    with connection.cursor() as cursor:
+        cursor.execute("COMMENT ON FUNCTION awa_claim_v1(text[], integer, text) IS 'hand-edited'")
+        cursor.execute("ALTER FUNCTION awa_release_v1(bigint, integer, interval) RENAME TO awa_release_gone")
+    try:
+        messages = checks.check_sql_objects(databases=["default"])
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER FUNCTION awa_release_gone(bigint, integer, interval) RENAME TO awa_release_v1")
+            cursor.execute("COMMENT ON FUNCTION awa_claim_v1(text[], integer, text) IS 'awa_django 0003_worker'")
+    assert [(m.id, m.msg) for m in messages] == [
+        ("awa_django.E050", "SQL function awa_claim_v1 is outdated ('hand-edited') in database 'default'"),
+        ("awa_django.E050", "SQL function awa_release_v1 is missing in database 'default'"),
+    ]
+    assert all(m.hint for m in messages)
