@@ -6,6 +6,6 @@ from awa_django.sqlfiles import run_sql_file
 
 
 class Migration(migrations.Migration):
-    dependencies = [("awa_django", "0005_declaration_cascade")]
+    dependencies = [("awa_django", "0005_declaration_db_cascade")]
 
     operations = [run_sql_file("0006_fire_in_name_order")]

@@ -1,5 +1,8 @@
 """Declarations cascade with their runtime snapshot, in the database
-(sql/0005_declaration_cascade.sql)."""
+(sql/0005_declaration_cascade.sql).
+
+(The file keeps the name under which an early build shipped it, so databases that
+applied it keep a consistent history.)"""
 
 from django.db import migrations
 
