@@ -127,22 +127,6 @@ class Runcron:
             self._log.close()
 
 
-@pytest.fixture
-def runcron() -> Iterator[Callable[..., Runcron]]:
-    """Start ``runcron`` subprocesses; every one is killed at teardown."""
-    started: list[Runcron] = []
-
-    def start(schedules: dict[str, Any] | None = None, *args: str, env: dict[str, str] | None = None) -> Runcron:
-        proc = Runcron(schedules or {}, env or {}, list(args))
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        if proc.proc.poll() is None:
-            proc.kill()
-
-
 class Runtasks(Runcron):
     """A real ``manage.py runtasks`` subprocess on the test database."""
 
@@ -150,19 +134,35 @@ class Runtasks(Runcron):
 
 
 @pytest.fixture
-def runtasks() -> Iterator[Callable[..., Runtasks]]:
-    """Start ``runtasks`` subprocesses; every one is killed at teardown."""
-    started: list[Runtasks] = []
-
-    def start(*args: str, env: dict[str, str] | None = None) -> Runtasks:
-        proc = Runtasks({}, env or {}, list(args))
-        started.append(proc)
-        return proc
-
-    yield start
+def _processes() -> Iterator[list[Runcron]]:
+    """Every subprocess a test started; those still running are killed at teardown."""
+    started: list[Runcron] = []
+    yield started
     for proc in started:
         if proc.proc.poll() is None:
             proc.kill()
+
+
+@pytest.fixture
+def runcron(_processes: list[Runcron]) -> Callable[..., Runcron]:
+    """Start ``runcron`` subprocesses with the given AWA_SCHEDULES."""
+
+    def start(schedules: dict[str, Any] | None = None, *args: str, env: dict[str, str] | None = None) -> Runcron:
+        _processes.append(proc := Runcron(schedules or {}, env or {}, list(args)))
+        return proc
+
+    return start
+
+
+@pytest.fixture
+def runtasks(_processes: list[Runcron]) -> Callable[..., Runtasks]:
+    """Start ``runtasks`` subprocesses."""
+
+    def start(*args: str, env: dict[str, str] | None = None) -> Runtasks:
+        _processes.append(proc := Runtasks({}, env or {}, list(args)))
+        return proc
+
+    return start
 
 
 def leader_pid() -> int | None:
