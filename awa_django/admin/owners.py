@@ -15,7 +15,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from .. import ownership, reconciliation
@@ -52,7 +52,7 @@ def plan_status(plan: reconciliation.Plan | str) -> SafeString | str:
         return badge("error", "overdue", plan)
     if not plan.blockers:
         return badge("converged", "active")
-    return format_html(" ".join(str(badge(b, "paused")) for b in plan.blockers))
+    return format_html_join(" ", "{}", ((badge(b, "paused"),) for b in plan.blockers))
 
 
 class AdoptForm(forms.Form):

@@ -149,7 +149,9 @@ def dst_marked_fires(row: CronJob, now: datetime, count: int = 10) -> list[dict[
         note = ""
         if offset != previous:
             note = f"DST transition before this fire: UTC{_offset(previous)} → UTC{_offset(offset)}"
-        out.append({"local": local, "utc": fire, "dst": note})
+        # Formatted here: the date filter would convert to the site's time zone.
+        out.append({"local": local, "utc": fire, "dst": note,
+                    "local_text": local.strftime("%a %Y-%m-%d %H:%M:%S %Z"), "utc_text": utc(fire)})
         previous = offset
     return out
 
@@ -320,7 +322,8 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             wanted = ["restore_schedules"]
         else:
             wanted += ["resume_schedules" if row.paused_at else "pause_schedules", "retire_schedules"]
-        return [(name, allowed[name][2]) for name in wanted if name in allowed]
+        # Labels from the functions: get_actions() values differ between Django 6.0 and 6.1.
+        return [(name, str(getattr(self, name).short_description)) for name in wanted if name in allowed]
 
     # -- actions ---------------------------------------------------------------
     @admin.action(description="Pause", permissions=["pause"])
