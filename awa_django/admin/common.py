@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from django.contrib import admin, messages
 from django.db import DatabaseError, connections
@@ -28,19 +28,16 @@ logger = logging.getLogger(__name__)
 # an error message naming the row; anything else is a bug and stays loud.
 OPERATOR_ERRORS = (OperationRefused, ScheduleNotFound, ValueError, DatabaseError)
 
-T = TypeVar("T")
-
-
 def actor(request: HttpRequest) -> str:
     """The operator recorded in ``paused_by``/``retired_by``/``triggered_by``."""
-    return str(request.user.get_username())  # type: ignore[union-attr]
+    return str(request.user.get_username())
 
 
 def has_awa_perm(request: HttpRequest, codename: str) -> bool:
     return bool(request.user.has_perm(f"awa_django.{codename}"))
 
 
-def run_each(
+def run_each[T](
     model_admin: admin.ModelAdmin[Any],
     request: HttpRequest,
     items: Iterable[T],

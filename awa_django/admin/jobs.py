@@ -42,7 +42,7 @@ class EstimatedCountPaginator(Paginator):  # type: ignore[type-arg]
 
     @cached_property
     def count(self) -> int:
-        queryset = self.object_list
+        queryset: QuerySet[Job] = self.object_list  # type: ignore[assignment]
         capped = int(queryset[: COUNT_CAP + 1].count())  # SELECT COUNT(*) FROM (... LIMIT n)
         if capped <= COUNT_CAP:
             return capped
@@ -106,9 +106,10 @@ class CronNameFilter(admin.SimpleListFilter):
         if not self.value():
             return queryset
         # Written so the partial index awa_jobs_cron_name_id applies.
-        return queryset.alias(cron_name=KT("metadata__cron_name")).filter(
-            metadata__has_key="cron_name", cron_name=self.value()
+        filtered: QuerySet[Any] = queryset.alias(cron_key=KT("metadata__cron_name")).filter(
+            metadata__has_key="cron_name", cron_key=self.value()
         )
+        return filtered
 
 
 def _pretty(value: Any) -> SafeString:

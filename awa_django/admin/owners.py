@@ -43,8 +43,8 @@ class OwnerChangeList(ChangeList):
         )
         for owner in self.result_list:
             # A plan is a handful of queries; the page size bounds how many.
-            owner._awa_plan = plan_for(owner.owner_id, self.queryset.db)  # type: ignore[attr-defined]
-            owner._awa_count = counts.get(owner.owner_id, 0)  # type: ignore[attr-defined]
+            owner._awa_plan = plan_for(owner.owner_id, self.queryset.db)
+            owner._awa_count = counts.get(owner.owner_id, 0)
 
 
 def plan_status(plan: reconciliation.Plan | str) -> SafeString | str:

@@ -46,7 +46,8 @@ class RuntimeInstanceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         css = {"all": ["awa_django/admin.css"]}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuntimeInstance]:
-        return super().get_queryset(request).annotate(is_fresh=RawSQL(FRESH_SQL, [], output_field=BooleanField()))
+        queryset: QuerySet[RuntimeInstance] = super().get_queryset(request)
+        return queryset.annotate(is_fresh=RawSQL(FRESH_SQL, [], output_field=BooleanField()))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

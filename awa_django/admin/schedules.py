@@ -298,10 +298,11 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         row = self.get_object(request, object_id)
         if row is not None:
             annotate_page([row], row._state.db or "default")
-            info: RowInfo = row._awa  # type: ignore[attr-defined]
+            info: RowInfo = row._awa
             context.update(
                 awa_row=row,
                 awa_badges=self._badges(row, info),
+                awa_description=describe_cron(row.cron_expr),
                 awa_next_fires=dst_marked_fires(row, info.now),
                 awa_last_fires=last_fires(row),
                 awa_actions=self._detail_actions(request, row),
@@ -423,8 +424,8 @@ def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
 
     jobs = (
         Job.objects.using(row._state.db or "default")
-        .alias(cron_name=KT("metadata__cron_name"))
-        .filter(metadata__has_key="cron_name", cron_name=row.name)
+        .alias(cron_key=KT("metadata__cron_name"))
+        .filter(metadata__has_key="cron_name", cron_key=row.name)
         .order_by("-id")
         .only("id", "state", "metadata", "attempted_at", "finished_at", "attempt", "created_at")[:count]
     )
