@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission, User
 from django.db import DatabaseError, connection
 from django.test import Client, override_settings
@@ -205,6 +206,10 @@ def test_actions__pause_resume_trigger_record_the_admin_user(admin_client: Clien
     assert any(f"job {job.id}" in t for t in texts(response))
     act(admin_client, SCHEDULES, "resume_schedules", "report")
     assert CronJob.objects.get(name="report").paused_at is None
+    # The admin's history records each change too.
+    history = LogEntry.objects.filter(object_id="report").order_by("id")
+    assert [e.change_message for e in history][:1] == ["paused report"]
+    assert {e.user_id for e in history} == {admin_user.pk}
     # Again: nothing to resume is a warning, not an error.
     assert texts(act(admin_client, SCHEDULES, "resume_schedules", "report")) == ["No change: report"]
 
@@ -328,6 +333,8 @@ def test_jobs__cancel_and_retry_go_through_the_service_layer(admin_user: User) -
     act(client, JOBS, "retry_jobs", waiting.id)
     waiting.refresh_from_db()
     assert waiting.state == "available"
+    assert sorted(LogEntry.objects.filter(object_id=str(waiting.id)).values_list("change_message", flat=True)) == [
+        "cancelled", f"job {waiting.id} is available again"]
 
     viewer = staff("jobviewer", "view_job")
     assert offered(viewer, JOBS) == set()

@@ -153,3 +153,23 @@ def test_admin_actions__bounded_queries_per_selected_row(
     with django_assert_max_num_queries(MAX_QUERIES + 6 * len(names)):
         queries_for(admin_client, changelist("cronjob"), action="pause_schedules", _selected_action=names)
     assert operations.get_schedule("sched-00001").paused_by == "admin"
+
+
+@pytest.mark.slow
+def test_admin_schedule_jobs__found_through_the_cron_name_index(big_tables: None) -> None:
+    """The list's last jobs, the detail's last fires and ?cron_name= use awa_jobs_cron_name_id."""
+    from django.db.models.fields.json import KT
+
+    from awa_django.admin.schedules import LAST_JOBS_SQL
+    from awa_django.models import Job
+
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + LAST_JOBS_SQL, [["sched-00001", "sched-00002"]])
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+    assert "awa_jobs_cron_name_id" in plan, plan
+    newest = (
+        Job.objects.alias(cron_key=KT("metadata__cron_name"))
+        .filter(metadata__has_key="cron_name", cron_key="sched-00042")
+        .order_by("-id")[:20]
+    )
+    assert "awa_jobs_cron_name_id" in newest.explain()

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db import DatabaseError, connections
+from django.db.models import Model
 from django.http import HttpRequest
 from django.utils.html import format_html
 
@@ -46,7 +47,9 @@ def run_each[T](
 ) -> None:
     """Call ``action`` for each item; one message per outcome, never a 500.
 
-    ``action`` returns a success text, or None when nothing changed.
+    ``action`` returns a success text, or None when nothing changed. A change
+    to a model instance is also written to the admin's history (LogEntry),
+    next to the ``*_by`` columns and the ``awa_django`` log events.
     """
     done: list[str] = []
     unchanged: list[str] = []
@@ -58,6 +61,8 @@ def run_each[T](
             model_admin.message_user(request, f"{label(item)}: {exc}", messages.ERROR)
             continue
         (done if text is not None else unchanged).append(text or label(item))
+        if text is not None and isinstance(item, Model):
+            model_admin.log_change(request, item, text)
     if done:
         model_admin.message_user(request, "; ".join(done), messages.SUCCESS)
     if unchanged:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.utils import quote
 from django.core.paginator import Paginator
 from django.db import connections
@@ -203,12 +204,18 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             skipped = len(batch) - len(done)
             if not done:
                 return None
+            # The admin's history, in one insert however many jobs were cancelled.
+            LogEntry.objects.log_actions(
+                # admin_view only lets logged-in staff users in: pk is set.
+                user_id=cast(int, request.user.pk), queryset=Job.objects.filter(id__in=done).only("id"),
+                action_flag=CHANGE, change_message="cancelled",
+            )
             return f"cancelled {len(done)} job(s)" + (f"; {skipped} running or finished left alone" if skipped else "")
         run_each(self, request, [ids], cancel, lambda batch: f"{len(batch)} job(s) (only not-yet-running jobs)")
 
     @admin.action(description="Retry", permissions=["cancel"])
     def retry_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
-        def retry(job_id: int) -> str | None:
-            return f"job {job_id} is available again" if queues.retry_job(job_id, actor(request)) else None
-        run_each(self, request, list(queryset.order_by("id").values_list("id", flat=True)), retry,
-                 lambda job_id: f"job {job_id} (only failed or cancelled jobs)")
+        def retry(job: Job) -> str | None:
+            return f"job {job.id} is available again" if queues.retry_job(job.id, actor(request)) else None
+        run_each(self, request, queryset.order_by("id").only("id"), retry,
+                 lambda job: f"job {job.id} (only failed or cancelled jobs)")

@@ -57,12 +57,12 @@ class QueueAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description="Pause", permissions=["pause"])
     def pause_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
-        def pause(name: str) -> str | None:
-            return f"paused queue {name}" if queues.pause_queue(name, actor(request)) else None
-        run_each(self, request, list(queryset.values_list("queue", flat=True)), pause, str)
+        def pause(row: Queue) -> str | None:
+            return f"paused queue {row.queue}" if queues.pause_queue(row.queue, actor(request)) else None
+        run_each(self, request, queryset.order_by("queue"), pause, str)
 
     @admin.action(description="Resume", permissions=["pause"])
     def resume_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
-        def resume(name: str) -> str | None:
-            return f"resumed queue {name}" if queues.resume_queue(name, actor(request)) else None
-        run_each(self, request, list(queryset.values_list("queue", flat=True)), resume, str)
+        def resume(row: Queue) -> str | None:
+            return f"resumed queue {row.queue}" if queues.resume_queue(row.queue, actor(request)) else None
+        run_each(self, request, queryset.order_by("queue"), resume, str)

@@ -358,13 +358,13 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def _lifecycle(self, request: HttpRequest, queryset: QuerySet[CronJob], action: str) -> HttpResponse | None:
         """Retire/restore: a confirmation page with the dry-run plan, then apply."""
-        names = list(queryset.order_by("name").values_list("name", flat=True))
         if request.POST.get("post") == "yes":
-            def apply(name: str) -> str | None:
-                plan = ownership.operate(action, actor=actor(request), apply=True, name=name)
-                return f"{action}d {name}" if plan.schedules else None
-            run_each(self, request, names, apply, str)
+            def apply(row: CronJob) -> str | None:
+                plan = ownership.operate(action, actor=actor(request), apply=True, name=row.name)
+                return f"{action}d {row.name}" if plan.schedules else None
+            run_each(self, request, queryset.order_by("name"), apply, str)
             return None
+        names = list(queryset.order_by("name").values_list("name", flat=True))
         changes: list[str] = []
         unchanged: list[str] = []
         for name in names:
