@@ -6,6 +6,7 @@ tests with large tables in test_admin_cost.py.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from django.db import DatabaseError, connection
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from awa_django import operations, ownership, queues
+from awa_django import operations, ownership, periodic, queues
 from awa_django.admin.schedules import dst_marked_fires
 from awa_django.models import CronJob, CronOwner, Job, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
@@ -161,6 +162,11 @@ def test_schedule_detail__declaring_module_and_owner(admin_client: Client) -> No
     CronJobFactory(name="owned-elsewhere", owner_id="billing")
     page = admin_client.get(detail("owned-elsewhere")).content.decode()
     assert "owned by billing" in page
+    periodic("declared-here", "*/5 * * * *", "tests.testapp.tasks.record")
+    line = sys._getframe().f_lineno - 1
+    CronJobFactory(name="declared-here", cron_expr="*/5 * * * *")
+    page = admin_client.get(detail("declared-here")).content.decode()
+    assert f"tests/test_admin.py:{line}" in page
 
 
 def test_dst_marked_fires__marks_the_fire_after_a_transition() -> None:

@@ -125,6 +125,8 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     ordering = ["-id"]
     paginator = EstimatedCountPaginator
     show_full_result_count = False
+    # Facet counts would count the whole (large) table once per filter.
+    show_facets = admin.ShowFacets.NEVER
     actions = ["cancel_jobs", "retry_jobs"]
     fields = [
         "id", "kind", "queue", "state", "schedule", "priority", "attempts", "run_at", "created_at",
