@@ -114,6 +114,14 @@ def make_user(username: str, *codenames: str, superuser: bool = False) -> User:
     return user
 
 
+ATTEMPT_ERROR = {
+    "exception_class_path": "smtplib.SMTPServerDisconnected",
+    "traceback": 'Traceback (most recent call last):\n  File "myapp/tasks.py", line 12, in send_digest\n'
+                 "    connection.send_messages(messages)\n"
+                 "smtplib.SMTPServerDisconnected: Connection unexpectedly closed\n",
+}
+
+
 def realistic_data() -> None:
     """A small deployment: a live leader, a few schedules in every state, some history."""
     now = datetime.now(UTC)
@@ -135,9 +143,13 @@ def realistic_data() -> None:
     # Automatic fires of the last three weekdays, oldest first: one failed after two attempts.
     for fire, state, seconds in zip(reversed(digest_fires), ("completed", "failed", "completed"), (0.83, 2.4, 0.91),
                                     strict=True):
-        JobFactory(kind="tests.testapp.tasks.record", queue="mail", state=state, attempt=2 if state == "failed" else 1,
+        failed = state == "failed"
+        JobFactory(kind="tests.testapp.tasks.record", queue="mail", state=state, attempt=2 if failed else 1,
                    metadata={"cron_name": "daily-digest", "cron_fire_at": fire.isoformat()},
-                   attempted_at=fire + timedelta(seconds=1), finished_at=fire + timedelta(seconds=1 + seconds))
+                   attempted_at=fire + timedelta(seconds=1), finished_at=fire + timedelta(seconds=1 + seconds),
+                   worker_ids=["app-2:311:9f2c41ab", "app-3:87:4be01c2d"][: 2 if failed else 1],
+                   errors=[ATTEMPT_ERROR | {"attempt": n, "worker_id": w}
+                           for n, w in ((1, "app-2:311:9f2c41ab"), (2, "app-3:87:4be01c2d"))] if failed else [])
     operations.trigger("ping", "alice")
 
 
@@ -203,6 +215,15 @@ def test_admin_browser__pause_trigger_retire_restore_and_queue_pause(admin_conso
     console.goto("/admin/awa_django/cronjob/")
     assert "queue paused" in console.row("daily-digest").inner_text()
     assert "queue paused" not in console.row("ping").inner_text()
+    screenshot(console.goto("/admin/awa_django/queue/"), tmp_path, "admin-queues.png")
+
+    # A failed job: every attempt's error, traceback and worker.
+    page = console.goto("/admin/awa_django/job/?state__exact=failed")
+    page.click("#result_list tbody tr a")
+    page.wait_for_load_state()
+    errors = page.inner_text(".field-attempt_errors")
+    assert errors.count("SMTPServerDisconnected") >= 2 and "app-3:87:4be01c2d" in errors
+    screenshot(page, tmp_path, "admin-job-detail.png", full_page=False)
 
     page = console.goto("/admin/awa_django/cronjob/daily-digest/change/")
     assert page.locator("#awa-next-fires tbody tr").count() == 10

@@ -128,10 +128,11 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     # Facet counts would count the whole (large) table once per filter.
     show_facets = admin.ShowFacets.NEVER
     actions = ["cancel_jobs", "retry_jobs"]
-    fields = [
-        "id", "kind", "queue", "state", "schedule", "priority", "attempts", "run_at", "created_at",
-        "attempted_at", "finished_at", "heartbeat_at", "worker_ids", "tags", "arguments", "outcome",
-        "attempt_errors", "meta",
+    fieldsets = [
+        (None, {"fields": [("id", "state", "attempts", "queue", "priority"), ("kind", "schedule")]}),
+        ("Outcome", {"fields": ["attempt_errors", "outcome", "worker_ids"]}),
+        ("Input", {"fields": ["arguments", "tags", "meta"]}),
+        ("Times", {"fields": [("run_at", "created_at"), ("attempted_at", "finished_at", "heartbeat_at")]}),
     ]
     readonly_fields = ["schedule", "attempts", "arguments", "outcome", "attempt_errors", "meta"]
 

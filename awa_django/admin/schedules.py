@@ -182,12 +182,12 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     change_form_template = "admin/awa_django/cronjob/change_form.html"
     fieldsets = [
         ("Definition (from code)", {"fields": [
-            "name", "cron_expr", "description", "timezone", "kind", "queue", "args", "priority",
-            "max_attempts", "tags", "metadata", "missed_fire_policy",
+            ("name", "owner_id", "declared_in"), ("cron_expr", "description", "timezone", "missed_fire_policy"),
+            ("kind", "queue", "priority", "max_attempts"), "args", ("tags", "metadata"),
         ]}),
         ("State", {"fields": [
-            "owner_id", "declared_in", "last_enqueued_at", "next_fire_at", "paused_at", "paused_by",
-            "retired_at", "retired_by", "retired_revision", "created_at", "updated_at",
+            ("last_enqueued_at", "next_fire_at"), ("paused_at", "paused_by"),
+            ("retired_at", "retired_by", "retired_revision"), ("created_at", "updated_at"),
         ]}),
     ]
     readonly_fields = ["description", "declared_in", "created_at", "updated_at", "next_fire_at"]
