@@ -19,7 +19,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from awa_django import operations, ownership, periodic, queues
-from awa_django.admin.schedules import dst_marked_fires
+from awa_django.admin.fires import dst_marked_fires
 from awa_django.models import CronJob, CronOwner, Job, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
 

@@ -43,7 +43,8 @@ def browser() -> Iterator[Any]:
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as playwright:
-            args = ["--no-sandbox"] if os.geteuid() == 0 else []
+            # Root (CI) needs --no-sandbox; small /dev/shm in containers crashes tabs otherwise.
+            args = (["--no-sandbox"] if os.geteuid() == 0 else []) + ["--disable-dev-shm-usage"]
             chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
             try:
                 yield chromium

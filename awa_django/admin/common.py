@@ -18,6 +18,7 @@ from django.contrib import admin, messages
 from django.db import DatabaseError, connections
 from django.db.models import Model
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from ..exceptions import OperationRefused, ScheduleNotFound
@@ -104,3 +105,23 @@ def badge(text: str, kind: str, title: str = "") -> str:
 
 def utc(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+
+
+def confirmation(request: HttpRequest, model_admin: admin.ModelAdmin[Any], *, title: str, action_label: str,
+                 explanation: str, changes: list[str], unchanged: list[str], hidden: list[tuple[str, str]],
+                 form_url: str, cancel_url: str) -> TemplateResponse:
+    """The page listing exactly what an action will change; nothing changes until confirmed."""
+    opts = model_admin.model._meta
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": title,
+        "opts": opts,
+        "action_label": action_label,
+        "explanation": explanation,
+        "changes": changes,
+        "unchanged": unchanged,
+        "hidden": hidden,
+        "form_url": form_url,
+        "cancel_url": cancel_url,
+    }
+    return TemplateResponse(request, "admin/awa_django/confirm_action.html", context)

@@ -20,8 +20,7 @@ from django.utils.safestring import SafeString
 
 from .. import ownership, reconciliation
 from ..models import CronJob, CronOwner
-from .common import OPERATOR_ERRORS, actor, badge, has_awa_perm
-from .schedules import confirmation
+from .common import OPERATOR_ERRORS, actor, badge, confirmation, has_awa_perm
 
 
 def plan_for(owner_id: str, using: str = "default") -> reconciliation.Plan | str:

@@ -13,9 +13,7 @@ from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.db import connections
 from django.db.models import QuerySet
-from django.db.models.fields.json import KT
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -25,7 +23,8 @@ from ..conf import conf
 from ..humanize import describe_cron
 from ..models import CronJob, QueueMeta
 from ..schedules import registry
-from .common import OPERATOR_ERRORS, actor, badge, has_awa_perm, live_leader, run_each, utc
+from .common import OPERATOR_ERRORS, actor, badge, confirmation, has_awa_perm, live_leader, run_each, utc
+from .fires import dst_marked_fires, last_fires, zone_of
 
 # The newest job of each schedule on the page: one index scan per name
 # (awa_jobs_cron_name_id), one query per page.
@@ -54,18 +53,11 @@ class RowInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _zone(row: CronJob) -> ZoneInfo | None:
-    try:
-        return cronexpr.parse_timezone(row.timezone)
-    except cronexpr.CronError:
-        return None
-
-
 def _due(row: CronJob) -> datetime | None:
     """The automatic fire the leader is waiting for (stored, or derived from the CAS token)."""
     if row.next_fire_at is not None:
         return None if row.next_fire_at.year >= NEVER_YEAR else row.next_fire_at
-    zone = _zone(row)
+    zone = zone_of(row)
     if row.last_enqueued_at is None or zone is None:
         return None
     try:
@@ -135,33 +127,6 @@ def _local_and_utc(moment: datetime, zone: ZoneInfo | None) -> SafeString:
     return format_html(
         '{}<br><span class="awa-utc">{}</span>', local.strftime("%Y-%m-%d %H:%M:%S %Z"), utc(moment)
     )
-
-
-def dst_marked_fires(row: CronJob, now: datetime, count: int = 10) -> list[dict[str, Any]]:
-    """The next ``count`` fires in local time and UTC; a fire after a UTC offset change is marked."""
-    zone = _zone(row)
-    fires = operations.upcoming_fires(row, count, after=now)
-    out: list[dict[str, Any]] = []
-    previous = now.astimezone(zone).utcoffset() if zone else None
-    for fire in fires:
-        local = fire.astimezone(zone) if zone else fire
-        offset = local.utcoffset()
-        note = ""
-        if offset != previous:
-            note = f"DST transition before this fire: UTC{_offset(previous)} → UTC{_offset(offset)}"
-        # Formatted here: the date filter would convert to the site's time zone.
-        out.append({"local": local, "utc": fire, "dst": note,
-                    "local_text": local.strftime("%a %Y-%m-%d %H:%M:%S %Z"), "utc_text": utc(fire)})
-        previous = offset
-    return out
-
-
-def _offset(value: timedelta | None) -> str:
-    if value is None:
-        return ""
-    minutes = int(value.total_seconds() // 60)
-    sign = "+" if minutes >= 0 else "-"
-    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 @admin.register(CronJob)
@@ -238,7 +203,7 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         info: RowInfo = row._awa  # type: ignore[attr-defined]
         if row.retired_at is not None or info.next_fire is None:
             return "never"
-        text = _local_and_utc(info.next_fire, _zone(row))
+        text = _local_and_utc(info.next_fire, zone_of(row))
         if row.paused_at is not None:
             return format_html("<i>would fire at</i> {} <i>if resumed</i>", text)
         return text
@@ -396,50 +361,6 @@ RETIRE_TEXT = ("Retired schedules are durable tombstones: they never fire again 
                "and their jobs already enqueued are not touched.")
 RESTORE_TEXT = ("Restored schedules fire from now on: retired time is never replayed "
                 "(last fire becomes now); a pause is kept.")
-
-
-def confirmation(request: HttpRequest, model_admin: admin.ModelAdmin[Any], *, title: str, action_label: str,
-                 explanation: str, changes: list[str], unchanged: list[str], hidden: list[tuple[str, str]],
-                 form_url: str, cancel_url: str) -> TemplateResponse:
-    """The page listing exactly what an action will change; nothing changes until confirmed."""
-    opts = model_admin.model._meta
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "title": title,
-        "opts": opts,
-        "action_label": action_label,
-        "explanation": explanation,
-        "changes": changes,
-        "unchanged": unchanged,
-        "hidden": hidden,
-        "form_url": form_url,
-        "cancel_url": cancel_url,
-    }
-    return TemplateResponse(request, "admin/awa_django/confirm_action.html", context)
-
-
-def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
-    """The newest ``count`` jobs of ``row`` with their state and duration (one query)."""
-    from ..models import Job
-
-    jobs = (
-        Job.objects.using(row._state.db or "default")
-        .alias(cron_key=KT("metadata__cron_name"))
-        .filter(metadata__has_key="cron_name", cron_key=row.name)
-        .order_by("-id")
-        .only("id", "state", "metadata", "attempted_at", "finished_at", "attempt", "created_at")[:count]
-    )
-    out = []
-    for job in jobs:
-        duration = (job.finished_at - job.attempted_at) if job.finished_at and job.attempted_at else None
-        out.append({
-            "job": job,
-            "url": reverse("admin:awa_django_job_change", args=[job.id]),
-            "fire_at": job.metadata.get("cron_fire_at") or "manual trigger by "
-            + str(job.metadata.get("triggered_by", "?")),
-            "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "-",
-        })
-    return out
 
 
 def _query(**params: str) -> str:
