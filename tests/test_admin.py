@@ -460,3 +460,30 @@ def test_every_page_renders_for_a_viewer(admin_client: Client) -> None:
                 reverse("admin:awa_django_queue_change", args=["default"]),
                 reverse("admin:awa_django_job_change", args=[Job.objects.get().id])):
         assert client.get(url).status_code == 200, url
+
+
+def test_errors_on_every_page_are_messages_not_500(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseError("canceling statement due to lock timeout")
+
+    JobFactory(queue="mail", state="failed")
+    job = Job.objects.get()
+    owned("web", "w1")
+    monkeypatch.setattr(queues, "pause_queue", broken)
+    monkeypatch.setattr(queues, "retry_job", broken)
+    monkeypatch.setattr(queues, "cancel_jobs", broken)
+    monkeypatch.setattr(ownership, "operate", broken)
+    responses = [
+        act(admin_client, QUEUES, "pause_queues", "mail"),
+        act(admin_client, JOBS, "retry_jobs", job.id),
+        act(admin_client, JOBS, "cancel_jobs", job.id),
+        act(admin_client, SCHEDULES, "retire_schedules", "w1"),
+        act(admin_client, SCHEDULES, "retire_schedules", "w1", post="yes"),
+        admin_client.get(reverse("admin:awa_django_cronowner_retire", args=["web"]), follow=True),
+        admin_client.post(reverse("admin:awa_django_cronowner_restore", args=["web"]), {"post": "yes"}, follow=True),
+        admin_client.post(reverse("admin:awa_django_cronowner_adopt"), {"name": "w1", "owner": "x"}, follow=True),
+    ]
+    for response in responses:
+        assert response.status_code == 200
+        assert any("lock timeout" in t for t in texts(response)), texts(response)
+    assert CronJob.objects.get(name="w1").retired_at is None
