@@ -487,3 +487,19 @@ def test_errors_on_every_page_are_messages_not_500(admin_client: Client, monkeyp
         assert response.status_code == 200
         assert any("lock timeout" in t for t in texts(response)), texts(response)
     assert CronJob.objects.get(name="w1").retired_at is None
+
+
+def test_schedule_list__overdue_uses_the_stored_next_fire_or_creation(admin_client: Client) -> None:
+    live_leader()
+    CronJobFactory(name="never-fired", cron_expr="* * * * *")
+    CronJobFactory(name="stored", cron_expr="0 0 1 1 *")
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE awa_cron_jobs SET created_at = now() - interval '1 day' WHERE name = 'never-fired'")
+        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = now() - interval '10 minutes' WHERE name = 'stored'")
+    rows = {r.name: r for r in admin_client.get(SCHEDULES).context["cl"].result_list}
+    assert rows["never-fired"]._awa.overdue_since is not None
+    assert rows["stored"]._awa.overdue_since is not None
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = now() + interval '1 minute' WHERE name = 'stored'")
+    rows = {r.name: r for r in admin_client.get(SCHEDULES).context["cl"].result_list}
+    assert rows["stored"]._awa.overdue_since is None

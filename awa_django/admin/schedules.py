@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -50,18 +50,19 @@ class RowInfo:
     last_job: tuple[int, str, bool] | None = None
     next_fire: datetime | None = None
     overdue_since: datetime | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _due(row: CronJob) -> datetime | None:
-    """The automatic fire the leader is waiting for (stored, or derived from the CAS token)."""
+    """The automatic fire the leader is waiting for: stored, or (not computed yet) the
+    first slot after the last fire, or after creation for a row that never fired."""
     if row.next_fire_at is not None:
         return None if row.next_fire_at.year >= NEVER_YEAR else row.next_fire_at
     zone = zone_of(row)
-    if row.last_enqueued_at is None or zone is None:
+    since = row.last_enqueued_at or row.created_at
+    if since is None or zone is None:
         return None
     try:
-        return cronexpr.next_fire(cronexpr.parse_cron(row.cron_expr), zone, row.last_enqueued_at)
+        return cronexpr.next_fire(cronexpr.parse_cron(row.cron_expr), zone, since)
     except cronexpr.CronError:
         return None
 
