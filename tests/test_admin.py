@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission, User
 from django.db import DatabaseError, connection
 from django.test import Client, override_settings
@@ -503,3 +504,20 @@ def test_schedule_list__overdue_uses_the_stored_next_fire_or_creation(admin_clie
         cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = now() + interval '1 minute' WHERE name = 'stored'")
     rows = {r.name: r for r in admin_client.get(SCHEDULES).context["cl"].result_list}
     assert rows["stored"]._awa.overdue_since is None
+
+
+def test_schedule_names_with_url_characters_work_everywhere(admin_client: Client, admin_user: User) -> None:
+    name = "reports/v2 ü?x=1&y_2"
+    CronJobFactory(name=name)
+    job = operations.trigger(name, "x")
+    page = admin_client.get(SCHEDULES).content.decode()
+    url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
+    assert url in page
+    detail_page = admin_client.get(url)
+    assert detail_page.status_code == 200
+    jobs_url = detail_page.context["awa_jobs_url"]
+    assert [j.id for j in admin_client.get(jobs_url).context["cl"].result_list] == [job["id"]]
+    act(admin_client, SCHEDULES, "pause_schedules", name)
+    assert CronJob.objects.get(name=name).paused_by == admin_user.username
+    job_page = admin_client.get(reverse("admin:awa_django_job_change", args=[job["id"]])).content.decode()
+    assert url in job_page

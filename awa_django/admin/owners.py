@@ -129,7 +129,7 @@ class CronOwnerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         context = dict(extra_context or {})
-        owner = self.get_object(request, object_id)
+        owner = self.get_object(request, unquote(object_id))  # as Django's own change view does
         if owner is not None:
             plan = plan_for(owner.owner_id)
             may = has_awa_perm(request, "retire_cronjob")

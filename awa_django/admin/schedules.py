@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 from django.contrib import admin
 from django.contrib.admin import helpers
-from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.db import connections
 from django.db.models import QuerySet
@@ -261,7 +262,7 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         context = dict(extra_context or {})
-        row = self.get_object(request, object_id)
+        row = self.get_object(request, unquote(object_id))  # as Django's own change view does
         if row is not None:
             annotate_page([row], row._state.db or "default")
             info: RowInfo = row._awa
@@ -272,9 +273,9 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 awa_next_fires=dst_marked_fires(row, info.now),
                 awa_last_fires=last_fires(row),
                 awa_actions=self._detail_actions(request, row),
-                awa_jobs_url=reverse("admin:awa_django_job_changelist") + f"?cron_name={quote(row.name)}",
-                awa_adopt_url=(reverse("admin:awa_django_cronowner_adopt") + "?" + _query(
-                    name=row.name, expected_owner=row.owner_id or ""))
+                awa_jobs_url=reverse("admin:awa_django_job_changelist") + "?" + urlencode({"cron_name": row.name}),
+                awa_adopt_url=(reverse("admin:awa_django_cronowner_adopt") + "?" + urlencode(
+                    {"name": row.name, "expected_owner": row.owner_id or ""}))
                 if self.has_retire_permission(request) else None,
                 awa_changelist_url=reverse("admin:awa_django_cronjob_changelist"),
                 awa_checkbox=helpers.ACTION_CHECKBOX_NAME,
@@ -363,8 +364,3 @@ RETIRE_TEXT = ("Retired schedules are durable tombstones: they never fire again 
 RESTORE_TEXT = ("Restored schedules fire from now on: retired time is never replayed "
                 "(last fire becomes now); a pause is kept.")
 
-
-def _query(**params: str) -> str:
-    from urllib.parse import urlencode
-
-    return urlencode(params)
