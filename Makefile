@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 0
+DEMO_ADMIN ?= 0
 
 .PHONY: venv test test-oldest demo check lint clean
 
@@ -31,7 +32,7 @@ test-oldest: $(VENV_OLDEST)/.installed
 	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: $(STAMP)
-	$(PY) scripts/with_db.py $(PY) scripts/demo.py --seconds $(DEMO_SECONDS)
+	$(PY) scripts/with_db.py $(PY) scripts/demo.py --seconds $(DEMO_SECONDS) --admin $(DEMO_ADMIN)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check awa_django tests scripts example_project
@@ -42,3 +43,12 @@ check: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(VENV_OLDEST) .pgdata .pytest_cache
+
+# The documentation site (MkDocs); --strict turns a broken link into a failure.
+.PHONY: docs screenshots
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+# Re-take the admin screenshots of the operator guide (docs/images/) in headless chromium.
+screenshots: $(STAMP)
+	AWA_SCREENSHOTS=1 $(PY) scripts/with_db.py $(PY) -m pytest tests/test_admin_browser.py -q

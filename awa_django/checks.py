@@ -226,3 +226,15 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
                     _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
                 )
     return messages
+
+
+HINTS["awa_django.E090"] = "The admin marks a schedule overdue when its next fire is this far in the past."
+
+
+@register(Tags.compatibility)
+def check_admin_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """AWA_OVERDUE_AFTER (the admin's ``overdue`` badge) is a number of seconds > 0."""
+    value = getattr(settings, "AWA_OVERDUE_AFTER", DEFAULTS["AWA_OVERDUE_AFTER"])
+    if finite(value) and value > 0:
+        return []
+    return [_error("awa_django.E090", f"AWA_OVERDUE_AFTER must be a number of seconds > 0, got {value!r}")]

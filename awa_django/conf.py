@@ -47,6 +47,9 @@ DEFAULTS: dict[str, Any] = {
     "AWA_RETRY_BACKOFF": 1.0,
     "AWA_RETRY_BACKOFF_MAX": 3600.0,
     "AWA_SHUTDOWN_TIMEOUT": 30.0,
+    # Admin: a schedule is "overdue" when a live leader exists and its next fire
+    # is this many seconds in the past.
+    "AWA_OVERDUE_AFTER": 60.0,
 }
 
 

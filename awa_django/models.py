@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
@@ -84,6 +85,12 @@ class CronJob(models.Model):
         db_table = "awa_cron_jobs"
         ordering = ["name"]
         verbose_name = "cron schedule"
+        # Operator actions in the admin, one permission each (issue 7).
+        permissions = [
+            ("pause_cronjob", "Can pause and resume cron schedules"),
+            ("trigger_cronjob", "Can trigger cron schedules now"),
+            ("retire_cronjob", "Can retire, restore and adopt cron schedules"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(missed_fire_policy__in=MissedFirePolicy.values),
@@ -161,6 +168,7 @@ class Job(models.Model):
     class Meta:
         db_table = "awa_jobs"
         ordering = ["id"]
+        permissions = [("cancel_job", "Can cancel and retry jobs")]
         indexes = [
             # The worker's claim: ready jobs in priority, then run_at order.
             models.Index(
@@ -179,6 +187,12 @@ class Job(models.Model):
                 fields=["finished_at"],
                 name="awa_jobs_finished",
                 condition=models.Q(state__in=["completed", "failed", "cancelled"]),
+            ),
+            # One schedule's jobs, newest first (the admin's last fires and its
+            # ?cron_name= filter), without sorting every job of the schedule.
+            models.Index(
+                KT("metadata__cron_name"), models.F("id").desc(), name="awa_jobs_cron_name_id",
+                condition=models.Q(metadata__has_key="cron_name"),
             ),
         ]
         constraints = [
@@ -298,3 +312,32 @@ class CronDeclaration(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(grace_ms__gte=0), name="awa_cron_declarations_grace_check")
         ]
+
+
+class Queue(models.Model):
+    """A queue as operators see it (the ``awa_queues`` view): depth by state and pause.
+
+    Read-only: a queue is listed when it has jobs, operator state or a schedule.
+    Pause and resume go through :mod:`awa_django.queues`.
+    """
+
+    queue = models.TextField(primary_key=True)
+    paused_at = models.DateTimeField(null=True)
+    paused_by = models.TextField(null=True)
+    available = models.BigIntegerField()
+    scheduled = models.BigIntegerField()
+    running = models.BigIntegerField()
+    retryable = models.BigIntegerField()
+    completed = models.BigIntegerField()
+    failed = models.BigIntegerField()
+    cancelled = models.BigIntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "awa_queues"
+        ordering = ["queue"]
+        verbose_name = "queue"
+        permissions = [("pause_queue", "Can pause and resume queues")]
+
+    def __str__(self) -> str:
+        return self.queue

@@ -169,3 +169,30 @@ def job_filter(state: str | None = None, queue: str | None = None, cron: str | N
     if cron:
         q &= Q(metadata__cron_name=cron)
     return q
+
+
+def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[int]:
+    """Cancel the given jobs that are not yet running; return the ids cancelled.
+
+    The per-job form of :func:`cancel_cron_jobs` (the admin's "Cancel" action):
+    running, finished and missing jobs are left alone and not returned.
+    """
+    actor = _actor(actor)
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE awa_jobs
+               SET state = 'cancelled', finished_at = clock_timestamp(),
+                   errors = errors || jsonb_build_array(jsonb_build_object(
+                       'exception_class_path', 'awa_django.exceptions.JobCancelled',
+                       'traceback', 'cancelled by ' || %s))
+             WHERE id = ANY (%s) AND state = ANY (%s)
+            RETURNING id
+            """,
+            [actor, [int(i) for i in job_ids], list(CANCELLABLE)],
+        )
+        ids = sorted(r[0] for r in cursor.fetchall())
+    if ids:
+        logger.info("%d job(s) cancelled by %s", len(ids), actor,
+                    extra={"event": "jobs.cancelled", "job_ids": ids, "actor": actor})
+    return ids

@@ -480,3 +480,18 @@ def test_check_sql_objects__e050_reports_a_dropped_or_replaced_function() -> Non
         ("awa_django.E050", "SQL function awa_release_v1 is missing in database 'default'"),
     ]
     assert all(m.hint for m in messages)
+
+
+# --- E090: the admin's overdue threshold ------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, -1, "60", True, float("inf")])
+def test_check_admin_settings__e090_overdue_after_not_positive_seconds(value: Any) -> None:
+    with override_settings(AWA_OVERDUE_AFTER=value):
+        message = only_message("awa_django.E090")
+    assert message.msg == f"AWA_OVERDUE_AFTER must be a number of seconds > 0, got {value!r}"
+
+
+def test_check_admin_settings__e090_accepts_positive_seconds() -> None:
+    with override_settings(AWA_OVERDUE_AFTER=0.5):
+        assert awa_messages() == []

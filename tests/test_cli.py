@@ -33,7 +33,7 @@ def test_cron_list__empty_and_populated() -> None:
     CronJobFactory(name="beta", paused_at=T0, paused_by="ops")
     text = awa("cron", "list")
     lines = text.splitlines()
-    assert lines[0].split()[:3] == ["NAME", "CRON", "TIMEZONE"]
+    assert lines[0].split()[:4] == ["NAME", "CRON", "DESCRIPTION", "TIMEZONE"]
     assert lines[1].startswith("alpha") and "Europe/Berlin" in lines[1] and "active" in lines[1]
     assert lines[2].startswith("beta") and "paused" in lines[2]
     assert lines[-1] == "2 schedule(s)."

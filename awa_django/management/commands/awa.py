@@ -17,6 +17,7 @@ from django.db import DatabaseError
 
 from awa_django import operations, ownership, queues, reconciliation
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
+from awa_django.humanize import describe_cron
 from awa_django.manifest import DEFINITION_KEYS
 from awa_django.models import CronJob, Job, JobState
 
@@ -48,6 +49,7 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
     """A schedule row as JSON-ready data (the ``--json`` shape)."""
     data = {f: _plain(getattr(row, f)) for f in ROW_FIELDS}
     data["state"] = "retired" if row.retired_at else "paused" if row.paused_at else "active"
+    data["description"] = describe_cron(row.cron_expr)
     if upcoming:
         data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
     return data
@@ -162,7 +164,7 @@ class Command(BaseCommand):
         if not rows:
             self.emit(options, data, "No cron schedules found.")
             return
-        header = ("NAME", "CRON", "TIMEZONE", "POLICY", "QUEUE", "OWNER", "STATE", "LAST FIRE", "NEXT FIRE")
+        header = ("NAME", "CRON", "DESCRIPTION", "TIMEZONE", "POLICY", "QUEUE", "OWNER", "STATE", "LAST FIRE", "NEXT FIRE")
         table = [header]
         for row, item in zip(rows, data, strict=True):
             upcoming = operations.upcoming_fires(row, 1)
@@ -170,6 +172,7 @@ class Command(BaseCommand):
                 (
                     row.name,
                     row.cron_expr,
+                    item["description"],
                     row.timezone,
                     row.missed_fire_policy,
                     row.queue,

@@ -1,0 +1,70 @@
+"""Fire times and fired jobs of one schedule, as the admin shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.db.models.fields.json import KT
+from django.urls import reverse
+
+from .. import cronexpr, operations
+from ..models import CronJob, Job
+from .common import utc
+
+
+def zone_of(row: CronJob) -> ZoneInfo | None:
+    try:
+        return cronexpr.parse_timezone(row.timezone)
+    except cronexpr.CronError:
+        return None
+
+
+def dst_marked_fires(row: CronJob, now: datetime, count: int = 10) -> list[dict[str, Any]]:
+    """The next ``count`` fires in local time and UTC; a fire after a UTC offset change is marked."""
+    zone = zone_of(row)
+    fires = operations.upcoming_fires(row, count, after=now)
+    out: list[dict[str, Any]] = []
+    previous = now.astimezone(zone).utcoffset() if zone else None
+    for fire in fires:
+        local = fire.astimezone(zone) if zone else fire
+        offset = local.utcoffset()
+        note = ""
+        if offset != previous:
+            note = f"DST transition before this fire: UTC{_offset(previous)} → UTC{_offset(offset)}"
+        # Formatted here: the date filter would convert to the site's time zone.
+        out.append({"local": local, "utc": fire, "dst": note,
+                    "local_text": local.strftime("%a %Y-%m-%d %H:%M:%S %Z"), "utc_text": utc(fire)})
+        previous = offset
+    return out
+
+
+def _offset(value: timedelta | None) -> str:
+    if value is None:
+        return ""
+    minutes = int(value.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
+    """The newest ``count`` jobs of ``row`` with their state and duration (one query)."""
+    jobs = (
+        Job.objects.using(row._state.db or "default")
+        .alias(cron_key=KT("metadata__cron_name"))
+        .filter(metadata__has_key="cron_name", cron_key=row.name)
+        .order_by("-id")
+        .only("id", "state", "metadata", "attempted_at", "finished_at", "attempt", "created_at")[:count]
+    )
+    out = []
+    for job in jobs:
+        duration = (job.finished_at - job.attempted_at) if job.finished_at and job.attempted_at else None
+        out.append({
+            "job": job,
+            "url": reverse("admin:awa_django_job_change", args=[job.id]),
+            "fire_at": job.metadata.get("cron_fire_at") or "manual trigger by "
+            + str(job.metadata.get("triggered_by", "?")),
+            "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "-",
+        })
+    return out

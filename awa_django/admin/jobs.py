@@ -1,0 +1,224 @@
+"""Jobs in the admin: what ran, how it went, every attempt's error; cancel and retry.
+
+``awa_jobs`` grows large: the list never counts it exactly (an estimate from
+the planner's statistics, or a count capped at :data:`COUNT_CAP`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Any, cast
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.utils import quote
+from django.core.paginator import Paginator
+from django.db import connections
+from django.db.models import QuerySet
+from django.db.models.fields.json import KT
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from .. import queues
+from ..models import CronJob, Job, QueueMeta
+from .common import actor, badge, has_awa_perm, run_each
+
+# Above this many matching rows the list says "more than N" instead of counting.
+COUNT_CAP = 10_000
+
+
+class EstimatedCountPaginator(Paginator):  # type: ignore[type-arg]
+    """Counts at most ``COUNT_CAP + 1`` rows; beyond that, estimates.
+
+    The unfiltered list uses ``pg_class.reltuples`` (kept by autovacuum and
+    ANALYZE); a filtered list past the cap reports the cap. ``estimate``
+    ("about", "more than" or "") tells the template how to word the count.
+    """
+
+    estimate = ""
+
+    @cached_property
+    def count(self) -> int:
+        queryset: QuerySet[Job] = self.object_list  # type: ignore[assignment]
+        capped = int(queryset[: COUNT_CAP + 1].count())  # SELECT COUNT(*) FROM (... LIMIT n)
+        if capped <= COUNT_CAP:
+            return capped
+        if not queryset.query.where:
+            with connections[queryset.db].cursor() as cursor:
+                cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'awa_jobs'::regclass")
+                row = cursor.fetchone()
+            if row and row[0] > capped:
+                self.estimate = "about"
+                return int(row[0])
+        self.estimate = "more than"
+        return COUNT_CAP
+
+
+class QueueFilter(admin.SimpleListFilter):
+    """Queues known without scanning jobs: configured, operated on, or scheduled."""
+
+    title = "queue"
+    parameter_name = "queue"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        names: set[str] = set()
+        for backend in getattr(settings, "TASKS", {}).values():
+            names.update(backend.get("QUEUES") or [])
+        names.update(QueueMeta.objects.values_list("queue", flat=True))
+        names.update(CronJob.objects.values_list("queue", flat=True).distinct())
+        if self.value():
+            names.add(str(self.value()))
+        return [(n, n) for n in sorted(names)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(queue=self.value()) if self.value() else queryset
+
+
+class KindFilter(admin.SimpleListFilter):
+    """Task kinds of the schedules (any other kind works as ``?kind=``)."""
+
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        kinds = set(CronJob.objects.values_list("kind", flat=True).distinct())
+        if self.value():
+            kinds.add(str(self.value()))
+        return [(k, k) for k in sorted(kinds)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(kind=self.value()) if self.value() else queryset
+
+
+class CronNameFilter(admin.SimpleListFilter):
+    """``?cron_name=NAME``: one schedule's fires (shown only while in use)."""
+
+    title = "schedule"
+    parameter_name = "cron_name"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(str(self.value()), str(self.value()))] if self.value() else []
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if not self.value():
+            return queryset
+        # Written so the partial index awa_jobs_cron_name_id applies.
+        filtered: QuerySet[Any] = queryset.alias(cron_key=KT("metadata__cron_name")).filter(
+            metadata__has_key="cron_name", cron_key=self.value()
+        )
+        return filtered
+
+
+def _pretty(value: Any) -> SafeString:
+    return format_html("<pre class=\"awa-json\">{}</pre>", json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["id", "kind", "queue", "state_badge", "attempts", "schedule", "run_at", "finished_at"]
+    list_filter = ["state", QueueFilter, KindFilter, CronNameFilter]
+    list_per_page = 50
+    ordering = ["-id"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    # Facet counts would count the whole (large) table once per filter.
+    show_facets = admin.ShowFacets.NEVER
+    actions = ["cancel_jobs", "retry_jobs"]
+    fieldsets = [
+        (None, {"fields": [("id", "state", "attempts", "queue", "priority"), ("kind", "schedule")]}),
+        ("Outcome", {"fields": ["attempt_errors", "outcome", "worker_ids"]}),
+        ("Input", {"fields": ["arguments", "tags", "meta"]}),
+        ("Times", {"fields": [("run_at", "created_at"), ("attempted_at", "finished_at", "heartbeat_at")]}),
+    ]
+    readonly_fields = ["schedule", "attempts", "arguments", "outcome", "attempt_errors", "meta"]
+
+    class Media:
+        css = {"all": ["awa_django/admin.css"]}
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Finished jobs are pruned by retention (awa jobs prune), not by hand.
+        return False
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return has_awa_perm(request, "cancel_job")
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, job: Job) -> str:
+        return badge(job.state, f"job-{job.state}")
+
+    @admin.display(description="attempt")
+    def attempts(self, job: Job) -> str:
+        return f"{job.attempt}/{job.max_attempts}"
+
+    @admin.display(description="schedule")
+    def schedule(self, job: Job) -> SafeString | str:
+        name = job.cron_name
+        if not name:
+            return "-"
+        url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
+        fire = job.metadata.get("cron_fire_at") or (
+            f"manual, by {job.metadata.get('triggered_by', '?')}" if job.metadata.get("triggered_manually") else ""
+        )
+        return format_html('<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, name, fire)
+
+    @admin.display(description="args")
+    def arguments(self, job: Job) -> SafeString:
+        return _pretty(job.args)
+
+    @admin.display(description="result")
+    def outcome(self, job: Job) -> SafeString:
+        return _pretty(job.result)
+
+    @admin.display(description="metadata")
+    def meta(self, job: Job) -> SafeString:
+        return _pretty(job.metadata)
+
+    @admin.display(description="errors (every attempt)")
+    def attempt_errors(self, job: Job) -> SafeString | str:
+        errors = job.errors if isinstance(job.errors, list) else []
+        if not errors:
+            return "-"
+        return format_html_join(
+            "",
+            '<div class="awa-error"><b>attempt {}</b> {} <code>{}</code><pre>{}</pre></div>',
+            (
+                (e.get("attempt", "?"), f"worker {e['worker_id']}" if e.get("worker_id") else "",
+                 e.get("exception_class_path", ""), e.get("traceback", ""))
+                for e in errors if isinstance(e, dict)
+            ),
+        )
+
+    @admin.action(description="Cancel", permissions=["cancel"])
+    def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        ids = list(queryset.values_list("id", flat=True))
+
+        def cancel(batch: list[int]) -> str | None:
+            done = queues.cancel_jobs(batch, actor(request))
+            skipped = len(batch) - len(done)
+            if not done:
+                return None
+            # The admin's history, in one insert however many jobs were cancelled.
+            LogEntry.objects.log_actions(
+                # admin_view only lets logged-in staff users in: pk is set.
+                user_id=cast(int, request.user.pk), queryset=Job.objects.filter(id__in=done).only("id"),
+                action_flag=CHANGE, change_message="cancelled",
+            )
+            return f"cancelled {len(done)} job(s)" + (f"; {skipped} running or finished left alone" if skipped else "")
+        run_each(self, request, [ids], cancel, lambda batch: f"{len(batch)} job(s) (only not-yet-running jobs)")
+
+    @admin.action(description="Retry", permissions=["cancel"])
+    def retry_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        def retry(job: Job) -> str | None:
+            return f"job {job.id} is available again" if queues.retry_job(job.id, actor(request)) else None
+        run_each(self, request, queryset.order_by("id").only("id"), retry,
+                 lambda job: f"job {job.id} (only failed or cancelled jobs)")

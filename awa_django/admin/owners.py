@@ -1,0 +1,214 @@
+"""Owners in the admin: the live reconciliation plan, retire/restore an owner,
+and the adopt/transfer form (which names the owner the operator expects)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from .. import ownership, reconciliation
+from ..models import CronJob, CronOwner
+from .common import OPERATOR_ERRORS, actor, badge, confirmation, has_awa_perm
+
+
+def plan_for(owner_id: str, using: str = "default") -> reconciliation.Plan | str:
+    """The live plan of ``owner_id``, or the error text when it cannot be computed."""
+    try:
+        return reconciliation.plan(owner_id, using=using)
+    except OPERATOR_ERRORS as exc:
+        return str(exc)
+
+
+class OwnerChangeList(ChangeList):
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        self.result_list = list(self.result_list)
+        ids = [o.owner_id for o in self.result_list]
+        counts = dict(
+            CronJob.objects.using(self.queryset.db).filter(owner_id__in=ids)
+            .values_list("owner_id").annotate(n=Count("name")).values_list("owner_id", "n")
+        )
+        for owner in self.result_list:
+            # A plan is a handful of queries; the page size bounds how many.
+            owner._awa_plan = plan_for(owner.owner_id, self.queryset.db)
+            owner._awa_count = counts.get(owner.owner_id, 0)
+
+
+def plan_status(plan: reconciliation.Plan | str) -> SafeString | str:
+    if isinstance(plan, str):
+        return badge("error", "overdue", plan)
+    if not plan.blockers:
+        return badge("converged", "active")
+    return format_html_join(" ", "{}", ((badge(b, "paused"),) for b in plan.blockers))
+
+
+class AdoptForm(forms.Form):
+    name = forms.CharField(label="Schedule", max_length=200)
+    expected_owner = forms.CharField(
+        label="Expected current owner", required=False, max_length=200,
+        help_text="The owner the schedule has now; leave blank for an unowned schedule. "
+        "The action is refused if it has another owner.",
+    )
+    owner = forms.CharField(label="New owner", max_length=200)
+
+
+@admin.register(CronOwner)
+class CronOwnerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["owner_id", "status", "grace_left", "would_retire", "declarations", "schedules"]
+    search_fields = ["owner_id"]
+    list_per_page = 20
+    change_form_template = "admin/awa_django/cronowner/change_form.html"
+    change_list_template = "admin/awa_django/cronowner/change_list.html"
+    fields = ["owner_id", "synced_hash", "agreed_hash", "agreed_since", "evidence_until"]
+
+    class Media:
+        css = {"all": ["awa_django/admin.css"]}
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return OwnerChangeList
+
+    @admin.display(description="plan")
+    def status(self, owner: CronOwner) -> SafeString | str:
+        return plan_status(owner._awa_plan)  # type: ignore[attr-defined]
+
+    @admin.display(description="grace left")
+    def grace_left(self, owner: CronOwner) -> str:
+        plan = owner._awa_plan  # type: ignore[attr-defined]
+        if isinstance(plan, str) or plan.grace_remaining_ms is None:
+            return "-"
+        return f"{plan.grace_remaining_ms / 1000:.0f} s"
+
+    @admin.display(description="would retire")
+    def would_retire(self, owner: CronOwner) -> str:
+        plan = owner._awa_plan  # type: ignore[attr-defined]
+        return "-" if isinstance(plan, str) else ", ".join(plan.retirements) or "-"
+
+    @admin.display(description="live declarations")
+    def declarations(self, owner: CronOwner) -> str:
+        plan = owner._awa_plan  # type: ignore[attr-defined]
+        return "-" if isinstance(plan, str) else str(len(plan.declarations))
+
+    @admin.display(description="schedules")
+    def schedules(self, owner: CronOwner) -> SafeString:
+        url = reverse("admin:awa_django_cronjob_changelist") + "?" + urlencode({"owner_id__exact": owner.owner_id})
+        return format_html('<a href="{}">{}</a>', url, owner._awa_count)  # type: ignore[attr-defined]
+
+    # -- pages -----------------------------------------------------------------
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view
+        return [
+            path("adopt/", view(self.adopt_view), name="awa_django_cronowner_adopt"),
+            path("<path:object_id>/retire/", view(self.owner_action_view),
+                 {"action": "retire_owner"}, name="awa_django_cronowner_retire"),
+            path("<path:object_id>/restore/", view(self.owner_action_view),
+                 {"action": "restore_owner"}, name="awa_django_cronowner_restore"),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        context = dict(extra_context or {})
+        owner = self.get_object(request, unquote(object_id))  # as Django's own change view does
+        if owner is not None:
+            plan = plan_for(owner.owner_id)
+            may = has_awa_perm(request, "retire_cronjob")
+            context.update(
+                awa_plan=plan,
+                awa_status=plan_status(plan),
+                awa_retire_url=reverse("admin:awa_django_cronowner_retire", args=[quote(owner.owner_id)])
+                if may else None,
+                awa_restore_url=reverse("admin:awa_django_cronowner_restore", args=[quote(owner.owner_id)])
+                if may else None,
+                awa_adopt_url=reverse("admin:awa_django_cronowner_adopt") + "?" + urlencode({"owner": owner.owner_id})
+                if may else None,
+                awa_schedules_url=reverse("admin:awa_django_cronjob_changelist") + "?"
+                + urlencode({"owner_id__exact": owner.owner_id}),
+            )
+        return super().change_view(request, object_id, form_url, context)
+
+    def _require_retire(self, request: HttpRequest) -> None:
+        if not has_awa_perm(request, "retire_cronjob"):
+            raise PermissionDenied
+
+    def owner_action_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
+        """Retire or restore every schedule of an owner: dry-run plan, then confirm."""
+        self._require_retire(request)
+        owner_id = unquote(object_id)
+        if not CronOwner.objects.filter(owner_id=owner_id).exists():
+            raise Http404(f"no owner {owner_id!r}")
+        back = reverse("admin:awa_django_cronowner_change", args=[quote(owner_id)])
+        verb = "retire" if action == "retire_owner" else "restore"
+        apply = request.method == "POST" and request.POST.get("post") == "yes"
+        try:
+            result = ownership.operate(action, actor=actor(request), apply=apply, owner_id=owner_id)
+        except OPERATOR_ERRORS as exc:
+            self.message_user(request, f"{verb} owner {owner_id}: {exc}", messages.ERROR)
+            return HttpResponseRedirect(back)
+        if apply:
+            self.message_user(
+                request, f"{verb}d {len(result.schedules)} schedule(s) of {owner_id}: "
+                + (", ".join(result.schedules) or "nothing"), messages.SUCCESS)
+            return HttpResponseRedirect(back)
+        if not result.schedules:
+            self.message_user(request, f"Nothing to {verb}: owner {owner_id} has no such schedule.", messages.WARNING)
+            return HttpResponseRedirect(back)
+        return confirmation(
+            request, self,
+            title=f"{verb.capitalize()} every schedule of owner {owner_id}?",
+            action_label=f"{verb.capitalize()} owner",
+            explanation=(f"These {len(result.schedules)} schedule(s) of {owner_id} will be {verb}d. "
+                         "Works without any live declaration of the owner."),
+            changes=result.schedules, unchanged=[], hidden=[("post", "yes")],
+            form_url=request.path, cancel_url=back,
+        )
+
+    def adopt_view(self, request: HttpRequest) -> HttpResponse:
+        """Adopt or transfer one schedule: form, dry-run plan, confirm."""
+        self._require_retire(request)
+        form = AdoptForm(request.POST if request.method == "POST" else None, initial=request.GET.dict())
+        plan: ownership.ActionPlan | None = None
+        if form.is_valid():
+            data = form.cleaned_data
+            apply = request.POST.get("post") == "yes"
+            try:
+                plan = ownership.operate(
+                    "adopt", actor=actor(request), apply=apply, name=data["name"], owner_id=data["owner"],
+                    expected_owner=data["expected_owner"] or None,
+                )
+            except OPERATOR_ERRORS as exc:
+                self.message_user(request, f"adopt {data['name']}: {exc}", messages.ERROR)
+                plan = None
+            else:
+                if apply:
+                    self.message_user(request, f"{data['name']} now belongs to {data['owner']}", messages.SUCCESS)
+                    return HttpResponseRedirect(
+                        reverse("admin:awa_django_cronjob_change", args=[quote(data["name"])]))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Adopt or transfer a schedule",
+            "opts": self.model._meta,
+            "form": form,
+            "plan": plan,
+        }
+        return TemplateResponse(request, "admin/awa_django/cronowner/adopt.html", context)

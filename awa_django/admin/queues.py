@@ -1,0 +1,68 @@
+"""Queues in the admin: depth by state, paused or not; pause and resume."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from .. import queues
+from ..models import Queue
+from .common import actor, badge, has_awa_perm, run_each, utc
+
+
+@admin.register(Queue)
+class QueueAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["queue", "status", "available", "scheduled", "running", "retryable", "failed",
+                    "completed", "cancelled", "links"]
+    list_per_page = 100
+    actions = ["pause_queues", "resume_queues"]
+    fields = ["queue", "status", "paused_at", "paused_by", "available", "scheduled", "running", "retryable",
+              "completed", "failed", "cancelled", "links"]
+    readonly_fields = ["status", "links"]
+
+    class Media:
+        css = {"all": ["awa_django/admin.css"]}
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        return has_awa_perm(request, "pause_queue")
+
+    @admin.display(description="status")
+    def status(self, row: Queue) -> str:
+        if row.paused_at is None:
+            return badge("active", "active")
+        return badge(f"paused by {row.paused_by}", "paused",
+                     f"since {utc(row.paused_at)}; workers claim nothing, enqueue continues")
+
+    @admin.display(description="")
+    def links(self, row: Queue) -> SafeString:
+        jobs = reverse("admin:awa_django_job_changelist") + "?" + urlencode({"queue": row.queue})
+        schedules = reverse("admin:awa_django_cronjob_changelist") + "?" + urlencode({"queue__exact": row.queue})
+        return format_html('<a href="{}">jobs</a> · <a href="{}">schedules</a>', jobs, schedules)
+
+    @admin.action(description="Pause", permissions=["pause"])
+    def pause_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
+        def pause(row: Queue) -> str | None:
+            return f"paused queue {row.queue}" if queues.pause_queue(row.queue, actor(request)) else None
+        run_each(self, request, queryset.order_by("queue"), pause, str)
+
+    @admin.action(description="Resume", permissions=["pause"])
+    def resume_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
+        def resume(row: Queue) -> str | None:
+            return f"resumed queue {row.queue}" if queues.resume_queue(row.queue, actor(request)) else None
+        run_each(self, request, queryset.order_by("queue"), resume, str)

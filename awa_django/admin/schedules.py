@@ -1,0 +1,366 @@
+"""Schedules in the admin: what fires next, what fired, why a schedule is quiet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
+
+from django.contrib import admin
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import unquote
+from django.contrib.admin.views.main import ChangeList
+from django.db import connections
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from .. import cronexpr, operations, ownership
+from ..conf import conf
+from ..humanize import describe_cron
+from ..models import CronJob, QueueMeta
+from ..schedules import registry
+from .common import OPERATOR_ERRORS, actor, badge, confirmation, has_awa_perm, live_leader, run_each, utc
+from .fires import dst_marked_fires, last_fires, zone_of
+
+# The newest job of each schedule on the page: one index scan per name
+# (awa_jobs_cron_name_id), one query per page.
+LAST_JOBS_SQL = """
+    SELECT n.name, j.id, j.state, j.metadata ? 'triggered_manually'
+      FROM unnest(%s::text[]) AS n(name)
+     CROSS JOIN LATERAL (
+           SELECT id, state, metadata FROM awa_jobs
+            WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = n.name
+            ORDER BY id DESC LIMIT 1) AS j
+"""
+# The stored next_fire_at of a row that can never fire (see evaluator.NEVER).
+NEVER_YEAR = 9999
+
+
+@dataclass
+class RowInfo:
+    """What one list row shows beyond its columns, computed once per page."""
+
+    now: datetime
+    leader: bool
+    queue_paused: bool = False
+    last_job: tuple[int, str, bool] | None = None
+    next_fire: datetime | None = None
+    overdue_since: datetime | None = None
+
+
+def _due(row: CronJob) -> datetime | None:
+    """The automatic fire the leader is waiting for: stored, or (not computed yet) the
+    first slot after the last fire, or after creation for a row that never fired."""
+    if row.next_fire_at is not None:
+        return None if row.next_fire_at.year >= NEVER_YEAR else row.next_fire_at
+    zone = zone_of(row)
+    since = row.last_enqueued_at or row.created_at
+    if since is None or zone is None:
+        return None
+    try:
+        return cronexpr.next_fire(cronexpr.parse_cron(row.cron_expr), zone, since)
+    except cronexpr.CronError:
+        return None
+
+
+def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str]) -> RowInfo:
+    info = RowInfo(now=now, leader=leader, queue_paused=row.queue in paused_queues)
+    upcoming = operations.upcoming_fires(row, 1, after=now)
+    info.next_fire = upcoming[0] if upcoming else None
+    if leader and row.paused_at is None and row.retired_at is None:
+        due = _due(row)
+        if due is not None and due < now - timedelta(seconds=float(conf.OVERDUE_AFTER)):
+            info.overdue_since = due
+    return info
+
+
+def annotate_page(rows: list[CronJob], using: str = "default") -> None:
+    """Attach a :class:`RowInfo` to every row: a fixed number of queries per page."""
+    now = operations.database_now(using)
+    leader = live_leader(using) is not None
+    queues = sorted({r.queue for r in rows})
+    paused = set(
+        QueueMeta.objects.using(using)
+        .filter(queue__in=queues, paused_at__isnull=False)
+        .values_list("queue", flat=True)
+    ) if queues else set()
+    last: dict[str, tuple[int, str, bool]] = {}
+    if rows:
+        with connections[using].cursor() as cursor:
+            cursor.execute(LAST_JOBS_SQL, [[r.name for r in rows]])
+            last = {name: (job_id, state, manual) for name, job_id, state, manual in cursor.fetchall()}
+    for row in rows:
+        info = row_info(row, now, leader, paused)
+        info.last_job = last.get(row.name)
+        row._awa = info  # type: ignore[attr-defined]
+
+
+class ScheduleChangeList(ChangeList):
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        self.result_list = list(self.result_list)
+        annotate_page(self.result_list, self.queryset.db)
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("active", "active"), ("paused", "paused"), ("retired", "retired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "active":
+            return queryset.filter(paused_at__isnull=True, retired_at__isnull=True)
+        if self.value() == "paused":
+            return queryset.filter(paused_at__isnull=False, retired_at__isnull=True)
+        if self.value() == "retired":
+            return queryset.filter(retired_at__isnull=False)
+        return queryset
+
+
+def _local_and_utc(moment: datetime, zone: ZoneInfo | None) -> SafeString:
+    local = moment.astimezone(zone) if zone else moment
+    return format_html(
+        '{}<br><span class="awa-utc">{}</span>', local.strftime("%Y-%m-%d %H:%M:%S %Z"), utc(moment)
+    )
+
+
+@admin.register(CronJob)
+class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Read-only schedule rows (definitions come from code) with operator actions."""
+
+    list_display = ["name", "expression", "zone", "next_fire", "last_fire", "owner", "badges"]
+    list_filter = [
+        StateFilter,
+        ("owner_id", admin.AllValuesFieldListFilter),
+        ("queue", admin.AllValuesFieldListFilter),
+    ]
+    search_fields = ["name"]
+    list_per_page = 50
+    actions = ["pause_schedules", "resume_schedules", "trigger_schedules", "retire_schedules",
+               "restore_schedules"]
+    change_list_template = "admin/awa_django/cronjob/change_list.html"
+    change_form_template = "admin/awa_django/cronjob/change_form.html"
+    fieldsets = [
+        ("Definition (from code)", {"fields": [
+            ("name", "owner_id", "declared_in"), ("cron_expr", "description", "timezone", "missed_fire_policy"),
+            ("kind", "queue", "priority", "max_attempts"), "args", ("tags", "metadata"),
+        ]}),
+        ("State", {"fields": [
+            ("last_enqueued_at", "next_fire_at"), ("paused_at", "paused_by"),
+            ("retired_at", "retired_by", "retired_revision"), ("created_at", "updated_at"),
+        ]}),
+    ]
+    readonly_fields = ["description", "declared_in", "created_at", "updated_at", "next_fire_at"]
+
+    class Media:
+        css = {"all": ["awa_django/admin.css"]}
+
+    # -- read-only -------------------------------------------------------------
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Definitions come from code; lifecycle changes are actions.
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Retired rows are tombstones and owned rows are retired, never deleted.
+        return False
+
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        return has_awa_perm(request, "pause_cronjob")
+
+    def has_trigger_permission(self, request: HttpRequest) -> bool:
+        return has_awa_perm(request, "trigger_cronjob")
+
+    def has_retire_permission(self, request: HttpRequest) -> bool:
+        return has_awa_perm(request, "retire_cronjob")
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return ScheduleChangeList
+
+    # -- columns ---------------------------------------------------------------
+    @admin.display(description="schedule", ordering="cron_expr")
+    def expression(self, row: CronJob) -> SafeString:
+        return format_html('<code>{}</code><br><span class="awa-describe">{}</span>',
+                           row.cron_expr, describe_cron(row.cron_expr))
+
+    @admin.display(description="description")
+    def description(self, row: CronJob) -> str:
+        return describe_cron(row.cron_expr)
+
+    @admin.display(description="time zone", ordering="timezone")
+    def zone(self, row: CronJob) -> str:
+        return row.timezone
+
+    @admin.display(description="next fire (local / UTC)")
+    def next_fire(self, row: CronJob) -> SafeString | str:
+        info: RowInfo = row._awa  # type: ignore[attr-defined]
+        if row.retired_at is not None or info.next_fire is None:
+            return "never"
+        text = _local_and_utc(info.next_fire, zone_of(row))
+        if row.paused_at is not None:
+            return format_html("<i>would fire at</i> {} <i>if resumed</i>", text)
+        return text
+
+    @admin.display(description="last fire → job", ordering="last_enqueued_at")
+    def last_fire(self, row: CronJob) -> SafeString | str:
+        info: RowInfo = row._awa  # type: ignore[attr-defined]
+        fired = utc(row.last_enqueued_at) if row.last_enqueued_at else "never"
+        if info.last_job is None:
+            return fired
+        job_id, state, manual = info.last_job
+        url = reverse("admin:awa_django_job_change", args=[job_id])
+        return format_html('{}<br><a href="{}">job {}</a> {}{}', fired, url, job_id, badge(state, f"job-{state}"),
+                           " (manual)" if manual else "")
+
+    @admin.display(description="owner", ordering="owner_id")
+    def owner(self, row: CronJob) -> str:
+        return row.owner_id or "-"
+
+    @admin.display(description="status")
+    def badges(self, row: CronJob) -> SafeString:
+        info: RowInfo = row._awa  # type: ignore[attr-defined]
+        return self._badges(row, info)
+
+    def _badges(self, row: CronJob, info: RowInfo) -> SafeString:
+        items: list[str] = []
+        if row.retired_at is not None:
+            items.append(badge("retired", "retired", f"since {utc(row.retired_at)} by {row.retired_by}"))
+        if row.paused_at is not None:
+            items.append(badge(f"paused by {row.paused_by}", "paused", f"since {utc(row.paused_at)}"))
+        if info.queue_paused:
+            items.append(badge("queue paused", "queue-paused",
+                               f"queue {row.queue} is paused: fires pile up until it resumes"))
+        if info.overdue_since is not None:
+            items.append(badge("overdue", "overdue", f"due since {utc(info.overdue_since)}"))
+        if not items:
+            items.append(badge("active", "active"))
+        return format_html_join(" ", "{}", ((i,) for i in items))
+
+    @admin.display(description="declared in")
+    def declared_in(self, row: CronJob) -> str:
+        declared = next((s for s in registry if s.name == row.name), None)
+        if declared is not None:
+            return declared.source or "this deployment"
+        if row.owner_id:
+            return f"not in this process's code; owned by {row.owner_id}"
+        return "not declared in this process's code"
+
+    # -- pages -----------------------------------------------------------------
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        context = {"awa_leader": live_leader(), **(extra_context or {})}
+        return super().changelist_view(request, context)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        context = dict(extra_context or {})
+        row = self.get_object(request, unquote(object_id))  # as Django's own change view does
+        if row is not None:
+            annotate_page([row], row._state.db or "default")
+            info: RowInfo = row._awa
+            context.update(
+                awa_row=row,
+                awa_badges=self._badges(row, info),
+                awa_description=describe_cron(row.cron_expr),
+                awa_next_fires=dst_marked_fires(row, info.now),
+                awa_last_fires=last_fires(row),
+                awa_actions=self._detail_actions(request, row),
+                awa_jobs_url=reverse("admin:awa_django_job_changelist") + "?" + urlencode({"cron_name": row.name}),
+                awa_adopt_url=(reverse("admin:awa_django_cronowner_adopt") + "?" + urlencode(
+                    {"name": row.name, "expected_owner": row.owner_id or ""}))
+                if self.has_retire_permission(request) else None,
+                awa_changelist_url=reverse("admin:awa_django_cronjob_changelist"),
+                awa_checkbox=helpers.ACTION_CHECKBOX_NAME,
+            )
+        return super().change_view(request, object_id, form_url, context)
+
+    def _detail_actions(self, request: HttpRequest, row: CronJob) -> list[tuple[str, str]]:
+        """The actions this user may run on this row, for buttons on the detail page."""
+        allowed = self.get_actions(request)
+        wanted = ["trigger_schedules"]
+        if row.retired_at is not None:
+            wanted = ["restore_schedules"]
+        else:
+            wanted += ["resume_schedules" if row.paused_at else "pause_schedules", "retire_schedules"]
+        # Labels from the functions: get_actions() values differ between Django 6.0 and 6.1.
+        return [(name, str(getattr(self, name).short_description)) for name in wanted if name in allowed]
+
+    # -- actions ---------------------------------------------------------------
+    @admin.action(description="Pause", permissions=["pause"])
+    def pause_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> None:
+        def pause(row: CronJob) -> str | None:
+            result = operations.pause(row.name, actor(request))
+            return f"paused {row.name}" if result.changed else None
+        run_each(self, request, queryset.order_by("name"), pause, str)
+
+    @admin.action(description="Resume", permissions=["pause"])
+    def resume_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> None:
+        def resume(row: CronJob) -> str | None:
+            result = operations.resume(row.name, actor(request))
+            return f"resumed {row.name}" if result.changed else None
+        run_each(self, request, queryset.order_by("name"), resume, str)
+
+    @admin.action(description="Trigger now", permissions=["trigger"])
+    def trigger_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> None:
+        def trigger(row: CronJob) -> str:
+            job = operations.trigger(row.name, actor(request))
+            return f"triggered {row.name}: job {job['id']} on queue {job['queue']}"
+        run_each(self, request, queryset.order_by("name"), trigger, str)
+
+    @admin.action(description="Retire", permissions=["retire"])
+    def retire_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> HttpResponse | None:
+        return self._lifecycle(request, queryset, "retire")
+
+    @admin.action(description="Restore", permissions=["retire"])
+    def restore_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> HttpResponse | None:
+        return self._lifecycle(request, queryset, "restore")
+
+    def _lifecycle(self, request: HttpRequest, queryset: QuerySet[CronJob], action: str) -> HttpResponse | None:
+        """Retire/restore: a confirmation page with the dry-run plan, then apply."""
+        if request.POST.get("post") == "yes":
+            def apply(row: CronJob) -> str | None:
+                plan = ownership.operate(action, actor=actor(request), apply=True, name=row.name)
+                return f"{action}d {row.name}" if plan.schedules else None
+            run_each(self, request, queryset.order_by("name"), apply, str)
+            return None
+        names = list(queryset.order_by("name").values_list("name", flat=True))
+        changes: list[str] = []
+        unchanged: list[str] = []
+        for name in names:
+            try:
+                plan = ownership.operate(action, actor=actor(request), apply=False, name=name)
+            except OPERATOR_ERRORS as exc:
+                self.message_user(request, f"{name}: {exc}", "error")
+                continue
+            (changes if plan.schedules else unchanged).append(name)
+        if not changes:
+            self.message_user(request, f"Nothing to {action}: " + (", ".join(unchanged) or "no schedule"),
+                              "warning")
+            return None
+        return confirmation(
+            request, self,
+            title=f"{action.capitalize()} {len(changes)} schedule(s)?",
+            action_label=action.capitalize(),
+            explanation=RETIRE_TEXT if action == "retire" else RESTORE_TEXT,
+            changes=changes,
+            unchanged=unchanged,
+            hidden=[("action", f"{action}_schedules"), ("post", "yes")]
+            + [(helpers.ACTION_CHECKBOX_NAME, name) for name in changes],
+            form_url="",
+            cancel_url=reverse("admin:awa_django_cronjob_changelist"),
+        )
+
+
+RETIRE_TEXT = ("Retired schedules are durable tombstones: they never fire again until restored, "
+               "and their jobs already enqueued are not touched.")
+RESTORE_TEXT = ("Restored schedules fire from now on: retired time is never replayed "
+                "(last fire becomes now); a pause is kept.")
+
