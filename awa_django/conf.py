@@ -47,6 +47,9 @@ DEFAULTS: dict[str, Any] = {
     "AWA_RETRY_BACKOFF": 1.0,
     "AWA_RETRY_BACKOFF_MAX": 3600.0,
     "AWA_SHUTDOWN_TIMEOUT": 30.0,
+    # Hostile input: the largest args (and metadata) of a schedule, in bytes
+    # of JSON. Larger declarations are refused; larger stored rows are parked.
+    "AWA_MAX_ARGS_BYTES": 1024 * 1024,
 }
 
 

@@ -24,7 +24,7 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from .backend import announce_fires
 from .conf import conf
-from .evaluator import PassResult, evaluate
+from .evaluator import PassResult, evaluate, reevaluate_parked
 from .exceptions import LeadershipUnavailable
 from .queues import prune_jobs
 from .reconciliation import configured, reconcile_all
@@ -52,6 +52,21 @@ def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Conne
     # The pid lets operators (and tests) map the lock holder to a process.
     params["application_name"] = f"awa_django {role} pid={os.getpid()}"
     return psycopg.connect(autocommit=True, **params)
+
+
+def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
+    """``task_enqueued`` for each committed fire, one job at a time.
+
+    Announcing imports the job's task; a module that fails to import (any
+    exception, not only ImportError) must not stop the other announcements,
+    nor the leader: the fires are committed whatever happens here.
+    """
+    for job in jobs:
+        try:
+            announce_fires([job])
+        except Exception as exc:  # noqa: BLE001 - one job's module must not stop the leader
+            logger.error("cannot announce job %s (%s): %s", job.get("id"), job.get("kind"), exc,
+                         extra={"event": "cron.announce_failed", "job_id": job.get("id")})
 
 
 class Leader:
@@ -131,7 +146,7 @@ class Leader:
                 # Unlike the loop, a single pass lets errors propagate: the
                 # command must exit non-zero when the pass did not happen.
                 result = evaluate(using=self.using)
-                announce_fires(result.jobs)
+                announce_each(result.jobs)
                 return result
             finally:
                 self.release()
@@ -200,6 +215,8 @@ class Leader:
     def maintain(self) -> None:
         """The leader's periodic work besides firing: sync, reconcile, clean up."""
         self.sync()
+        # After the sync, so a definition it just fixed is evaluated anyway.
+        reevaluate_parked(using=self.using)
         reconcile_all(using=self.using)
         cleanup_snapshots(using=self.using)
         prune_jobs(using=self.using)
@@ -209,7 +226,7 @@ class Leader:
         try:
             result = evaluate(using=self.using)
             # The fire statement has committed (autocommit): tell listeners.
-            announce_fires(result.jobs)
+            announce_each(result.jobs)
         except (DatabaseError, InterfaceError) as exc:
             logger.error("evaluation failed: %s", exc, extra={"event": "cron.error"})
             # Drop the broken connection; Django reconnects on next use.

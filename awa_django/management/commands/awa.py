@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,8 @@ ROW_FIELDS = (
     "retired_by",
     "retired_revision",
     "owner_id",
+    "parked_at",
+    "parked_reason",
 )
 
 
@@ -47,10 +50,34 @@ def _plain(value: Any) -> Any:
 def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
     """A schedule row as JSON-ready data (the ``--json`` shape)."""
     data = {f: _plain(getattr(row, f)) for f in ROW_FIELDS}
-    data["state"] = "retired" if row.retired_at else "paused" if row.paused_at else "active"
+    for f in ROW_FIELDS:
+        # A timestamp no datetime can hold ('infinity'): show the database's text.
+        if data[f] is None and getattr(row, f"{f}_text", None) is not None:
+            data[f] = getattr(row, f"{f}_text")
+    data["state"] = ("retired" if row.retired_at else "paused" if row.paused_at
+                     else "parked" if row.parked_at else "active")
     if upcoming:
         data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
     return data
+
+
+def printable(value: Any) -> str:
+    """``value`` as text with control and format characters escaped.
+
+    Names come from declarations and raw SQL; ESC, newlines or RTL overrides
+    printed as-is would let one row forge others in a terminal. JSON output
+    is escaped by ``json.dumps`` itself.
+    """
+    text = str(value)
+    if all(" " <= c <= "~" for c in text):
+        return text
+    return "".join(
+        c if unicodedata.category(c) not in _UNPRINTABLE else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
 
 
 def default_actor() -> str:
@@ -167,16 +194,19 @@ class Command(BaseCommand):
         for row, item in zip(rows, data, strict=True):
             upcoming = operations.upcoming_fires(row, 1)
             table.append(
-                (
-                    row.name,
-                    row.cron_expr,
-                    row.timezone,
-                    row.missed_fire_policy,
-                    row.queue,
-                    row.owner_id or "-",
-                    item["state"],
-                    row.last_enqueued_at.isoformat() if row.last_enqueued_at else "never",
-                    upcoming[0].isoformat() if upcoming else "-",
+                tuple(
+                    printable(cell)
+                    for cell in (
+                        row.name,
+                        row.cron_expr,
+                        row.timezone,
+                        row.missed_fire_policy,
+                        row.queue,
+                        row.owner_id or "-",
+                        item["state"],
+                        item["last_enqueued_at"] or "never",
+                        upcoming[0].isoformat() if upcoming else "-",
+                    )
                 )
             )
         widths = [max(len(str(r[i])) for r in table) for i in range(len(header))]
@@ -187,13 +217,14 @@ class Command(BaseCommand):
     def cron_show(self, options: dict[str, Any]) -> None:
         row = operations.get_schedule(options["name"])
         data = schedule_dict(row, upcoming=max(0, options["next"]))
-        lines = [f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in data.items()]
+        lines = [f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else printable(v)}" for k, v in data.items()]
         self.emit(options, data, "\n".join(lines))
 
     def _action(self, options: dict[str, Any], func: Any) -> None:
         result = func(options["name"], options["actor"])
         data = {"action": result.action, "schedule": result.name, "changed": result.changed, "detail": result.detail}
-        text = f"{result.action}: {result.name}: " + ("done" if result.changed else f"no change ({result.detail})")
+        text = printable(f"{result.action}: {result.name}: ") + (
+            "done" if result.changed else printable(f"no change ({result.detail})"))
         self.emit(options, data, text)
 
     def cron_pause(self, options: dict[str, Any]) -> None:
@@ -208,14 +239,14 @@ class Command(BaseCommand):
     def cron_trigger(self, options: dict[str, Any]) -> None:
         job = operations.trigger(options["name"], options["actor"])
         data = {k: _plain(v) for k, v in job.items()}
-        self.emit(options, data, f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}")
+        self.emit(options, data, printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"))
 
     # -- ownership -----------------------------------------------------------
     def _operate(self, options: dict[str, Any], action: str, **kwargs: Any) -> None:
         result = ownership.operate(action, actor=options["actor"], apply=options["apply"], **kwargs)
         verb = "applied" if result.applied else "dry run (use --apply)"
         names = ", ".join(result.schedules) or "nothing"
-        self.emit(options, result.as_json(), f"{action}: {verb}: {names}")
+        self.emit(options, result.as_json(), printable(f"{action}: {verb}: {names}"))
 
     def cron_adopt(self, options: dict[str, Any]) -> None:
         self._operate(options, "adopt", name=options["name"], owner_id=options["owner"],
@@ -259,14 +290,14 @@ class Command(BaseCommand):
                          f"hash {decl['desired_hash'][:12]} expires {decl['expires_at']}")
         if result.grace_remaining_ms:
             lines.append(f"  grace remaining: {result.grace_remaining_ms / 1000:.1f}s")
-        self.emit(options, data, "\n".join(lines))
+        self.emit(options, data, "\n".join(printable(line) for line in lines))
 
     def cron_owners(self, options: dict[str, Any]) -> None:
         plans = [reconciliation.plan(owner) for owner in reconciliation.owners()]
         data = [p.as_json() for p in plans]
         lines = [f"{p.owner_id}: " + (", ".join(p.blockers) or "converged")
                  + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "") for p in plans]
-        self.emit(options, data, "\n".join(lines) or "No owners.")
+        self.emit(options, data, "\n".join(printable(line) for line in lines) or "No owners.")
 
     # -- queues --------------------------------------------------------------
     def queue_list(self, options: dict[str, Any]) -> None:
@@ -282,13 +313,13 @@ class Command(BaseCommand):
         for q in statuses:
             state = f"paused by {q.paused_by}" if q.paused_at else "active"
             counts = ", ".join(f"{k}={v}" for k, v in sorted(q.counts.items())) or "no jobs"
-            lines.append(f"{q.queue}: {state}; {counts}")
+            lines.append(printable(f"{q.queue}: {state}; {counts}"))
         self.emit(options, data, "\n".join(lines))
 
     def _queue_action(self, options: dict[str, Any], action: str, func: Any) -> None:
         changed = func(options["name"], options["actor"])
         data = {"action": action, "queue": options["name"], "changed": changed}
-        self.emit(options, data, f"{action}: queue {options['name']}: " + ("done" if changed else "no change"))
+        self.emit(options, data, printable(f"{action}: queue {options['name']}: ") + ("done" if changed else "no change"))
 
     def queue_pause(self, options: dict[str, Any]) -> None:
         self._queue_action(options, "pause", queues.pause_queue)
@@ -303,12 +334,12 @@ class Command(BaseCommand):
         data = [
             {"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "attempt": j.attempt,
              "max_attempts": j.max_attempts, "run_at": _plain(j.run_at), "cron_name": j.cron_name,
-             "cron_fire_at": j.metadata.get("cron_fire_at")}
+             "cron_fire_at": j.metadata.get("cron_fire_at") if isinstance(j.metadata, dict) else None}
             for j in rows
         ]
         lines = [
-            f"{d['id']:>8}  {d['state']:<10} {d['queue']:<12} {d['kind']}"
-            + (f"  [{d['cron_name']} @ {d['cron_fire_at']}]" if d["cron_name"] else "")
+            printable(f"{d['id']:>8}  {d['state']:<10} {d['queue']:<12} {d['kind']}"
+                      + (f"  [{d['cron_name']} @ {d['cron_fire_at']}]" if d["cron_name"] else ""))
             for d in data
         ]
         self.emit(options, data, "\n".join(lines) if lines else "No jobs found.")
@@ -316,7 +347,7 @@ class Command(BaseCommand):
     def jobs_cancel(self, options: dict[str, Any]) -> None:
         ids = queues.cancel_cron_jobs(options["cron"], options["actor"])
         self.emit(options, {"action": "cancel", "schedule": options["cron"], "jobs": ids},
-                  f"cancel: {len(ids)} job(s) of {options['cron']} cancelled")
+                  printable(f"cancel: {len(ids)} job(s) of {options['cron']} cancelled"))
 
     def jobs_retry(self, options: dict[str, Any]) -> None:
         if not queues.retry_job(options["id"], options["actor"]):
