@@ -213,13 +213,32 @@ class Leader:
             connections[self.using].close()
 
     def maintain(self) -> None:
-        """The leader's periodic work besides firing: sync, reconcile, clean up."""
-        self.sync()
-        # After the sync, so a definition it just fixed is evaluated anyway.
-        reevaluate_parked(using=self.using)
-        reconcile_all(using=self.using)
-        cleanup_snapshots(using=self.using)
-        prune_jobs(using=self.using)
+        """The leader's periodic work besides firing: sync, reconcile, clean up.
+
+        Each step runs even when an earlier one failed (a sync error must not
+        stop pruning); the first error is re-raised at the end.
+        """
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("sync", self.sync),
+            # After the sync, so a definition it just fixed is evaluated anyway.
+            ("re-evaluation of parked rows", lambda: reevaluate_parked(using=self.using)),
+            ("reconciliation", lambda: reconcile_all(using=self.using)),
+            ("snapshot cleanup", lambda: cleanup_snapshots(using=self.using)),
+            ("pruning", lambda: prune_jobs(using=self.using)),
+        ]
+        first_error: BaseException | None = None
+        for label, step in steps:
+            try:
+                step()
+            except (DatabaseError, InterfaceError) as exc:
+                logger.error("maintenance step %s failed: %s", label, exc, extra={"event": "cron.error"})
+                first_error = first_error or exc
+                if connections[self.using].in_atomic_block:
+                    raise  # inside a caller's transaction: it is aborted anyway
+                # A fresh connection for the next step (Django reconnects on use).
+                connections[self.using].close()
+        if first_error is not None:
+            raise first_error
 
     def evaluate_pass(self) -> PassResult:
         """One evaluation pass; database errors are logged, not fatal."""
