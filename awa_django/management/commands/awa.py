@@ -7,8 +7,10 @@ non-zero exit status.
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import json
+import math
 import unicodedata
 from datetime import datetime
 from typing import Any
@@ -78,6 +80,17 @@ def printable(value: Any) -> str:
 
 
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
+
+
+def positive_seconds(value: str) -> float:
+    """argparse type: a finite number of seconds > 0 (``-1`` would prune everything)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {value!r}")
+    return seconds
 
 
 def default_actor() -> str:
@@ -160,8 +173,10 @@ class Command(BaseCommand):
         jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
         jretry.add_argument("id", type=int, help="job id")
         jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
-        jprune.add_argument("--older-than", type=float, metavar="SECONDS",
-                            help="override AWA_JOB_RETENTION for this run")
+        jprune.add_argument("--older-than", type=positive_seconds, metavar="SECONDS",
+                            help="override AWA_JOB_RETENTION for this run (a finite number > 0)")
+        jprune.add_argument("--dry-run", action="store_true",
+                            help="count the jobs that would be deleted; delete nothing")
         for sub in (jlist, jcancel, jretry, jprune):
             sub.add_argument("--json", action="store_true", help="machine-readable output")
         for sub in (jcancel, jretry):
@@ -269,11 +284,20 @@ class Command(BaseCommand):
             try:
                 with open(options["manifest"], encoding="utf-8") as handle:
                     definitions = json.load(handle)
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
                 raise CommandError(f"cannot read manifest {options['manifest']}: {exc}") from exc
             if not isinstance(definitions, list):
                 raise CommandError("a manifest file holds a JSON list of schedule definitions")
-            result = reconciliation.preview(options["owner"], definitions)
+            for index, entry in enumerate(definitions):
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    raise CommandError(
+                        f"manifest entry #{index + 1} is not an object with a string 'name': "
+                        f"{printable(json.dumps(entry)[:80])}"
+                    )
+            try:
+                result = reconciliation.preview(options["owner"], definitions)
+            except (TypeError, KeyError, AttributeError, RecursionError) as exc:
+                raise CommandError(f"malformed manifest {options['manifest']}: {type(exc).__name__}: {exc}") from exc
         else:
             result = reconciliation.plan(options["owner"])
         data = result.as_json()
@@ -356,5 +380,10 @@ class Command(BaseCommand):
                   f"retry: job {options['id']} is available again")
 
     def jobs_prune(self, options: dict[str, Any]) -> None:
+        if options["dry_run"]:
+            count = queues.prune_jobs(options["older_than"], dry_run=True)
+            self.emit(options, {"action": "prune", "dry_run": True, "deleted": 0, "would_delete": count},
+                      f"prune: dry run: {count} finished job(s) would be deleted")
+            return
         count = queues.prune_jobs(options["older_than"])
         self.emit(options, {"action": "prune", "deleted": count}, f"prune: {count} finished job(s) deleted")
