@@ -178,7 +178,7 @@ def plan_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
         if problem:
             return park_entry(row, problem)
         return _plan_valid_row(row, limit)
-    except Exception as exc:  # noqa: BLE001 - one row must never fail the pass
+    except Exception as exc:  # one row must never fail the pass
         return park_entry(row, f"cannot be evaluated: {type(exc).__name__}: {exc}")
 
 
@@ -322,10 +322,13 @@ def reevaluate_parked(using: str = "default") -> int:
     ``AWA_SYNC_INTERVAL``, so the next leader that can evaluate it does.
     """
     with connections[using].cursor() as cursor:
+        # Rows another session holds are skipped (next time), never waited for.
         cursor.execute(
-            "UPDATE awa_cron_jobs SET next_fire_at = NULL "
-            "WHERE parked_at IS NOT NULL AND next_fire_at IS NOT NULL "
-            "AND paused_at IS NULL AND retired_at IS NULL"
+            "UPDATE awa_cron_jobs SET next_fire_at = NULL WHERE name IN ("
+            " SELECT name FROM awa_cron_jobs"
+            "  WHERE parked_at IS NOT NULL AND next_fire_at IS NOT NULL"
+            "    AND paused_at IS NULL AND retired_at IS NULL"
+            "  ORDER BY name FOR UPDATE SKIP LOCKED)"
         )
         count: int = cursor.rowcount
     return count

@@ -40,6 +40,9 @@ LEADER_LOCK_KEY = int.from_bytes(b"AWADJLDR", "big", signed=True)
 NOTIFY_CHANNEL = "awa_cron"
 # Longest single blocking wait, so a stop request is honoured promptly.
 WAIT_SLICE = 0.25
+# Pause after a pass that fired nothing while rows it read stay due (locked
+# by another session, skipped): short, but no busy loop.
+CONTENTION_BACKOFF = 0.05
 
 
 def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Connection[Any]:
@@ -64,7 +67,7 @@ def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
     for job in jobs:
         try:
             announce_fires([job])
-        except Exception as exc:  # noqa: BLE001 - one job's module must not stop the leader
+        except Exception as exc:  # one job's module must not stop the leader
             logger.error("cannot announce job %s (%s): %s", job.get("id"), job.get("kind"), exc,
                          extra={"event": "cron.announce_failed", "job_id": job.get("id")})
 
@@ -273,11 +276,17 @@ class Leader:
                 if time.monotonic() >= next_check:
                     self.ping()
                     next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
-                if result.pending:
+                # A pass that read due rows but fired nothing while rows stay
+                # due: they are locked by another session (skipped) or lost
+                # their CAS. Back off briefly instead of spinning.
+                contended = result.evaluated > 0 and not result.jobs
+                if result.pending and not contended:
                     continue
                 wait = float(conf.EVALUATE_INTERVAL)
                 if result.next_due_in is not None:
                     wait = min(wait, max(result.next_due_in, 0.0))
+                if contended:
+                    wait = max(wait, min(float(conf.EVALUATE_INTERVAL), CONTENTION_BACKOFF))
                 deadline = time.monotonic() + min(wait, max(0.0, next_check - time.monotonic()))
                 self.wait_for_change(deadline)
         except psycopg.Error as exc:

@@ -48,8 +48,9 @@ TIMESTAMP_COLUMNS = ("last_enqueued_at", "next_fire_at", "created_at", "updated_
 
 
 def _safe_rows(where: str, params: list[Any], using: str) -> list[CronJob]:
-    columns = []
+    columns: list[str] = []
     for f in CronJob._meta.concrete_fields:
+        assert f.column is not None
         if f.column in TIMESTAMP_COLUMNS:
             columns.append(
                 f"CASE WHEN {f.column} BETWEEN '0001-01-02' AND '9999-12-30' THEN {f.column} END "

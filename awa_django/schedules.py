@@ -117,7 +117,7 @@ def _resolve_task(name: str, task: Any) -> Task[Any, Any]:
             task = import_string(task)
         except ImportError as exc:
             raise InvalidSchedule(name, "task", f"cannot import {task!r} ({exc})") from None
-        except Exception as exc:  # noqa: BLE001 - a module failing at import is the declaration's fault
+        except Exception as exc:  # a module failing at import is the declaration's fault
             raise InvalidSchedule(
                 name, "task", f"importing {task!r} failed: {type(exc).__name__}: {exc}"
             ) from None

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, InternalError, connections, transaction
 
+from .connection_guards import bound_transaction_waits
 from .schedules import Schedule
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,8 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
     definitions = [s.definition() for s in sorted(schedules, key=lambda s: s.name)]
     if not definitions:
         return []
-    with connections[using].cursor() as cursor:
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # rows may be locked by a frozen peer
         try:
             with _isolated(using):
                 outcomes = _upsert(cursor, definitions)

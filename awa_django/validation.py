@@ -114,10 +114,9 @@ def expression_problem(text: str) -> str | None:
         name = _FIELD_NAMES[index]
         for token in field.split(","):
             base, _, step = token.partition("/")
-            if step:
-                if not step.isdigit() or not 1 <= int(step) <= high - low:
-                    return (f"step {step!r} in the {name} field must be a whole number "
-                            f"from 1 to {high - low}")
+            if step and (not step.isdigit() or not 1 <= int(step) <= high - low):
+                return (f"step {step!r} in the {name} field must be a whole number "
+                        f"from 1 to {high - low}")
             match = _RANGE.fullmatch(base)
             if match:
                 start, end = (_field_value(index, part) for part in match.groups())

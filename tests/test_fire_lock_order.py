@@ -16,7 +16,7 @@ from tests.test_fire_sql import FIRE, T0, fire, fresh, plan_entry
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.mark.parametrize("function", ["awa_cron_fire_v2", "awa_cron_fire_v3"])
+@pytest.mark.parametrize("function", ["awa_cron_fire_v2"])
 def test_fire__locks_rows_in_name_order(function: str) -> None:
     """A writer that follows the lock order (by name) never deadlocks with it."""
     FIRE["function"] = function

@@ -49,7 +49,7 @@ CREATE TRIGGER awa_cron_schedule_fence
     BEFORE UPDATE OR DELETE ON awa_cron_jobs
     FOR EACH ROW EXECUTE FUNCTION awa_cron_schedule_fence_v2();
 
--- awa_cron_fire_v2 plus parking. Each plan entry either fires (as in v2, and
+-- awa_cron_fire_v2 plus parking, and locked rows skipped. Each plan entry either fires (as in v2, and
 -- clears a previous parking) or parks the row: "park" holds the reason, and
 -- the row gets next_fire_at = 9999-12-31 (not re-read every pass) and keeps
 -- parked_at from its first parking. A parked entry's guard compares the
@@ -69,12 +69,15 @@ LANGUAGE sql VOLATILE AS $$
                    missed_fire_policy text, fires timestamptz[], next_fire_at timestamptz,
                    park text)
     ), locked AS (
-        -- Lock order of every writer: schedule rows by name.
+        -- Lock order of every writer: schedule rows by name. A row another
+        -- session holds (an operator action, a peer frozen inside its
+        -- snapshot transaction) is skipped, not waited for: it stays due and
+        -- fires at a later pass, and the other rows fire now.
         SELECT c.name
           FROM awa_cron_jobs AS c
          WHERE c.name IN (SELECT plan.name FROM plan)
          ORDER BY c.name
-           FOR UPDATE
+           FOR UPDATE SKIP LOCKED
     ), mark AS (
         UPDATE awa_cron_jobs AS c
            SET last_enqueued_at = CASE WHEN p.park IS NULL

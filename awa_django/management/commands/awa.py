@@ -205,7 +205,7 @@ class Command(BaseCommand):
             self.emit(options, data, "No cron schedules found.")
             return
         header = ("NAME", "CRON", "TIMEZONE", "POLICY", "QUEUE", "OWNER", "STATE", "LAST FIRE", "NEXT FIRE")
-        table = [header]
+        table: list[tuple[str, ...]] = [header]
         for row, item in zip(rows, data, strict=True):
             upcoming = operations.upcoming_fires(row, 1)
             table.append(

@@ -9,6 +9,7 @@ import psycopg
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from awa_django.connection_guards import guard_process_connections
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable
 from awa_django.leader import Leader
 from awa_django.reconciliation import RegistrationConflict
@@ -31,6 +32,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, once: bool = False, **options: Any) -> None:
         if options["verbosity"] > 1:
             logging.getLogger("awa_django").setLevel(logging.DEBUG)
+        guard_process_connections()  # TCP keepalives, before any connection
         try:
             # Validates every declared schedule before anything is written.
             leader = Leader()

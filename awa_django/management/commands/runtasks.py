@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from awa_django.connection_guards import guard_process_connections
 from awa_django.exceptions import InvalidSchedule
 from awa_django.reconciliation import RegistrationConflict
 from awa_django.schedules import declared_schedules
@@ -41,6 +42,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] > 1:
             logging.getLogger("awa_django").setLevel(logging.DEBUG)
+        guard_process_connections()  # TCP keepalives, before any connection
         try:
             worker = Worker(
                 queues=options["queues"],
