@@ -77,3 +77,13 @@ def lock_wait_timed_out(exc: BaseException) -> bool:
     """True when ``exc`` is a ``lock_timeout`` (55P03) or ``statement_timeout`` (57014)."""
     cause = exc.__cause__ or exc
     return getattr(cause, "sqlstate", None) in ("55P03", "57014")
+
+
+def privilege_error(exc: BaseException) -> str | None:
+    """An operator-facing message when ``exc`` is a missing privilege (42501), else None."""
+    cause = exc.__cause__ or exc
+    if getattr(cause, "sqlstate", None) != "42501":
+        return None
+    first_line = (str(exc).strip().splitlines() or ["permission denied"])[0]
+    return (f"missing database privilege: {first_line} (grant it to this process's role; see "
+            "'Least-privilege database roles' in docs/howto/deploying-runcron.md)")

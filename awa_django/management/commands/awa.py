@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from awa_django import operations, ownership, queues, reconciliation
+from awa_django.connection_guards import privilege_error
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.manifest import DEFINITION_KEYS
 from awa_django.models import CronJob, Job, JobState
@@ -189,7 +190,7 @@ class Command(BaseCommand):
         except ScheduleNotFound as exc:
             raise CommandError(str(exc)) from exc
         except (OperationRefused, ValueError, DatabaseError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(privilege_error(exc) or str(exc)) from exc
 
     def emit(self, options: dict[str, Any], data: Any, text: str) -> None:
         if options["json"]:
