@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -163,3 +164,29 @@ def test_reevaluate_parked__requeues_only_parked_active_rows() -> None:
     assert evaluator.reevaluate_parked() == 1
     assert CronJob.objects.get(name="bad").next_fire_at is None
     assert CronJob.objects.get(name="ok").next_fire_at is not None
+
+
+def test_leader_maintain__a_row_parked_by_a_leader_that_could_not_evaluate_it_comes_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A leader whose tz database lacks the zone parks the row; the next leader
+    that has it (here: the same process, fixed) fires it after maintenance."""
+    from awa_django import cronexpr
+
+    CronJobFactory(name="berlin", cron_expr="* * * * * *", timezone="Europe/Berlin")
+    real = cronexpr.parse_timezone
+
+    def without_berlin(name: str) -> Any:
+        if name == "Europe/Berlin":
+            raise cronexpr.CronError(f"unknown timezone {name!r}")
+        return real(name)
+
+    monkeypatch.setattr(cronexpr, "parse_timezone", without_berlin)
+    evaluate()
+    assert parked("berlin") == (True, "unknown timezone 'Europe/Berlin'")
+    assert evaluate().evaluated == 0  # parked: not re-read every pass
+    monkeypatch.setattr(cronexpr, "parse_timezone", real)
+    Leader(schedules=[]).maintain()  # at election and every AWA_SYNC_INTERVAL
+    evaluate()
+    assert fired("berlin") == 1
+    assert parked("berlin") == (False, None)
