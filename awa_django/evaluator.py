@@ -23,7 +23,7 @@ from typing import Any
 from django.db import DataError, IntegrityError, InternalError, connections, transaction
 
 from . import cronexpr, validation
-from .conf import conf
+from .conf import DEFAULTS, conf
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,10 @@ def row_problem(row: dict[str, Any]) -> str | None:
         return 'args is not {"args": [...], "kwargs": {...}}'
     if row["metadata_type"] != "object":
         return f"metadata is a JSON {row['metadata_type']}, not an object"
-    limit = int(conf.MAX_ARGS_BYTES)
+    limit = conf.MAX_ARGS_BYTES
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        # A settings mistake (reported by check E060) must not park every row.
+        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
     for column in ("args", "metadata"):
         problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
         if problem:
