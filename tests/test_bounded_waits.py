@@ -180,3 +180,49 @@ def test_migration_0005__forward_and_back_against_live_snapshot_writers_never_de
         assert sum(_deadlocks(p.output()) for p in writers) == 0, [p.output()[-2000:] for p in writers]
     finally:
         call_command("migrate", "awa_django", verbosity=0)
+
+
+PROTOCOL_LOCK_KEY = 4708303696999502420
+
+
+def protocol_lock_held() -> bool:
+    key = PROTOCOL_LOCK_KEY & 0xFFFFFFFFFFFFFFFF
+    with raw_connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND classid::bigint = %s AND objid::bigint = %s",
+            [key >> 32, key & 0xFFFFFFFF],
+        ).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.slow
+def test_runtasks__a_sigstopped_peer_inside_its_snapshot_transaction_delays_no_one(
+    runtasks: Callable[..., Any], runcron: Callable[..., Any]
+) -> None:
+    frozen = runtasks(env={"AWA_SNAPSHOT_INTERVAL": "0.005"})
+    wait_for(lambda: "runtasks: worker" in frozen.output(), timeout=60)
+    # Stop it at a moment it holds the protocol lock (inside a snapshot write).
+    for _ in range(2000):
+        frozen.signal(signal.SIGSTOP)
+        time.sleep(0.02)
+        if protocol_lock_held():
+            break
+        frozen.signal(signal.SIGCONT)
+        time.sleep(0.003)
+    else:
+        pytest.fail("never caught the peer inside its snapshot transaction")
+    try:
+        fast = {"AWA_LOCK_TIMEOUT": "1", "AWA_SNAPSHOT_INTERVAL": "0.5", "AWA_SYNC_INTERVAL": "1"}
+        other = runtasks(env=fast)
+        leader = runcron({"every-second": {"cron": "* * * * * *", "task": RECORD}}, env=fast)
+        wait_for(lambda: "runtasks: worker" in other.output(), timeout=60)
+        wait_for(lambda: fired("every-second") >= 2, timeout=60)
+        assert protocol_lock_held()  # still frozen with the lock
+        for proc in (other, leader):
+            proc.signal(signal.SIGTERM)
+        for proc in (other, leader):
+            assert proc.wait(timeout=60) == 0, proc.output()
+    finally:
+        frozen.signal(signal.SIGCONT)
