@@ -67,6 +67,11 @@ def bound_transaction_waits(cursor: Any) -> None:
     other processes' row locks: a peer frozen while holding them then costs
     at most ``AWA_LOCK_TIMEOUT`` (the statement fails with SQLSTATE 55P03).
     """
+    if len(getattr(getattr(cursor, "db", None), "atomic_blocks", ())) > 1:
+        # Nested in the caller's own transaction (an operator action called
+        # from a view with ATOMIC_REQUESTS): SET LOCAL would outlive this
+        # block and change the caller's statements; their policy applies.
+        return
     cursor.execute(
         "SELECT set_config('lock_timeout', %s, true), set_config('statement_timeout', %s, true)",
         [str(_milliseconds(conf.LOCK_TIMEOUT)), str(_milliseconds(conf.STATEMENT_TIMEOUT))],

@@ -17,6 +17,7 @@ from django.db.models.functions import Now
 
 from . import cronexpr, validation
 from .backend import announce_fires
+from .connection_guards import bound_transaction_waits
 from .evaluator import job_row
 from .exceptions import OperationRefused, ScheduleNotFound
 from .models import CronJob
@@ -153,6 +154,7 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
     """
     actor = _require_actor(actor)
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # FOR SHARE may wait on a frozen peer
         cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
         columns = [c.name for c in cursor.description]
         rows = cursor.fetchall()
@@ -194,6 +196,8 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
 
 def _lock(name: str, using: str) -> CronJob:
     """Lock and return the row (inside a transaction)."""
+    with connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # the row may be held by a frozen peer
     try:
         # Only the columns the actions read: a poisoned timestamp elsewhere in
         # the row must not stop an operator from pausing or removing it.

@@ -18,6 +18,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Greatest, Now
 
 from .conf import conf
+from .connection_guards import bound_transaction_waits
 from .models import Job, JobState, QueueMeta
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> bool:
     """Stop workers claiming from ``queue``. False if it was already paused."""
     actor = _actor(actor)
     with transaction.atomic(using=using):
+        with connections[using].cursor() as cursor:
+            bound_transaction_waits(cursor)
         meta, _ = QueueMeta.objects.using(using).select_for_update().get_or_create(queue=queue)
         if meta.paused_at is not None:
             return False

@@ -226,3 +226,52 @@ def test_runtasks__a_sigstopped_peer_inside_its_snapshot_transaction_delays_no_o
             assert proc.wait(timeout=60) == 0, proc.output()
     finally:
         frozen.signal(signal.SIGCONT)
+
+
+@override_settings(AWA_LOCK_TIMEOUT=0.5)
+def test_operator_pause__gives_up_on_a_row_held_by_a_frozen_peer() -> None:
+    from awa_django import operations
+
+    CronJobFactory(name="held")
+    holder = raw_connection(autocommit=False)
+    try:
+        holder.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'held' FOR UPDATE")
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                operations.pause("held", "ops")
+            except OperationalError as exc:
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(timeout=30)
+        assert not thread.is_alive() and errors and "lock timeout" in str(errors[0])
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def test_bound_transaction_waits__never_leaks_into_the_callers_transaction() -> None:
+    from django.db import transaction
+
+    from awa_django import operations
+
+    CronJobFactory(name="mine")
+    with transaction.atomic(), connection.cursor() as cursor:
+        operations.pause("mine", "ops")
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone()[0] == "0"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        from awa_django.connection_guards import bound_transaction_waits
+
+        bound_transaction_waits(cursor)  # outermost: bounded for this transaction only
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone()[0] == "5s"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone()[0] == "0"
