@@ -13,6 +13,7 @@ same table and are indistinguishable from enqueued tasks once inserted.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +32,7 @@ from django.utils.module_loading import import_string
 
 from .conf import conf
 from .models import Job, JobState
+from .validation import json_problem
 
 STATUS = {
     JobState.AVAILABLE: TaskResultStatus.READY,
@@ -71,6 +73,11 @@ class AwaBackend(BaseTaskBackend):
         json.dumps(payload, allow_nan=False)
         if _contains_nul(payload):
             raise ValueError("task arguments cannot contain NUL characters (PostgreSQL jsonb rejects them)")
+        # Lone surrogates, like NUL, pass json.dumps and then fail in the
+        # database. (No depth bound here: json.dumps above already had one.)
+        surrogate = json_problem(payload, max_depth=sys.maxsize)
+        if surrogate:
+            raise ValueError(f"task arguments cannot be stored: {surrogate} (PostgreSQL jsonb rejects it)")
         run_after = task.run_after
         job = Job.objects.using(self.database).create(
             kind=task.module_path,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from .conf import DEFAULTS, conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
@@ -238,3 +238,42 @@ def check_admin_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
     if finite(value) and value > 0:
         return []
     return [_error("awa_django.E090", f"AWA_OVERDUE_AFTER must be a number of seconds > 0, got {value!r}")]
+# --- Hostile input and bounded waits (issue 8): E060-E069, W060-W069 ----------
+HINTS.update(
+    {
+        "awa_django.E060": "AWA_MAX_ARGS_BYTES is a whole number of bytes >= 1 (default 1048576).",
+        "awa_django.E061": "Timeouts are seconds >= 0 (0 disables one); defaults 5 and 60.",
+        "awa_django.E062": "TCP keepalive settings are whole numbers >= 1 (seconds, count).",
+    }
+)
+W060_HINT = "Set AWA_LOCK_TIMEOUT > 0 so a frozen peer cannot stall every process."
+
+
+def _whole(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+@register(Tags.compatibility)
+def check_hardening(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Size limit, lock/statement timeouts and TCP keepalive settings are sane."""
+    messages: list[CheckMessage] = []
+    size = conf.MAX_ARGS_BYTES
+    if not _whole(size, 1):
+        messages.append(_error("awa_django.E060", f"AWA_MAX_ARGS_BYTES must be a whole number >= 1, got {size!r}"))
+    for key in ("LOCK_TIMEOUT", "STATEMENT_TIMEOUT"):
+        value = getattr(conf, key)
+        if not finite(value):
+            messages.append(_error("awa_django.E061", f"AWA_{key} must be a number of seconds >= 0, got {value!r}"))
+    if finite(conf.LOCK_TIMEOUT) and conf.LOCK_TIMEOUT == 0:
+        messages.append(
+            Warning(
+                "AWA_LOCK_TIMEOUT is 0: waits on other processes' locks are unbounded",
+                hint=W060_HINT,
+                id="awa_django.W060",
+            )
+        )
+    for key in ("TCP_KEEPALIVES_IDLE", "TCP_KEEPALIVES_INTERVAL", "TCP_KEEPALIVES_COUNT"):
+        value = getattr(conf, key)
+        if not _whole(value, 1):
+            messages.append(_error("awa_django.E062", f"AWA_{key} must be a whole number >= 1, got {value!r}"))
+    return messages

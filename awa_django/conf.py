@@ -50,6 +50,19 @@ DEFAULTS: dict[str, Any] = {
     # Admin: a schedule is "overdue" when a live leader exists and its next fire
     # is this many seconds in the past.
     "AWA_OVERDUE_AFTER": 60.0,
+    # Hostile input: the largest args (and metadata) of a schedule, in bytes
+    # of JSON. Larger declarations are refused; larger stored rows are parked.
+    "AWA_MAX_ARGS_BYTES": 1024 * 1024,
+    # Bounded waits: the longest wait for a lock another process holds (the
+    # protocol lock, schedule rows) and the longest statement, in runcron and
+    # awa sessions and in every process's snapshot transaction. 0 = no limit.
+    "AWA_LOCK_TIMEOUT": 5.0,
+    "AWA_STATEMENT_TIMEOUT": 60.0,
+    # TCP keepalives on every connection the processes open (seconds, count):
+    # a silently dead peer or partition is noticed after about 30 + 10 * 3 s.
+    "AWA_TCP_KEEPALIVES_IDLE": 30,
+    "AWA_TCP_KEEPALIVES_INTERVAL": 10,
+    "AWA_TCP_KEEPALIVES_COUNT": 3,
 }
 
 

@@ -4,39 +4,71 @@
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
 O(due), not O(all schedules). All fires of a pass go to the database in one
-call of ``awa_cron_fire_v2``, which keeps the per-row compare-and-swap.
+call of ``awa_cron_fire_v3``, which keeps the per-row compare-and-swap.
+
+A row the evaluator cannot handle (a value written by raw SQL or an old
+writer) is parked alone, with its reason in ``parked_reason``; the leader
+re-evaluates parked rows at every maintenance run (``reevaluate_parked``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connections
+from django.db import DataError, IntegrityError, InternalError, connections, transaction
 
-from . import cronexpr
-from .conf import conf
+from . import cronexpr, validation
+from .conf import DEFAULTS, conf
 
 logger = logging.getLogger(__name__)
 
 # Rows needing evaluation: due, or awaiting a (re)computation. Two arms of a
 # UNION ALL rather than an OR, so each is a range scan of the partial index
 # awa_cron_jobs_due (an OR would make the planner filter the whole table).
+_DUE_COLUMNS = """
+    name, cron_expr, timezone, missed_fire_policy, kind, parked_reason,
+    -- Timestamps a Python datetime (and the fire-time arithmetic) can hold come
+    -- back typed; anything else ('infinity', year 0001 or 9999, BC) as NULL,
+    -- with the text for the CAS and the parking reason. Reading 'infinity'
+    -- typed would fail the whole query, i.e. the pass of every schedule.
+    CASE WHEN last_enqueued_at BETWEEN '{low}' AND '{high}' THEN last_enqueued_at END
+        AS last_enqueued_at,
+    last_enqueued_at::text AS prev_text,
+    CASE WHEN created_at BETWEEN '{low}' AND '{high}' THEN created_at END AS created_at,
+    created_at::text AS created_text,
+    -- The payload a fire copies into the job, described rather than loaded.
+    jsonb_typeof(args) AS args_type,
+    jsonb_typeof(args -> 'args') AS args_args_type,
+    jsonb_typeof(args -> 'kwargs') AS args_kwargs_type,
+    (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(
+        CASE WHEN jsonb_typeof(args) = 'object' THEN args ELSE '{{}}' END) AS k) AS args_keys,
+    octet_length(args::text) AS args_bytes,
+    jsonb_typeof(metadata) AS metadata_type,
+    octet_length(metadata::text) AS metadata_bytes,
+    statement_timestamp() AS now
+"""
+# Timestamps the evaluator accepts (see docs/explanation/semantics.md).
+TIMESTAMP_LOW = "1970-01-01T00:00:00+00:00"
+TIMESTAMP_HIGH = "9000-01-01T00:00:00+00:00"
+
+# Rows needing evaluation: due, or awaiting a (re)computation. Two arms of a
+# UNION ALL rather than an OR, so each is a range scan of the partial index
+# awa_cron_jobs_due (an OR would make the planner filter the whole table).
 SELECT_DUE = """
-    SELECT name, cron_expr, timezone, missed_fire_policy, last_enqueued_at, created_at,
-           statement_timestamp() AS now
+    SELECT {columns}
       FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
     UNION ALL
-    SELECT name, cron_expr, timezone, missed_fire_policy, last_enqueued_at, created_at,
-           statement_timestamp() AS now
+    SELECT {columns}
       FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL
      ORDER BY name
-"""
+""".format(columns=_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH))
 
 # Seconds until the earliest stored next fire, and whether any row awaits a
 # (re)computation (a concurrent change, or a CAS this pass lost).
@@ -70,29 +102,96 @@ class PassResult:
     pending: bool = False  # some row awaits evaluation right now
 
 
-def plan_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
-    """Compute the fires and the next fire of one row read by ``SELECT_DUE``."""
-    entry = {
+def row_problem(row: dict[str, Any]) -> str | None:
+    """Why the evaluator cannot handle ``row`` (a value no declaration could
+    produce, written by raw SQL or an old writer), or None."""
+    for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
+        if row[column] is None and row[text_column] is not None:
+            return (f"{column} {row[text_column]!r} is outside the supported range "
+                    f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}")
+    if (row["args_type"] != "object" or row["args_args_type"] != "array"
+            or row["args_kwargs_type"] != "object" or list(row["args_keys"] or []) != ["args", "kwargs"]):
+        return 'args is not {"args": [...], "kwargs": {...}}'
+    if row["metadata_type"] != "object":
+        return f"metadata is a JSON {row['metadata_type']}, not an object"
+    limit = conf.MAX_ARGS_BYTES
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        # A settings mistake (reported by check E060) must not park every row.
+        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
+    for column in ("args", "metadata"):
+        problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
+        if problem:
+            return f"{column} {problem}"
+    problem = validation.kind_problem(row["kind"])
+    if problem:
+        return f"kind {problem}"
+    problem = validation.expression_problem(row["cron_expr"])
+    if problem:
+        return f"cron_expr {problem}"
+    problem = validation.timezone_problem(row["timezone"])
+    if problem:
+        return f"timezone {problem}"
+    if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
+        return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
+    return None
+
+
+def _entry(row: dict[str, Any]) -> dict[str, Any]:
+    """A plan entry with the row's CAS values and no fires yet."""
+    return {
         "name": row["name"],
         "prev": row["last_enqueued_at"].isoformat() if row["last_enqueued_at"] else None,
-        "created_at": row["created_at"].isoformat(),
+        "created_at": row["created_at"].isoformat() if row["created_at"] else None,
+        "prev_text": row["prev_text"],
+        "created_text": row["created_text"],
         "cron_expr": row["cron_expr"],
         "timezone": row["timezone"],
         "missed_fire_policy": row["missed_fire_policy"],
         "fires": [],
         "next_fire_at": NEVER,
+        "park": None,
     }
+
+
+def park_entry(row: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A plan entry that parks ``row`` with ``reason``; logged once per reason."""
+    entry = _entry(row)
+    entry["park"] = reason
+    if row.get("parked_reason") != reason:
+        logger.error(
+            "schedule %s cannot be evaluated and is parked: %s",
+            row["name"],
+            reason,
+            extra={"event": "cron.parked", "schedule": row["name"], "reason": reason},
+        )
+    else:
+        logger.debug("schedule %s is still parked: %s", row["name"], reason,
+                     extra={"event": "cron.still_parked", "schedule": row["name"]})
+    return entry
+
+
+def plan_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Compute the fires and the next fire of one row read by ``SELECT_DUE``.
+
+    Never raises: a row that cannot be evaluated, for whatever reason, gets a
+    parking entry instead, so it fails alone.
+    """
+    try:
+        problem = row_problem(row)
+        if problem:
+            return park_entry(row, problem)
+        return _plan_valid_row(row, limit)
+    except Exception as exc:  # one row must never fail the pass
+        return park_entry(row, f"cannot be evaluated: {type(exc).__name__}: {exc}")
+
+
+def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
+    entry = _entry(row)
     try:
         expression = cronexpr.parse_cron(row["cron_expr"])
         zone = cronexpr.parse_timezone(row["timezone"])
     except cronexpr.CronError as exc:
-        logger.error(
-            "schedule %s cannot be evaluated: %s",
-            row["name"],
-            exc,
-            extra={"event": "cron.invalid", "schedule": row["name"]},
-        )
-        return entry
+        return park_entry(row, str(exc))
     last: datetime | None = row["last_enqueued_at"]
     fires = cronexpr.due_fires(
         expression,
@@ -134,6 +233,60 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
     return job
 
 
+FIRE = "SELECT * FROM awa_cron_fire_v3(%s::jsonb)"
+# Errors a value in one row can cause (constraint, bad data, a trigger's
+# RAISE); anything else is not a row's fault.
+ROW_FAULTS = (IntegrityError, DataError, InternalError)
+
+
+def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    cursor.execute(FIRE, [json.dumps(plan)])
+    columns = [c.name for c in cursor.description]
+    return [job_row(columns, r) for r in cursor.fetchall()]
+
+
+def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run the set-based fire statement; if it fails anyway, isolate the row.
+
+    Every value the statement uses was validated per row, so the fallback is
+    a safety net for what validation cannot foresee (a user trigger on
+    awa_jobs, a constraint added by hand): each entry then goes alone, and an
+    entry whose own statement fails is parked with the database's message.
+    Errors that are no row's fault (connection lost, a missing function or
+    privilege, a timeout) propagate: the pass failed as a whole.
+    """
+    try:
+        with _isolated(cursor):
+            return _fire(cursor, plan)
+    except ROW_FAULTS as exc:
+        logger.warning("fire statement failed (%s); firing row by row", exc,
+                       extra={"event": "cron.fire_isolated"})
+    jobs: list[dict[str, Any]] = []
+    for entry in plan:
+        try:
+            with _isolated(cursor):
+                jobs.extend(_fire(cursor, [entry]))
+        except ROW_FAULTS as exc:
+            reason = f"fire statement failed: {(str(exc).strip().splitlines() or [''])[0]}"
+            logger.error("schedule %s cannot be fired and is parked: %s", entry["name"], reason,
+                         extra={"event": "cron.parked", "schedule": entry["name"], "reason": reason})
+            try:
+                with _isolated(cursor):
+                    _fire(cursor, [{**entry, "fires": [], "park": reason}])
+            except ROW_FAULTS as park_exc:
+                logger.error("schedule %s cannot even be parked: %s", entry["name"], park_exc,
+                             extra={"event": "cron.error", "schedule": entry["name"]})
+    return jobs
+
+
+def _isolated(cursor: Any) -> Any:
+    """A savepoint when the caller holds a transaction (a failed statement must
+    not abort it); nothing in autocommit, where a statement is its own."""
+    if connections[cursor.db.alias].in_atomic_block:
+        return transaction.atomic(using=cursor.db.alias)
+    return nullcontext()
+
+
 def evaluate(using: str = "default") -> PassResult:
     """Run one evaluation pass on database ``using``; return what happened."""
     result = PassResult()
@@ -144,23 +297,41 @@ def evaluate(using: str = "default") -> PassResult:
         rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
         result.evaluated = len(rows)
         if rows:
-            plan = [plan_row(row, limit) for row in rows]
-            cursor.execute("SELECT * FROM awa_cron_fire_v2(%s::jsonb)", [json.dumps(plan)])
-            columns = [c.name for c in cursor.description]
-            result.jobs = [job_row(columns, r) for r in cursor.fetchall()]
+            result.jobs = fire_plan(cursor, [plan_row(row, limit) for row in rows])
         cursor.execute(SELECT_NEXT_DUE)
         result.next_due_in, result.pending = cursor.fetchone()
     for job in result.jobs:
+        metadata = job["metadata"] if isinstance(job["metadata"], dict) else {}
         logger.info(
             "schedule %s fired for %s (job %s)",
-            job["metadata"]["cron_name"],
-            job["metadata"]["cron_fire_at"],
+            metadata.get("cron_name"),
+            metadata.get("cron_fire_at"),
             job["id"],
             extra={
                 "event": "cron.fired",
-                "schedule": job["metadata"]["cron_name"],
-                "fire_at": job["metadata"]["cron_fire_at"],
+                "schedule": metadata.get("cron_name"),
+                "fire_at": metadata.get("cron_fire_at"),
                 "job_id": job["id"],
             },
         )
     return result
+
+
+def reevaluate_parked(using: str = "default") -> int:
+    """Queue every parked active row for evaluation again; return how many.
+
+    A row may be parked by one process only (a leader whose tz database
+    lacks the row's zone); the leader calls this at election and every
+    ``AWA_SYNC_INTERVAL``, so the next leader that can evaluate it does.
+    """
+    with connections[using].cursor() as cursor:
+        # Rows another session holds are skipped (next time), never waited for.
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = NULL WHERE name IN ("
+            " SELECT name FROM awa_cron_jobs"
+            "  WHERE parked_at IS NOT NULL AND next_fire_at IS NOT NULL"
+            "    AND paused_at IS NULL AND retired_at IS NULL"
+            "  ORDER BY name FOR UPDATE SKIP LOCKED)"
+        )
+        count: int = cursor.rowcount
+    return count

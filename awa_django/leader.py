@@ -24,7 +24,7 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from .backend import announce_fires
 from .conf import conf
-from .evaluator import PassResult, evaluate
+from .evaluator import PassResult, evaluate, reevaluate_parked
 from .exceptions import LeadershipUnavailable
 from .queues import prune_jobs
 from .reconciliation import configured, reconcile_all
@@ -40,6 +40,9 @@ LEADER_LOCK_KEY = int.from_bytes(b"AWADJLDR", "big", signed=True)
 NOTIFY_CHANNEL = "awa_cron"
 # Longest single blocking wait, so a stop request is honoured promptly.
 WAIT_SLICE = 0.25
+# Pause after a pass that fired nothing while rows it read stay due (locked
+# by another session, skipped): short, but no busy loop.
+CONTENTION_BACKOFF = 0.05
 
 
 def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Connection[Any]:
@@ -52,6 +55,21 @@ def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Conne
     # The pid lets operators (and tests) map the lock holder to a process.
     params["application_name"] = f"awa_django {role} pid={os.getpid()}"
     return psycopg.connect(autocommit=True, **params)
+
+
+def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
+    """``task_enqueued`` for each committed fire, one job at a time.
+
+    Announcing imports the job's task; a module that fails to import (any
+    exception, not only ImportError) must not stop the other announcements,
+    nor the leader: the fires are committed whatever happens here.
+    """
+    for job in jobs:
+        try:
+            announce_fires([job])
+        except Exception as exc:  # one job's module must not stop the leader
+            logger.error("cannot announce job %s (%s): %s", job.get("id"), job.get("kind"), exc,
+                         extra={"event": "cron.announce_failed", "job_id": job.get("id")})
 
 
 class Leader:
@@ -131,7 +149,7 @@ class Leader:
                 # Unlike the loop, a single pass lets errors propagate: the
                 # command must exit non-zero when the pass did not happen.
                 result = evaluate(using=self.using)
-                announce_fires(result.jobs)
+                announce_each(result.jobs)
                 return result
             finally:
                 self.release()
@@ -198,18 +216,39 @@ class Leader:
             connections[self.using].close()
 
     def maintain(self) -> None:
-        """The leader's periodic work besides firing: sync, reconcile, clean up."""
-        self.sync()
-        reconcile_all(using=self.using)
-        cleanup_snapshots(using=self.using)
-        prune_jobs(using=self.using)
+        """The leader's periodic work besides firing: sync, reconcile, clean up.
+
+        Each step runs even when an earlier one failed (a sync error must not
+        stop pruning); the first error is re-raised at the end.
+        """
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("sync", self.sync),
+            # After the sync, so a definition it just fixed is evaluated anyway.
+            ("re-evaluation of parked rows", lambda: reevaluate_parked(using=self.using)),
+            ("reconciliation", lambda: reconcile_all(using=self.using)),
+            ("snapshot cleanup", lambda: cleanup_snapshots(using=self.using)),
+            ("pruning", lambda: prune_jobs(using=self.using)),
+        ]
+        first_error: BaseException | None = None
+        for label, step in steps:
+            try:
+                step()
+            except (DatabaseError, InterfaceError) as exc:
+                logger.error("maintenance step %s failed: %s", label, exc, extra={"event": "cron.error"})
+                first_error = first_error or exc
+                if connections[self.using].in_atomic_block:
+                    raise  # inside a caller's transaction: it is aborted anyway
+                # A fresh connection for the next step (Django reconnects on use).
+                connections[self.using].close()
+        if first_error is not None:
+            raise first_error
 
     def evaluate_pass(self) -> PassResult:
         """One evaluation pass; database errors are logged, not fatal."""
         try:
             result = evaluate(using=self.using)
             # The fire statement has committed (autocommit): tell listeners.
-            announce_fires(result.jobs)
+            announce_each(result.jobs)
         except (DatabaseError, InterfaceError) as exc:
             logger.error("evaluation failed: %s", exc, extra={"event": "cron.error"})
             # Drop the broken connection; Django reconnects on next use.
@@ -237,11 +276,17 @@ class Leader:
                 if time.monotonic() >= next_check:
                     self.ping()
                     next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
-                if result.pending:
+                # A pass that read due rows but fired nothing while rows stay
+                # due: they are locked by another session (skipped) or lost
+                # their CAS. Back off briefly instead of spinning.
+                contended = result.evaluated > 0 and not result.jobs
+                if result.pending and not contended:
                     continue
                 wait = float(conf.EVALUATE_INTERVAL)
                 if result.next_due_in is not None:
                     wait = min(wait, max(result.next_due_in, 0.0))
+                if contended:
+                    wait = max(wait, min(float(conf.EVALUATE_INTERVAL), CONTENTION_BACKOFF))
                 deadline = time.monotonic() + min(wait, max(0.0, next_check - time.monotonic()))
                 self.wait_for_change(deadline)
         except psycopg.Error as exc:

@@ -80,6 +80,10 @@ class CronJob(models.Model):
     # Owner-scoped reconciliation: NULL = unowned (additive sync). There is
     # deliberately no foreign key; ownership changes only by operator action.
     owner_id = models.TextField(null=True, blank=True, db_index=True)
+    # A row the evaluator could not handle (bad value written by raw SQL or an
+    # old writer) is parked: skipped, with the reason, until it evaluates again.
+    parked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    parked_reason = models.TextField(null=True, blank=True, editable=False)
 
     class Meta:
         db_table = "awa_cron_jobs"

@@ -15,8 +15,9 @@ from typing import Any
 from django.db import connections, transaction
 from django.db.models.functions import Now
 
-from . import cronexpr
+from . import cronexpr, validation
 from .backend import announce_fires
+from .connection_guards import bound_transaction_waits
 from .evaluator import job_row
 from .exceptions import OperationRefused, ScheduleNotFound
 from .models import CronJob
@@ -40,17 +41,39 @@ def _require_actor(actor: str) -> str:
     return actor.strip()
 
 
+# Timestamps a row written by raw SQL may hold beyond what a Python datetime
+# can ('infinity', year 10000+, BC). Operator views load them as None plus
+# ``<column>_text`` (the database's text), instead of failing for every row.
+TIMESTAMP_COLUMNS = ("last_enqueued_at", "next_fire_at", "created_at", "updated_at",
+                     "paused_at", "retired_at", "parked_at")
+
+
+def _safe_rows(where: str, params: list[Any], using: str) -> list[CronJob]:
+    columns: list[str] = []
+    for f in CronJob._meta.concrete_fields:
+        assert f.column is not None
+        if f.column in TIMESTAMP_COLUMNS:
+            columns.append(
+                f"CASE WHEN {f.column} BETWEEN '0001-01-02' AND '9999-12-30' THEN {f.column} END "
+                f"AS {f.column}, {f.column}::text AS {f.column}_text"
+            )
+        else:
+            columns.append(f.column)
+    sql = f"SELECT {', '.join(columns)} FROM awa_cron_jobs {where} ORDER BY name"
+    return list(CronJob.objects.using(using).raw(sql, params))
+
+
 def get_schedule(name: str, using: str = "default") -> CronJob:
     """The schedule row called ``name``, or :class:`ScheduleNotFound`."""
-    try:
-        return CronJob.objects.using(using).get(name=name)
-    except CronJob.DoesNotExist:
-        raise ScheduleNotFound(name) from None
+    rows = _safe_rows("WHERE name = %s", [name], using)
+    if not rows:
+        raise ScheduleNotFound(name)
+    return rows[0]
 
 
 def list_schedules(using: str = "default") -> list[CronJob]:
     """All schedule rows, by name."""
-    return list(CronJob.objects.using(using).order_by("name"))
+    return _safe_rows("", [], using)
 
 
 def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = None) -> list[datetime]:
@@ -59,7 +82,9 @@ def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = N
     Computed for paused rows too ("would fire at X if resumed"); empty for
     retired rows and for rows whose expression or zone is invalid.
     """
-    if schedule.retired_at is not None:
+    if schedule.retired_at is not None or schedule.parked_at is not None:
+        return []
+    if validation.expression_problem(schedule.cron_expr) or validation.timezone_problem(schedule.timezone):
         return []
     try:
         expression = cronexpr.parse_cron(schedule.cron_expr)
@@ -129,6 +154,7 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
     """
     actor = _require_actor(actor)
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # FOR SHARE may wait on a frozen peer
         cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
         columns = [c.name for c in cursor.description]
         rows = cursor.fetchall()
@@ -170,7 +196,12 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
 
 def _lock(name: str, using: str) -> CronJob:
     """Lock and return the row (inside a transaction)."""
+    with connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # the row may be held by a frozen peer
     try:
-        return CronJob.objects.using(using).select_for_update().get(name=name)
+        # Only the columns the actions read: a poisoned timestamp elsewhere in
+        # the row must not stop an operator from pausing or removing it.
+        return (CronJob.objects.using(using).select_for_update()
+                .only("name", "paused_at", "paused_by", "retired_at", "owner_id").get(name=name))
     except CronJob.DoesNotExist:
         raise ScheduleNotFound(name) from None

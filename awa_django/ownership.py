@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
+from .connection_guards import bound_transaction_waits
 from .exceptions import OperationRefused, ScheduleNotFound
 from .reconciliation import _read_only, _set_context, validate_label
 
@@ -92,6 +93,7 @@ def operate(
             return ActionPlan(action, _affected(action, rows), applied=False)
 
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # a frozen peer may hold the lock
         cursor.execute("SELECT awa_cron_protocol_lock()")
         # Lock order: protocol lock, owner rows, schedule rows by name. Under
         # the protocol lock no other writer can change ownership, so an

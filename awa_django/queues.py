@@ -8,6 +8,7 @@ cron fires into a paused queue still enqueue, and run once it resumes.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Greatest, Now
 
 from .conf import conf
+from .connection_guards import bound_transaction_waits
 from .models import Job, JobState, QueueMeta
 
 logger = logging.getLogger(__name__)
@@ -69,6 +71,8 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> bool:
     """Stop workers claiming from ``queue``. False if it was already paused."""
     actor = _actor(actor)
     with transaction.atomic(using=using):
+        with connections[using].cursor() as cursor:
+            bound_transaction_waits(cursor)
         meta, _ = QueueMeta.objects.using(using).select_for_update().get_or_create(queue=queue)
         if meta.paused_at is not None:
             return False
@@ -136,20 +140,43 @@ def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
     return bool(changed)
 
 
-def prune_jobs(older_than: float | None = None, using: str = "default") -> int:
-    """Delete finished jobs whose ``finished_at`` is older than the retention."""
-    seconds = float(conf.JOB_RETENTION if older_than is None else older_than)
+def prune_jobs(older_than: float | None = None, using: str = "default", *, dry_run: bool = False) -> int:
+    """Delete finished jobs whose ``finished_at`` is older than the retention.
+
+    ``older_than`` (seconds) overrides ``AWA_JOB_RETENTION`` and must be a
+    finite number >= 0. With ``dry_run`` nothing is deleted and the number of
+    jobs that would be is returned.
+    """
+    seconds = conf.JOB_RETENTION if older_than is None else older_than
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds < 0:
+        raise ValueError(f"older_than must be a finite number of seconds >= 0, got {seconds!r}")
+    age = timedelta(seconds=float(seconds))
+    if dry_run:
+        with connections[using].cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM awa_jobs WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s",
+                [list(FINISHED), age],  # type: ignore[list-item]
+            )
+            count: int = cursor.fetchone()[0]
+        return count
     deleted = 0
     with connections[using].cursor() as cursor:
         while True:
             # Small batches through the awa_jobs_finished index: short
-            # transactions, no long lock on a large table.
+            # transactions, no long lock on a large table. Rows another
+            # session holds (a worker, an operator's retry) are skipped, never
+            # waited for, and the outer WHERE re-checks state and age on the
+            # row actually deleted: a job retried since the batch was chosen
+            # (now 'available') is never deleted.
             cursor.execute(
                 """DELETE FROM awa_jobs WHERE id IN (
                        SELECT id FROM awa_jobs
                         WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s
-                        LIMIT %s)""",
-                [list(FINISHED), timedelta(seconds=seconds), PRUNE_BATCH],  # type: ignore[list-item]
+                        LIMIT %s
+                          FOR UPDATE SKIP LOCKED)
+                     AND state = ANY (%s) AND finished_at < clock_timestamp() - %s""",
+                [list(FINISHED), age, PRUNE_BATCH, list(FINISHED), age],  # type: ignore[list-item]
             )
             deleted += int(cursor.rowcount)
             if cursor.rowcount < PRUNE_BATCH:

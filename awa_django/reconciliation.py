@@ -25,6 +25,7 @@ from typing import Any
 from django.db import connections, transaction
 
 from .conf import conf
+from .connection_guards import bound_transaction_waits
 from .manifest import DEFINITION_KEYS, Manifest, build_manifest
 from .models import CronJob
 
@@ -411,6 +412,7 @@ def owners(using: str = "default") -> list[str]:
 def reconcile(owner: str, using: str = "default") -> Plan:
     """Evaluate ``owner`` under the protocol lock and retire what is due."""
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # a frozen peer may hold the lock
         cursor.execute("SELECT awa_cron_protocol_lock()")
         plan = evaluate_locked(owner, persist=True, apply=True, using=using)
     outcome = plan.blockers[0] if plan.blockers else "converged"

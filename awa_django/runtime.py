@@ -20,10 +20,11 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 
-from django.db import DatabaseError, InterfaceError, connections, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
 
 from . import __version__
 from .conf import conf
+from .connection_guards import bound_transaction_waits, lock_wait_timed_out
 from .manifest import Manifest, manifest_for
 from .reconciliation import (
     CRON_PROTOCOL_VERSION,
@@ -79,6 +80,7 @@ class RuntimeReporter:
         """One snapshot transaction: lock, snapshot, publication, optional check."""
         interval_ms = int(float(conf.SNAPSHOT_INTERVAL) * 1000)
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
+            bound_transaction_waits(cursor)  # a frozen peer may hold the lock
             cursor.execute("SELECT awa_cron_protocol_lock()")
             cursor.execute(
                 UPSERT_SNAPSHOT,
@@ -97,7 +99,15 @@ class RuntimeReporter:
         Raises :class:`~awa_django.reconciliation.RegistrationConflict` without
         having published anything when desired names belong to someone else.
         """
-        self.write(check=True)
+        try:
+            self.write(check=True)
+        except OperationalError as exc:
+            # A peer frozen while holding the protocol lock: an additive
+            # process starts anyway (its thread retries the snapshot); an
+            # authoritative one must not start unchecked.
+            if self.authoritative or not lock_wait_timed_out(exc):
+                raise
+            logger.warning("first snapshot deferred: %s", exc, extra={"event": "runtime.error"})
         self._thread = threading.Thread(target=self._loop, name="awa-snapshot", daemon=True)
         self._thread.start()
 
@@ -126,6 +136,11 @@ class RuntimeReporter:
 def cleanup_snapshots(using: str = "default", older_than_seconds: float = 24 * 3600) -> int:
     """Delete snapshots (and, by cascade, declarations) not seen for a day."""
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # a frozen peer may hold the lock
+        # Explicitly first, like every snapshot writer: the statement trigger
+        # would take it only after this DELETE locked the table (a lock-order
+        # inversion against a migration's ACCESS EXCLUSIVE lock).
+        cursor.execute("SELECT awa_cron_protocol_lock()")
         cursor.execute(
             "DELETE FROM awa_runtime_instances WHERE last_seen_at < clock_timestamp() - make_interval(secs => %s)",
             [older_than_seconds],

@@ -18,7 +18,7 @@ from django.tasks import Task
 from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from django.utils.module_loading import autodiscover_modules, import_string
 
-from . import cronexpr
+from . import cronexpr, validation
 from .conf import conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
 
@@ -88,16 +88,39 @@ def _json(value: Any, name: str, field_name: str) -> Any:
     """Round-trip ``value`` through strict JSON, or raise naming the field."""
     try:
         return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidSchedule(name, field_name, f"must be JSON-serialisable ({exc})") from None
+
+
+def _refuse(name: str, field_name: str, problem: str | None) -> None:
+    """Raise :class:`InvalidSchedule` for a problem found by :mod:`.validation`."""
+    if problem:
+        raise InvalidSchedule(name, field_name, problem)
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as stored (compact JSON, UTF-8)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _max_args_bytes(name: str) -> int:
+    limit = conf.MAX_ARGS_BYTES
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidSchedule(name, "args", f"AWA_MAX_ARGS_BYTES must be a whole number >= 1, got {limit!r}")
+    return limit
 
 
 def _resolve_task(name: str, task: Any) -> Task[Any, Any]:
     if isinstance(task, str):
+        _refuse(name, "task", validation.kind_problem(task))
         try:
             task = import_string(task)
         except ImportError as exc:
             raise InvalidSchedule(name, "task", f"cannot import {task!r} ({exc})") from None
+        except Exception as exc:  # a module failing at import is the declaration's fault
+            raise InvalidSchedule(
+                name, "task", f"importing {task!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
     if not isinstance(task, Task):
         raise InvalidSchedule(
             name, "task", f"{task!r} is not a django.tasks Task (decorate it with @task)"
@@ -137,10 +160,16 @@ def build_schedule(
             f"must be a non-blank string of 1-{MAX_NAME_LENGTH} characters without NUL, "
             + (f"got {len(name)} characters" if isinstance(name, str) and len(name) > MAX_NAME_LENGTH else f"got {name!r}"),
         )
+    _refuse(name, "name", validation.name_problem(name))
+    if isinstance(cron, str):
+        # Before parsing: a huge or hostile expression must cost nothing.
+        _refuse(name, "cron", validation.expression_problem(cron))
     try:
         expression = cronexpr.parse_cron(cron)
     except cronexpr.CronError as exc:
         raise InvalidSchedule(name, "cron", str(exc)) from None
+    if isinstance(timezone, str):
+        _refuse(name, "timezone", validation.timezone_problem(timezone))
     try:
         cronexpr.parse_timezone(timezone)
     except cronexpr.CronError as exc:
@@ -154,6 +183,7 @@ def build_schedule(
     queue = resolved.queue_name if queue is None else queue
     if not isinstance(queue, str) or not queue or len(queue) > MAX_NAME_LENGTH:
         raise InvalidSchedule(name, "queue", f"must be a non-empty string, got {queue!r}")
+    _refuse(name, "queue", validation.name_problem(queue))
     backend = resolved.get_backend()
     if backend.queues and queue not in backend.queues:
         raise InvalidSchedule(
@@ -176,11 +206,17 @@ def build_schedule(
 
     if isinstance(args, (str, bytes, Mapping)) or not isinstance(args, Iterable):
         raise InvalidSchedule(name, "args", f"must be a list or tuple, got {type(args).__name__}")
-    args_json = _json(list(args), name, "args")
+    args = list(args)
+    _refuse(name, "args", validation.json_problem(args))
+    args_json = _json(args, name, "args")
     kwargs = {} if kwargs is None else kwargs
     if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
         raise InvalidSchedule(name, "kwargs", "must be a dict with string keys")
-    kwargs_json = _json(dict(kwargs), name, "kwargs")
+    kwargs = dict(kwargs)
+    _refuse(name, "kwargs", validation.json_problem(kwargs))
+    kwargs_json = _json(kwargs, name, "kwargs")
+    limit = _max_args_bytes(name)
+    _refuse(name, "args", validation.size_problem(_json_size({"args": args_json, "kwargs": kwargs_json}), limit))
     metadata = {} if metadata is None else metadata
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidSchedule(name, "metadata", "must be a dict with string keys")
@@ -189,7 +225,9 @@ def build_schedule(
         raise InvalidSchedule(
             name, "metadata", f"keys {sorted(clash)} are reserved for the scheduler"
         )
+    _refuse(name, "metadata", validation.json_problem(dict(metadata)))
     metadata_json = _json(dict(metadata), name, "metadata")
+    _refuse(name, "metadata", validation.size_problem(_json_size(metadata_json), limit))
 
     if isinstance(tags, str) or not isinstance(tags, Iterable):
         raise InvalidSchedule(name, "tags", "must be a list of strings")
@@ -204,6 +242,8 @@ def build_schedule(
             f"must be at most {MAX_TAGS} non-empty strings of at most {MAX_NAME_LENGTH} "
             f"characters, got {len(tag_list)} item(s)",
         )
+    for tag in tag_list:
+        _refuse(name, "tags", validation.name_problem(tag))
 
     return Schedule(
         name=name,

@@ -10,12 +10,31 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from contextlib import nullcontext
+from typing import Any
 
-from django.db import connections
+from django.db import DataError, IntegrityError, InternalError, connections, transaction
 
+from .connection_guards import bound_transaction_waits
 from .schedules import Schedule
 
 logger = logging.getLogger(__name__)
+
+
+# Errors a value in one definition can cause; anything else (connection,
+# privilege, timeout) is not a row's fault and fails the sync as a whole.
+ROW_FAULTS = (IntegrityError, DataError, InternalError, UnicodeEncodeError)
+
+
+def _upsert(cursor: Any, definitions: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    cursor.execute("SELECT name, outcome FROM awa_cron_upsert_v2(%s::jsonb)", [json.dumps(definitions)])
+    rows: list[tuple[str, str]] = cursor.fetchall()
+    return rows
+
+
+def _isolated(using: str) -> Any:
+    """A savepoint inside a caller's transaction; nothing in autocommit."""
+    return transaction.atomic(using=using) if connections[using].in_atomic_block else nullcontext()
 
 
 def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> list[str]:
@@ -23,9 +42,26 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
     definitions = [s.definition() for s in sorted(schedules, key=lambda s: s.name)]
     if not definitions:
         return []
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT name, outcome FROM awa_cron_upsert_v2(%s::jsonb)", [json.dumps(definitions)])
-        outcomes = cursor.fetchall()
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # rows may be locked by a frozen peer
+        try:
+            with _isolated(using):
+                outcomes = _upsert(cursor, definitions)
+        except ROW_FAULTS as exc:
+            # One row's value failed the set-based upsert: sync the rest one
+            # by one, so every other schedule is still written.
+            logger.warning("sync statement failed (%s); syncing row by row", exc,
+                           extra={"event": "cron.sync_isolated"})
+            outcomes = []
+            for definition in definitions:
+                try:
+                    with _isolated(using):
+                        outcomes.extend(_upsert(cursor, [definition]))
+                except ROW_FAULTS as row_exc:
+                    logger.error(
+                        "schedule %s cannot be synced: %s", definition["name"], row_exc,
+                        extra={"event": "cron.sync_failed", "schedule": definition["name"]},
+                    )
     changed = sorted(name for name, outcome in outcomes if outcome == "written")
     for name in changed:
         logger.info("schedule %s synced", name, extra={"event": "cron.synced", "schedule": name})

@@ -137,8 +137,10 @@ def test_evaluate__one_fire_statement_per_pass_whatever_the_number_of_fires() ->
     with CaptureQueriesContext(connection) as queries:
         result = evaluate()
     assert len(result.jobs) == 60
-    assert len(queries) == 3  # read due rows, fire them all, find the next due time
-    assert sum("awa_cron_fire_v2" in q["sql"] for q in queries) == 1
+    # Read due rows, fire them all, find the next due time (plus a savepoint
+    # here, because the test holds a transaction; none in autocommit).
+    assert len([q for q in queries if "SAVEPOINT" not in q["sql"]]) == 3
+    assert sum("awa_cron_fire_v3" in q["sql"] for q in queries) == 1
 
 
 def test_evaluate__bad_row_written_by_raw_sql_does_not_stop_others(caplog: pytest.LogCaptureFixture) -> None:

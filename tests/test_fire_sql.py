@@ -41,9 +41,9 @@ def plan_entry(row: CronJob, fires: list[datetime], next_fire_at: Any = None, pr
     }
 
 
-# Both fire statements keep the same contract: v2 (used by the evaluator) adds
-# name-ordered row locking; v1 stays installed for older writers.
-FIRE_FUNCTIONS = ["awa_cron_fire_v1", "awa_cron_fire_v2"]
+# Every fire statement keeps the same contract: v2 adds name-ordered row
+# locking, v3 (used by the evaluator) parking; v1 stays installed for older writers.
+FIRE_FUNCTIONS = ["awa_cron_fire_v1", "awa_cron_fire_v2", "awa_cron_fire_v3"]
 FIRE = {"function": "awa_cron_fire_v2"}
 
 

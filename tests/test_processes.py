@@ -134,13 +134,14 @@ def test_runcron__first_signal_waits_for_the_pass_second_exits_at_once(runcron: 
     proc = runcron({"stuck": every_second("coalesce")})
     wait_for(lambda: slots("stuck"), timeout=30)
     with raw_connection(autocommit=False) as blocker, raw_connection() as observer:
-        # Hold the schedule row: the leader's next fire statement blocks on it,
-        # so its pass cannot finish.
-        blocker.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'stuck' FOR UPDATE")
+        # Hold the jobs table: the leader's next fire statement blocks on its
+        # insert, so its pass cannot finish. (A held schedule row no longer
+        # blocks a pass: the fire statement skips it.)
+        blocker.execute("LOCK TABLE awa_jobs IN ACCESS EXCLUSIVE MODE")
         wait_for(
             lambda: observer.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND query LIKE '%awa_cron_fire_v2%'"
+                "AND query LIKE '%awa_cron_fire_v3%'"
             ).fetchone()[0],
             timeout=10,
         )

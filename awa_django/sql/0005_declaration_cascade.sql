@@ -2,6 +2,13 @@
 -- snapshot row, in the database. Snapshot cleanup deletes with plain SQL, and
 -- Django's own on_delete=CASCADE only acts on ORM deletes. (Written as SQL so
 -- the app keeps supporting Django 6.0, which has no database-level on_delete.)
+-- Lock order of every running writer (runtime snapshots, declarations,
+-- snapshot cleanup): the protocol lock, then awa_runtime_instances, then
+-- awa_cron_declarations. Taking them in that order first, before the ALTER
+-- locks the tables itself (declarations first, then instances through the
+-- foreign key), means a migration never deadlocks with live processes.
+SELECT awa_cron_protocol_lock();
+LOCK TABLE awa_runtime_instances, awa_cron_declarations IN ACCESS EXCLUSIVE MODE;
 DO $$
 DECLARE
     fk text;

@@ -7,8 +7,11 @@ non-zero exit status.
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import json
+import math
+import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from awa_django import operations, ownership, queues, reconciliation
+from awa_django.connection_guards import privilege_error
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.humanize import describe_cron
 from awa_django.manifest import DEFINITION_KEYS
@@ -34,6 +38,8 @@ ROW_FIELDS = (
     "retired_by",
     "retired_revision",
     "owner_id",
+    "parked_at",
+    "parked_reason",
 )
 
 
@@ -48,11 +54,46 @@ def _plain(value: Any) -> Any:
 def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
     """A schedule row as JSON-ready data (the ``--json`` shape)."""
     data = {f: _plain(getattr(row, f)) for f in ROW_FIELDS}
-    data["state"] = "retired" if row.retired_at else "paused" if row.paused_at else "active"
+    for f in ROW_FIELDS:
+        # A timestamp no datetime can hold ('infinity'): show the database's text.
+        if data[f] is None and getattr(row, f"{f}_text", None) is not None:
+            data[f] = getattr(row, f"{f}_text")
+    data["state"] = ("retired" if row.retired_at else "paused" if row.paused_at
+                     else "parked" if row.parked_at else "active")
     data["description"] = describe_cron(row.cron_expr)
     if upcoming:
         data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
     return data
+
+
+def printable(value: Any) -> str:
+    """``value`` as text with control and format characters escaped.
+
+    Names come from declarations and raw SQL; ESC, newlines or RTL overrides
+    printed as-is would let one row forge others in a terminal. JSON output
+    is escaped by ``json.dumps`` itself.
+    """
+    text = str(value)
+    if all(" " <= c <= "~" for c in text):
+        return text
+    return "".join(
+        c if unicodedata.category(c) not in _UNPRINTABLE else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
+
+
+def positive_seconds(value: str) -> float:
+    """argparse type: a finite number of seconds > 0 (``-1`` would prune everything)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {value!r}")
+    return seconds
 
 
 def default_actor() -> str:
@@ -135,8 +176,10 @@ class Command(BaseCommand):
         jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
         jretry.add_argument("id", type=int, help="job id")
         jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
-        jprune.add_argument("--older-than", type=float, metavar="SECONDS",
-                            help="override AWA_JOB_RETENTION for this run")
+        jprune.add_argument("--older-than", type=positive_seconds, metavar="SECONDS",
+                            help="override AWA_JOB_RETENTION for this run (a finite number > 0)")
+        jprune.add_argument("--dry-run", action="store_true",
+                            help="count the jobs that would be deleted; delete nothing")
         for sub in (jlist, jcancel, jretry, jprune):
             sub.add_argument("--json", action="store_true", help="machine-readable output")
         for sub in (jcancel, jretry):
@@ -149,7 +192,7 @@ class Command(BaseCommand):
         except ScheduleNotFound as exc:
             raise CommandError(str(exc)) from exc
         except (OperationRefused, ValueError, DatabaseError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(privilege_error(exc) or str(exc)) from exc
 
     def emit(self, options: dict[str, Any], data: Any, text: str) -> None:
         if options["json"]:
@@ -165,21 +208,24 @@ class Command(BaseCommand):
             self.emit(options, data, "No cron schedules found.")
             return
         header = ("NAME", "CRON", "DESCRIPTION", "TIMEZONE", "POLICY", "QUEUE", "OWNER", "STATE", "LAST FIRE", "NEXT FIRE")
-        table = [header]
+        table: list[tuple[str, ...]] = [header]
         for row, item in zip(rows, data, strict=True):
             upcoming = operations.upcoming_fires(row, 1)
             table.append(
-                (
-                    row.name,
-                    row.cron_expr,
-                    item["description"],
-                    row.timezone,
-                    row.missed_fire_policy,
-                    row.queue,
-                    row.owner_id or "-",
-                    item["state"],
-                    row.last_enqueued_at.isoformat() if row.last_enqueued_at else "never",
-                    upcoming[0].isoformat() if upcoming else "-",
+                tuple(
+                    printable(cell)
+                    for cell in (
+                        row.name,
+                        row.cron_expr,
+                        item["description"],
+                        row.timezone,
+                        row.missed_fire_policy,
+                        row.queue,
+                        row.owner_id or "-",
+                        item["state"],
+                        item["last_enqueued_at"] or "never",
+                        upcoming[0].isoformat() if upcoming else "-",
+                    )
                 )
             )
         widths = [max(len(str(r[i])) for r in table) for i in range(len(header))]
@@ -190,13 +236,14 @@ class Command(BaseCommand):
     def cron_show(self, options: dict[str, Any]) -> None:
         row = operations.get_schedule(options["name"])
         data = schedule_dict(row, upcoming=max(0, options["next"]))
-        lines = [f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in data.items()]
+        lines = [f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else printable(v)}" for k, v in data.items()]
         self.emit(options, data, "\n".join(lines))
 
     def _action(self, options: dict[str, Any], func: Any) -> None:
         result = func(options["name"], options["actor"])
         data = {"action": result.action, "schedule": result.name, "changed": result.changed, "detail": result.detail}
-        text = f"{result.action}: {result.name}: " + ("done" if result.changed else f"no change ({result.detail})")
+        text = printable(f"{result.action}: {result.name}: ") + (
+            "done" if result.changed else printable(f"no change ({result.detail})"))
         self.emit(options, data, text)
 
     def cron_pause(self, options: dict[str, Any]) -> None:
@@ -211,14 +258,14 @@ class Command(BaseCommand):
     def cron_trigger(self, options: dict[str, Any]) -> None:
         job = operations.trigger(options["name"], options["actor"])
         data = {k: _plain(v) for k, v in job.items()}
-        self.emit(options, data, f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}")
+        self.emit(options, data, printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"))
 
     # -- ownership -----------------------------------------------------------
     def _operate(self, options: dict[str, Any], action: str, **kwargs: Any) -> None:
         result = ownership.operate(action, actor=options["actor"], apply=options["apply"], **kwargs)
         verb = "applied" if result.applied else "dry run (use --apply)"
         names = ", ".join(result.schedules) or "nothing"
-        self.emit(options, result.as_json(), f"{action}: {verb}: {names}")
+        self.emit(options, result.as_json(), printable(f"{action}: {verb}: {names}"))
 
     def cron_adopt(self, options: dict[str, Any]) -> None:
         self._operate(options, "adopt", name=options["name"], owner_id=options["owner"],
@@ -241,11 +288,20 @@ class Command(BaseCommand):
             try:
                 with open(options["manifest"], encoding="utf-8") as handle:
                     definitions = json.load(handle)
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
                 raise CommandError(f"cannot read manifest {options['manifest']}: {exc}") from exc
             if not isinstance(definitions, list):
                 raise CommandError("a manifest file holds a JSON list of schedule definitions")
-            result = reconciliation.preview(options["owner"], definitions)
+            for index, entry in enumerate(definitions):
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    raise CommandError(
+                        f"manifest entry #{index + 1} is not an object with a string 'name': "
+                        f"{printable(json.dumps(entry)[:80])}"
+                    )
+            try:
+                result = reconciliation.preview(options["owner"], definitions)
+            except (TypeError, KeyError, AttributeError, RecursionError) as exc:
+                raise CommandError(f"malformed manifest {options['manifest']}: {type(exc).__name__}: {exc}") from exc
         else:
             result = reconciliation.plan(options["owner"])
         data = result.as_json()
@@ -262,14 +318,14 @@ class Command(BaseCommand):
                          f"hash {decl['desired_hash'][:12]} expires {decl['expires_at']}")
         if result.grace_remaining_ms:
             lines.append(f"  grace remaining: {result.grace_remaining_ms / 1000:.1f}s")
-        self.emit(options, data, "\n".join(lines))
+        self.emit(options, data, "\n".join(printable(line) for line in lines))
 
     def cron_owners(self, options: dict[str, Any]) -> None:
         plans = [reconciliation.plan(owner) for owner in reconciliation.owners()]
         data = [p.as_json() for p in plans]
         lines = [f"{p.owner_id}: " + (", ".join(p.blockers) or "converged")
                  + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "") for p in plans]
-        self.emit(options, data, "\n".join(lines) or "No owners.")
+        self.emit(options, data, "\n".join(printable(line) for line in lines) or "No owners.")
 
     # -- queues --------------------------------------------------------------
     def queue_list(self, options: dict[str, Any]) -> None:
@@ -285,13 +341,13 @@ class Command(BaseCommand):
         for q in statuses:
             state = f"paused by {q.paused_by}" if q.paused_at else "active"
             counts = ", ".join(f"{k}={v}" for k, v in sorted(q.counts.items())) or "no jobs"
-            lines.append(f"{q.queue}: {state}; {counts}")
+            lines.append(printable(f"{q.queue}: {state}; {counts}"))
         self.emit(options, data, "\n".join(lines))
 
     def _queue_action(self, options: dict[str, Any], action: str, func: Any) -> None:
         changed = func(options["name"], options["actor"])
         data = {"action": action, "queue": options["name"], "changed": changed}
-        self.emit(options, data, f"{action}: queue {options['name']}: " + ("done" if changed else "no change"))
+        self.emit(options, data, printable(f"{action}: queue {options['name']}: ") + ("done" if changed else "no change"))
 
     def queue_pause(self, options: dict[str, Any]) -> None:
         self._queue_action(options, "pause", queues.pause_queue)
@@ -306,12 +362,12 @@ class Command(BaseCommand):
         data = [
             {"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "attempt": j.attempt,
              "max_attempts": j.max_attempts, "run_at": _plain(j.run_at), "cron_name": j.cron_name,
-             "cron_fire_at": j.metadata.get("cron_fire_at")}
+             "cron_fire_at": j.metadata.get("cron_fire_at") if isinstance(j.metadata, dict) else None}
             for j in rows
         ]
         lines = [
-            f"{d['id']:>8}  {d['state']:<10} {d['queue']:<12} {d['kind']}"
-            + (f"  [{d['cron_name']} @ {d['cron_fire_at']}]" if d["cron_name"] else "")
+            printable(f"{d['id']:>8}  {d['state']:<10} {d['queue']:<12} {d['kind']}"
+                      + (f"  [{d['cron_name']} @ {d['cron_fire_at']}]" if d["cron_name"] else ""))
             for d in data
         ]
         self.emit(options, data, "\n".join(lines) if lines else "No jobs found.")
@@ -319,7 +375,7 @@ class Command(BaseCommand):
     def jobs_cancel(self, options: dict[str, Any]) -> None:
         ids = queues.cancel_cron_jobs(options["cron"], options["actor"])
         self.emit(options, {"action": "cancel", "schedule": options["cron"], "jobs": ids},
-                  f"cancel: {len(ids)} job(s) of {options['cron']} cancelled")
+                  printable(f"cancel: {len(ids)} job(s) of {options['cron']} cancelled"))
 
     def jobs_retry(self, options: dict[str, Any]) -> None:
         if not queues.retry_job(options["id"], options["actor"]):
@@ -328,5 +384,10 @@ class Command(BaseCommand):
                   f"retry: job {options['id']} is available again")
 
     def jobs_prune(self, options: dict[str, Any]) -> None:
+        if options["dry_run"]:
+            count = queues.prune_jobs(options["older_than"], dry_run=True)
+            self.emit(options, {"action": "prune", "dry_run": True, "deleted": 0, "would_delete": count},
+                      f"prune: dry run: {count} finished job(s) would be deleted")
+            return
         count = queues.prune_jobs(options["older_than"])
         self.emit(options, {"action": "prune", "deleted": count}, f"prune: {count} finished job(s) deleted")

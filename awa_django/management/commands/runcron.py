@@ -9,6 +9,7 @@ import psycopg
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable
 from awa_django.leader import Leader
 from awa_django.reconciliation import RegistrationConflict
@@ -31,6 +32,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, once: bool = False, **options: Any) -> None:
         if options["verbosity"] > 1:
             logging.getLogger("awa_django").setLevel(logging.DEBUG)
+        guard_process_connections()  # TCP keepalives, before any connection
         try:
             # Validates every declared schedule before anything is written.
             leader = Leader()
@@ -42,7 +44,7 @@ class Command(BaseCommand):
             except (LeadershipUnavailable, RegistrationConflict) as exc:
                 raise CommandError(str(exc)) from exc
             except (DatabaseError, psycopg.Error) as exc:
-                raise CommandError(f"evaluation pass failed: {exc}") from exc
+                raise CommandError(privilege_error(exc) or f"evaluation pass failed: {exc}") from exc
             self.stdout.write(
                 f"evaluated {result.evaluated} schedule(s), enqueued {len(result.jobs)} job(s)"
             )
@@ -60,5 +62,5 @@ class Command(BaseCommand):
             raise CommandError(f"not starting: {exc}") from exc
         except (DatabaseError, psycopg.Error) as exc:
             # Only the startup snapshot can raise here; the loop survives errors.
-            raise CommandError(f"not starting: database error: {exc}") from exc
+            raise CommandError(f"not starting: {privilege_error(exc) or f'database error: {exc}'}") from exc
         self.stdout.write("runcron: stopped")

@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule
 from awa_django.reconciliation import RegistrationConflict
 from awa_django.schedules import declared_schedules
@@ -41,6 +42,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] > 1:
             logging.getLogger("awa_django").setLevel(logging.DEBUG)
+        guard_process_connections()  # TCP keepalives, before any connection
         try:
             worker = Worker(
                 queues=options["queues"],
@@ -60,7 +62,7 @@ class Command(BaseCommand):
         except RegistrationConflict as exc:
             raise CommandError(f"not starting: {exc}") from exc
         except DatabaseError as exc:
-            raise CommandError(f"not starting: database error: {exc}") from exc
+            raise CommandError(f"not starting: {privilege_error(exc) or f'database error: {exc}'}") from exc
         if worker.abandoned:
             # Tasks outlived AWA_SHUTDOWN_TIMEOUT: end the process now rather
             # than wait for them; their attempts are rescued and retried.

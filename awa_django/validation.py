@@ -1,0 +1,160 @@
+"""Hostile-input checks shared by declarations and the evaluator.
+
+Everything here answers one question, "can every process handle this value the
+same way?", and returns a reason (``str``) or ``None``; callers turn a reason
+into an :class:`~awa_django.exceptions.InvalidSchedule` (declarations) or a
+parked row (the evaluator). The limits are documented in
+docs/reference/settings.md and docs/howto/declaring-schedules.md.
+
+Pure: no database, no Django settings (the args limit is passed in).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from typing import Any
+
+# A cron expression longer than this is refused before it is parsed: parsing
+# cost grows with the text, and every evaluation pass parses due rows again.
+MAX_EXPRESSION_LENGTH = 256
+# JSON nesting deeper than this (args, kwargs, metadata) is refused: deep
+# nesting overflows the recursion of json, psycopg and the worker.
+MAX_JSON_DEPTH = 32
+# Zone names whose meaning depends on the host rather than on the name.
+HOST_DEPENDENT_ZONES = frozenset({"localtime", "posixrules", "factory"})
+
+# Unicode categories never allowed in a schedule name or tag: control
+# characters (ESC, newline, ...), format characters (RTL overrides, zero-width
+# joiners), surrogates and line/paragraph separators. Any of them lets a name
+# forge rows in a terminal listing.
+_FORBIDDEN_NAME_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# (min, max) of each field, seconds first (the order of CronExpression.fields).
+_FIELD_RANGES = ((0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+_FIELD_NAMES = ("second", "minute", "hour", "day-of-month", "month", "day-of-week")
+_MONTHS = {m: i for i, m in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
+_DAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
+_RANGE = re.compile(r"([0-9a-zA-Z]+)-([0-9a-zA-Z]+)")
+_DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def text_problem(value: str) -> str | None:
+    """NUL or a lone surrogate: PostgreSQL text and jsonb cannot store either."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (not valid Unicode text)"
+    return None
+
+
+def name_problem(value: str) -> str | None:
+    """A name or tag that cannot be stored or would not print as itself."""
+    problem = text_problem(value)
+    if problem:
+        return problem
+    for char in value:
+        if unicodedata.category(char) in _FORBIDDEN_NAME_CATEGORIES:
+            return f"contains the control or format character U+{ord(char):04X}"
+    return None
+
+
+def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """The first string (key or value) that cannot be stored, or too deep nesting.
+
+    Iterative, so a hostile depth cannot overflow the interpreter's stack.
+    """
+    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if depth > max_depth:
+            return f"is nested deeper than {max_depth} levels"
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem:
+                return f"{where or 'a value'} {problem}"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{where or 'a value'} is {item!r} (not JSON)"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    problem = text_problem(key)
+                    if problem:
+                        return f"key {key!r} {problem}"
+                stack.append((child, depth + 1, f"value of {key!r}"))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, depth + 1, where) for child in item)
+    return None
+
+
+def expression_problem(text: str) -> str | None:
+    """Cron text that parses but would not mean what it says (see the docs).
+
+    Checked before parsing: length, characters (ASCII only, so non-ASCII
+    whitespace is never taken for a separator), steps within the field's span,
+    ranges that are not reversed.
+    """
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        return f"is {len(text)} characters long; the limit is {MAX_EXPRESSION_LENGTH}"
+    for char in text:
+        if not (" " <= char <= "~" or char == "\t"):
+            return f"contains the character U+{ord(char):04X}; use ASCII only, fields separated by spaces"
+    stripped = text.strip()
+    if stripped.startswith("@"):
+        return None
+    parts = stripped.split()
+    if len(parts) not in (5, 6):
+        return None  # the parser names the field-count error
+    fields = ["0", *parts] if len(parts) == 5 else parts
+    for index, field in enumerate(fields):
+        low, high = _FIELD_RANGES[index]
+        name = _FIELD_NAMES[index]
+        for token in field.split(","):
+            base, _, step = token.partition("/")
+            if step and (not step.isdigit() or not 1 <= int(step) <= high - low):
+                return (f"step {step!r} in the {name} field must be a whole number "
+                        f"from 1 to {high - low}")
+            match = _RANGE.fullmatch(base)
+            if match:
+                start, end = (_field_value(index, part) for part in match.groups())
+                if start is not None and end is not None and start > end:
+                    return (f"range {base!r} in the {name} field is reversed; "
+                            f"write it low-high or as a list")
+    return None
+
+
+def _field_value(index: int, token: str) -> int | None:
+    if token.isdigit():
+        return int(token)
+    names = _MONTHS if index == 4 else _DAYS if index == 5 else {}
+    return names.get(token.lower())
+
+
+def timezone_problem(name: str) -> str | None:
+    """Zone names whose meaning depends on the host (``localtime``, ``posixrules``)."""
+    if name.strip().lower() in HOST_DEPENDENT_ZONES:
+        return f"{name!r} depends on the host's configuration; use an IANA name such as 'Europe/Berlin'"
+    problem = text_problem(name)
+    if problem:
+        return problem
+    return None
+
+
+def kind_problem(kind: str) -> str | None:
+    """A task path that is not an absolute dotted path (``.x``, ``..``, ``x``)."""
+    problem = text_problem(kind)
+    if problem:
+        return problem
+    if not _DOTTED_PATH.fullmatch(kind):
+        return f"{kind!r} is not an absolute dotted path such as 'myapp.tasks.send_digest'"
+    return None
+
+
+def size_problem(size: int, limit: int) -> str | None:
+    """A JSON value whose encoded size exceeds ``AWA_MAX_ARGS_BYTES``."""
+    if size > limit:
+        return f"is {size} bytes as JSON; the limit is AWA_MAX_ARGS_BYTES={limit}"
+    return None

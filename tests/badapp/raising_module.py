@@ -1,0 +1,3 @@
+"""A module that fails at import (validation tests)."""
+
+raise RuntimeError("boom at import")

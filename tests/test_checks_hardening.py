@@ -1,0 +1,49 @@
+"""Checks E060-E062/W060: the hostile-input and bounded-wait settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.checks import run_checks
+from django.test import override_settings
+
+from awa_django import checks
+
+pytestmark = pytest.mark.django_db
+
+
+def ids() -> list[str]:
+    return [m.id for m in run_checks() if (m.id or "").startswith("awa_django.")]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "1", True, None])
+def test_check_hardening__e060_max_args_bytes(value: Any) -> None:
+    with override_settings(AWA_MAX_ARGS_BYTES=value):
+        assert ids() == ["awa_django.E060"]
+
+
+@pytest.mark.parametrize("key", ["AWA_LOCK_TIMEOUT", "AWA_STATEMENT_TIMEOUT"])
+@pytest.mark.parametrize("value", [-1, float("nan"), float("inf"), "5", None])
+def test_check_hardening__e061_timeouts(key: str, value: Any) -> None:
+    with override_settings(**{key: value}):
+        assert ids() == ["awa_django.E061"]
+
+
+def test_check_hardening__w060_lock_timeout_disabled() -> None:
+    with override_settings(AWA_LOCK_TIMEOUT=0):
+        assert ids() == ["awa_django.W060"]
+
+
+@pytest.mark.parametrize("key", ["AWA_TCP_KEEPALIVES_IDLE", "AWA_TCP_KEEPALIVES_INTERVAL",
+                                 "AWA_TCP_KEEPALIVES_COUNT"])
+@pytest.mark.parametrize("value", [0, 2.5, "30"])
+def test_check_hardening__e062_keepalives(key: str, value: Any) -> None:
+    with override_settings(**{key: value}):
+        assert ids() == ["awa_django.E062"]
+
+
+def test_check_hardening__every_new_id_has_a_hint() -> None:
+    for check_id in ("awa_django.E060", "awa_django.E061", "awa_django.E062"):
+        assert checks.HINTS[check_id]
+    assert checks.W060_HINT
