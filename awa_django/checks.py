@@ -226,3 +226,80 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
                     _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
                 )
     return messages
+
+
+HINTS.update(
+    {
+        "awa_django.E071": "Run manage.py migrate.",
+        "awa_django.E072": "Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
+        "awa_django.E073": "Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
+    }
+)
+
+
+@register(Tags.database)
+def check_migrations_applied(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """awa_django's migrations are all applied (``manage.py check --database default``)."""
+    from django.db import DatabaseError, connections
+
+    from .migrationstate import unapplied_migrations
+
+    messages: list[CheckMessage] = []
+    for alias in databases or ():
+        if connections[alias].vendor != "postgresql":
+            continue
+        try:
+            missing = unapplied_migrations(alias)
+        except DatabaseError:
+            continue  # an unreachable database is reported by Django itself
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" (+{len(missing) - 3})" if len(missing) > 3 else "")
+            messages.append(
+                _error("awa_django.E071", f"database {alias!r}: awa_django migrations not applied: {shown}")
+            )
+    return messages
+
+
+@register(Tags.compatibility)
+def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Declared schedules need an AwaBackend: their fires are rows only runtasks runs."""
+    from django.tasks import task_backends
+    from django.utils.module_loading import import_string
+
+    from .backend import AwaBackend
+    from .schedules import registry
+
+    schedules, _ = settings_schedules()  # invalid ones are reported by check_schedules
+    schedules = [*schedules, *registry]
+    if not schedules:
+        return []
+    awa_aliases = set()
+    for alias, config in task_backends.settings.items():
+        try:
+            backend_class = import_string(config["BACKEND"])
+        except (ImportError, KeyError):
+            continue  # Django's own tasks checks report it
+        if isinstance(backend_class, type) and issubclass(backend_class, AwaBackend):
+            awa_aliases.add(alias)
+    if not awa_aliases:
+        return [
+            _error(
+                "awa_django.E072",
+                f"{len(schedules)} schedule(s) declared but no TASKS backend is an AwaBackend",
+            )
+        ]
+    messages: list[CheckMessage] = []
+    for schedule in sorted(schedules, key=lambda s: s.name):
+        try:
+            backend_alias = import_string(schedule.kind).backend
+        except (ImportError, AttributeError):
+            continue  # check_schedules reports it
+        if backend_alias not in awa_aliases:
+            messages.append(
+                _error(
+                    "awa_django.E073",
+                    f"schedule {schedule.name!r}: task backend {backend_alias!r} is not an AwaBackend",
+                    obj=f"schedule {schedule.name!r}",
+                )
+            )
+    return messages

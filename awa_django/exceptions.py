@@ -55,3 +55,7 @@ class TaskTimeout(RuntimeError):
 
 class UnstorableResult(ValueError):
     """Recorded in a job's errors when PostgreSQL cannot store a task's return value."""
+
+
+class NotMigrated(RuntimeError):
+    """The database lacks awa_django migrations: run ``manage.py migrate``."""

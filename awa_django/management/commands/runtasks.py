@@ -12,7 +12,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from awa_django.exceptions import InvalidSchedule
+from awa_django.exceptions import InvalidSchedule, NotMigrated
+from awa_django.migrationstate import require_migrated
 from awa_django.reconciliation import RegistrationConflict
 from awa_django.schedules import declared_schedules
 from awa_django.worker import Worker
@@ -66,6 +67,12 @@ class Command(BaseCommand):
             raise CommandError(f"invalid schedule, not starting: {exc}") from exc
         except (ValueError, KeyError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
+        try:
+            require_migrated(worker.using)
+        except NotMigrated as exc:
+            raise CommandError(f"not starting: {exc}") from exc
+        except DatabaseError as exc:
+            raise CommandError(f"not starting: database error: {exc}") from exc
         worker.install_signal_handlers()
         self.stdout.write(f"runtasks: worker {worker.worker_id} started")
         try:
