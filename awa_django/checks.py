@@ -230,6 +230,7 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
 
 HINTS.update(
     {
+        "awa_django.E070": "Add 'awa_django' to INSTALLED_APPS and run manage.py migrate.",
         "awa_django.E071": "Run manage.py migrate.",
         "awa_django.E072": "Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
         "awa_django.E073": "Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
