@@ -169,3 +169,36 @@ def job_filter(state: str | None = None, queue: str | None = None, cron: str | N
     if cron:
         q &= Q(metadata__cron_name=cron)
     return q
+
+
+def cancel_job(job_id: int, actor: str, using: str = "default") -> None:
+    """Cancel one job that is not running yet; raise ``OperationRefused`` otherwise.
+
+    A running attempt belongs to its worker (cancelling under it would race its
+    completion); ``AWA_TASK_TIMEOUT`` bounds how long it can run.
+    """
+    from .exceptions import OperationRefused
+
+    actor = _actor(actor)
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE awa_jobs
+               SET state = 'cancelled', finished_at = clock_timestamp(),
+                   errors = errors || jsonb_build_array(jsonb_build_object(
+                       'exception_class_path', 'awa_django.exceptions.JobCancelled',
+                       'traceback', 'cancelled by ' || %s))
+             WHERE id = %s AND state = ANY (%s)
+            RETURNING id
+            """,
+            [actor, job_id, list(CANCELLABLE)],
+        )
+        cancelled = cursor.fetchone() is not None
+        if not cancelled:
+            cursor.execute("SELECT state FROM awa_jobs WHERE id = %s", [job_id])
+            found = cursor.fetchone()
+    if not cancelled:
+        if found is None:
+            raise OperationRefused(f"job {job_id} does not exist")
+        raise OperationRefused(f"job {job_id} is {found[0]}; only jobs not yet running can be cancelled")
+    logger.info("job %s cancelled by %s", job_id, actor, extra={"event": "job.cancelled", "job_id": job_id, "actor": actor})
