@@ -12,6 +12,7 @@ same table and are indistinguishable from enqueued tasks once inserted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from datetime import datetime
@@ -161,10 +162,8 @@ class AwaBackend(BaseTaskBackend):
             overrides["backend"] = self.alias
         run_after = (job.metadata or {}).get("run_after") if isinstance(job.metadata, dict) else None
         if isinstance(run_after, str):
-            try:
+            with contextlib.suppress(ValueError):  # a hand-written row: keep the task as declared
                 overrides["run_after"] = datetime.fromisoformat(run_after)
-            except ValueError:
-                pass
         if not overrides:
             return task
         try:
