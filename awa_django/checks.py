@@ -304,3 +304,29 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 )
             )
     return messages
+
+
+HINTS["awa_django.E074"] = "See docs/reference/settings.md for the worker settings' types and ranges."
+
+
+@register(Tags.compatibility)
+def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """AWA_TASK_MODULES, AWA_UNKNOWN_TASK_TIMEOUT, AWA_REPORT_RETRY_TIMEOUT, AWA_TASK_TIMEOUT."""
+    messages: list[CheckMessage] = []
+    modules = conf.TASK_MODULES
+    if not isinstance(modules, (list, tuple)) or not all(
+        isinstance(m, str) and m.strip() and not m.startswith(".") for m in modules
+    ):
+        messages.append(
+            _error("awa_django.E074", f"AWA_TASK_MODULES must be a list of module paths, got {modules!r:.80}")
+        )
+    for key in ("UNKNOWN_TASK_TIMEOUT", "REPORT_RETRY_TIMEOUT"):
+        value = getattr(conf, key)
+        if not finite(value):
+            messages.append(_error("awa_django.E074", f"AWA_{key} must be a number of seconds >= 0, got {value!r}"))
+    timeout = conf.TASK_TIMEOUT
+    if timeout is not None and (not finite(timeout) or timeout <= 0):
+        messages.append(
+            _error("awa_django.E074", f"AWA_TASK_TIMEOUT must be None (off) or seconds > 0, got {timeout!r}")
+        )
+    return messages

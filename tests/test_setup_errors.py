@@ -70,3 +70,25 @@ def test_checks__no_schedules_no_awa_backend_is_fine() -> None:
 
     registry.clear()  # restored by the autouse fixture
     assert not {"awa_django.E072", "awa_django.E073"} & set(ids())
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("AWA_TASK_MODULES", "myproject"),
+        ("AWA_TASK_MODULES", [".relative"]),
+        ("AWA_UNKNOWN_TASK_TIMEOUT", -1),
+        ("AWA_REPORT_RETRY_TIMEOUT", "60"),
+        ("AWA_TASK_TIMEOUT", 0),
+        ("AWA_TASK_TIMEOUT", float("inf")),
+    ],
+)
+def test_checks__invalid_worker_settings_are_e074(setting: str, value: Any) -> None:
+    with override_settings(**{setting: value}):
+        messages = [m for m in run_checks() if m.id == "awa_django.E074"]
+    assert len(messages) == 1 and setting in messages[0].msg
+
+
+def test_checks__worker_settings_defaults_are_valid() -> None:
+    with override_settings(AWA_TASK_MODULES=["myproject.jobs"], AWA_TASK_TIMEOUT=30):
+        assert "awa_django.E074" not in ids()
