@@ -231,7 +231,6 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
 HINTS.update(
     {
         "awa_django.E070": "Add 'awa_django' to INSTALLED_APPS and run manage.py migrate.",
-        "awa_django.E071": "Run manage.py migrate.",
         "awa_django.E072": "Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
         "awa_django.E073": "Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
     }
@@ -241,6 +240,7 @@ HINTS.update(
 @register(Tags.database)
 def check_migrations_applied(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """awa_django's migrations are all applied (``manage.py check --database default``)."""
+    from django.core.checks import Warning as CheckWarning
     from django.db import DatabaseError, connections
 
     from .migrationstate import unapplied_migrations
@@ -255,8 +255,14 @@ def check_migrations_applied(app_configs: Any = None, databases: Any = None, **k
             continue  # an unreachable database is reported by Django itself
         if missing:
             shown = ", ".join(missing[:3]) + (f" (+{len(missing) - 3})" if len(missing) > 3 else "")
+            # A warning, not an error: `manage.py migrate` runs the database
+            # checks first, and an error would stop the very command that fixes it.
             messages.append(
-                _error("awa_django.E071", f"database {alias!r}: awa_django migrations not applied: {shown}")
+                CheckWarning(
+                    f"database {alias!r}: awa_django migrations not applied: {shown}",
+                    hint="Run manage.py migrate.",
+                    id="awa_django.W071",
+                )
             )
     return messages
 

@@ -2,7 +2,7 @@
 
 Without ``manage.py migrate`` the first SQL call fails deep inside PostgreSQL
 ("function awa_cron_protocol_lock() does not exist ... add explicit type
-casts"). ``runcron``/``runtasks`` ask here first, and check E071 reports the
+casts"). ``runcron``/``runtasks`` ask here first, and check W071 reports the
 same with ``manage.py check --database default``.
 """
 
