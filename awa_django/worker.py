@@ -317,12 +317,14 @@ class Worker:
         except TaskNotRunnable as exc:
             return self._fail_job(row, exc)
         result = self.backend.result_for(job_from_row(row), task)
-        task_started.send(type(self.backend), task_result=result)
         info = jobcontext.JobInfo(
             id=job_id, attempt=attempt, max_attempts=int(row["max_attempts"]), queue=row["queue"],
             kind=row["kind"], metadata=dict(row["metadata"] or {}),
         )
         try:
+            # Inside the try: a task_started receiver that raises fails this
+            # attempt instead of leaving it running.
+            task_started.send(type(self.backend), task_result=result)
             with jobcontext.running(info):
                 if task.takes_context:
                     value = task.call(TaskContext(task_result=result), *args, **kwargs)
@@ -354,8 +356,16 @@ class Worker:
         finished = self._finished_result(row, task, result)
         object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(finished, "_return_value", value)
-        task_finished.send(type(self.backend), task_result=finished)
+        self._send_finished(finished)
         return state
+
+    def _send_finished(self, result: Any) -> None:
+        """Send ``task_finished``; the outcome is already stored, so a failing receiver is only logged."""
+        try:
+            task_finished.send(type(self.backend), task_result=result)
+        except Exception:
+            logger.exception("job %s: a task_finished receiver raised", result.id,
+                             extra={"event": "worker.error", "job_id": result.id})
 
     def _finished_result(self, row: dict[str, Any], task: Any, fallback: Any) -> Any:
         """The ``TaskResult`` as stored (finished_at, errors), for ``task_finished``."""
@@ -463,7 +473,7 @@ class Worker:
         if result is not None and state == "failed":
             finished = self._finished_result(row, result.task, result)
             object.__setattr__(finished, "status", TaskResultStatus.FAILED)
-            task_finished.send(type(self.backend), task_result=finished)
+            self._send_finished(finished)
         return state
 
     # -- heartbeats and shutdown ----------------------------------------------

@@ -279,3 +279,33 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
     # First try hits the dead session, the retry finds the job already completed.
     assert worker._report("complete", row, sql, params, done=("completed",)) == "completed"
     assert job(result).state == "completed"
+
+
+def test_worker__task_started_receiver_that_raises_fails_the_attempt() -> None:
+    from django.tasks.signals import task_started
+
+    def broken(sender: Any, task_result: Any, **kw: Any) -> None:
+        raise SystemExit("receiver exits")
+
+    result = tasks.write_effect.enqueue("never")
+    task_started.connect(broken)
+    try:
+        assert run_one(result) == "retryable"
+    finally:
+        task_started.disconnect(broken)
+    assert job(result).errors[0]["exception_class_path"] == "builtins.SystemExit"
+    assert not Effect.objects.exists()
+
+
+def test_worker__task_finished_receiver_that_raises_keeps_the_outcome(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(sender: Any, task_result: Any, **kw: Any) -> None:
+        raise RuntimeError("receiver bug")
+
+    result = tasks.write_effect.enqueue("kept")
+    task_finished.connect(broken)
+    try:
+        assert run_one(result) == "completed"
+    finally:
+        task_finished.disconnect(broken)
+    assert job(result).state == "completed"
+    assert any("task_finished receiver raised" in r.getMessage() for r in caplog.records)
