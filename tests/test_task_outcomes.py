@@ -309,3 +309,45 @@ def test_worker__task_finished_receiver_that_raises_keeps_the_outcome(caplog: py
         task_finished.disconnect(broken)
     assert job(result).state == "completed"
     assert any("task_finished receiver raised" in r.getMessage() for r in caplog.records)
+
+
+def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> None:
+    # The fault campaign's setting: the worker reaches PostgreSQL through a proxy
+    # that drops every connection and refuses new ones for a while, right when
+    # the task finishes. The job must complete exactly once, on its first attempt.
+    import threading
+
+    from django.db import connection, connections
+
+    from tests.conftest import wait_for
+    from tests.tcpproxy import TcpProxy
+
+    direct = connection.settings_dict
+    proxy = TcpProxy((direct["HOST"] or "127.0.0.1", int(direct["PORT"] or 5432)))
+    # Connections opened from now on, i.e. the worker's threads, go through the
+    # proxy; this thread keeps its open direct connection.
+    connections.settings["default"] = {**direct, "HOST": "127.0.0.1", "PORT": str(proxy.port)}
+    try:
+        with override_settings(AWA_POLL_INTERVAL=0.05, AWA_HEARTBEAT_INTERVAL=0.2):
+            result = tasks.sleeps_then_returns.enqueue(1.5, "outage")
+            worker = Worker(burst=True)
+
+            def run() -> None:
+                try:
+                    worker.run()
+                finally:
+                    connections.close_all()  # this thread's connections
+
+            runner = threading.Thread(target=run, daemon=True)
+            runner.start()
+            wait_for(lambda: Effect.objects.filter(label="outage", phase="started").exists(), timeout=60)
+            proxy.cut(3.0)  # the task ends inside the outage: its report meets it
+            runner.join(timeout=90)
+            assert not runner.is_alive()
+    finally:
+        connections.settings["default"] = direct
+        proxy.close()
+    row = job(result)
+    assert (row.state, row.attempt, row.result, row.errors) == ("completed", 1, "outage", [])
+    assert Effect.objects.filter(label="outage").count() == 1  # ran once
+    assert worker.completed == 1

@@ -142,3 +142,13 @@ def sleeps(seconds: float = 1.0, label: str = "sleeper") -> str:
     time.sleep(seconds)
     _effect(label, "done")
     return label
+
+
+@task
+def sleeps_then_returns(seconds: float = 1.0, label: str = "sleeper") -> str:
+    """Record 'started', sleep, return: no database use after the sleep."""
+    import time
+
+    _effect(label, "started")
+    time.sleep(seconds)
+    return label
