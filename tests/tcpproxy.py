@@ -6,6 +6,7 @@ like the fault campaign that found the bug: connections dropped for seconds.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -69,8 +70,6 @@ class TcpProxy:
 
     @staticmethod
     def _close(sock: socket.socket) -> None:
-        try:
+        with contextlib.suppress(OSError):  # already closed by the other side
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         sock.close()
