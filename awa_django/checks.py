@@ -233,6 +233,7 @@ HINTS.update(
         "awa_django.E070": "Add 'awa_django' to INSTALLED_APPS and run manage.py migrate.",
         "awa_django.E072": "Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
         "awa_django.E073": "Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
+        "awa_django.E075": "Move the task into an installed app, or list its module in AWA_TASK_MODULES.",
     }
 )
 
@@ -295,8 +296,18 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 f"{len(schedules)} schedule(s) declared but no TASKS backend is an AwaBackend",
             )
         ]
+    from .taskpaths import is_allowed_module
+
     messages: list[CheckMessage] = []
     for schedule in sorted(schedules, key=lambda s: s.name):
+        if not is_allowed_module(schedule.kind.rpartition(".")[0]):
+            messages.append(
+                _error(
+                    "awa_django.E075",
+                    f"schedule {schedule.name!r}: task module is outside INSTALLED_APPS and AWA_TASK_MODULES",
+                    obj=f"schedule {schedule.name!r}",
+                )
+            )
         try:
             backend_alias = import_string(schedule.kind).backend
         except (ImportError, AttributeError):

@@ -98,3 +98,11 @@ def test_migrate__is_not_blocked_by_the_unapplied_migrations_warning(unmigrated:
     # migrate runs the database checks first (skip_checks=False as on the command line).
     call_command("migrate", "awa_django", verbosity=0, skip_checks=False)
     assert "awa_django.W071" not in ids(databases=["default"])
+
+
+@override_settings(AWA_SCHEDULES={"outside": {"cron": "0 2 * * *", "task": "tests.outside_tasks.outside"}})
+def test_checks__schedule_of_a_task_runtasks_would_not_import_is_e075() -> None:
+    (message,) = [m for m in run_checks() if m.id == "awa_django.E075"]
+    assert "'outside'" in message.msg and "AWA_TASK_MODULES" in message.msg and len(message.msg) < 100
+    with override_settings(AWA_TASK_MODULES=["tests.outside_tasks"]):
+        assert "awa_django.E075" not in ids()
