@@ -351,3 +351,24 @@ def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> 
     assert (row.state, row.attempt, row.result, row.errors) == ("completed", 1, "outage", [])
     assert Effect.objects.filter(label="outage").count() == 1  # ran once
     assert worker.completed == 1
+
+
+def test_worker__heartbeat_report_survives_a_terminated_connection() -> None:
+    from django.db import connection
+
+    from tests.conftest import raw_connection
+
+    result = tasks.write_effect.enqueue("beat")
+    worker = Worker()
+    (row,) = worker.claim(1)
+    Job.objects.filter(id=int(result.id)).update(heartbeat_at=row["heartbeat_at"] - timedelta(minutes=5))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    with raw_connection() as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    ids, attempts = [int(row["id"])], [int(row["attempt"])]
+    stamped = worker._report("heartbeat", {"id": ids, "attempt": attempts},
+                             "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [ids, attempts], done=())
+    assert stamped == 1
+    assert job(result).heartbeat_at > row["heartbeat_at"] - timedelta(minutes=1)
