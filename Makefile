@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_SECONDS ?= 0
 DEMO_ADMIN ?= 0
 
-.PHONY: venv test test-oldest demo check lint clean
+.PHONY: venv test test-oldest demo check lint clean conformance
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -34,8 +34,13 @@ test-oldest: $(VENV_OLDEST)/.installed
 demo: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/demo.py --seconds $(DEMO_SECONDS) --admin $(DEMO_ADMIN)
 
+# Django's own tests/tasks (from the sdist of the installed Django, downloaded by
+# pip into .cache/) against AwaBackend; deviations: conformance/expected_deviations.txt.
+conformance: $(STAMP)
+	$(PY) scripts/with_db.py $(PY) scripts/conformance.py $(PYTEST_ARGS)
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check awa_django tests scripts example_project
+	$(VENV)/bin/ruff check awa_django tests scripts example_project conformance
 	$(VENV)/bin/mypy awa_django
 
 check: $(STAMP)

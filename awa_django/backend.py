@@ -12,11 +12,14 @@ same table and are indistinguishable from enqueued tasks once inserted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
+from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.db import connections, transaction
 from django.db.models import Case, Value, When
@@ -25,13 +28,13 @@ from django.db.models.lookups import GreaterThan
 from django.tasks import Task
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.base import TaskError, TaskResult, TaskResultStatus
-from django.tasks.exceptions import TaskResultDoesNotExist
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils.json import normalize_json
-from django.utils.module_loading import import_string
 
 from .conf import conf
 from .models import Job, JobState
+from .taskpaths import TaskNotHere, TaskNotRunnable, is_allowed_module, load_task
 from .validation import json_problem
 
 STATUS = {
@@ -67,6 +70,7 @@ class AwaBackend(BaseTaskBackend):
     def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any, Any]:
         """Insert a job in the current transaction; ``task_enqueued`` is sent on commit."""
         self.validate_task(task)
+        require_runnable_here(task)
         payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
         # Fail here, in the caller, not later in the worker (and not with a
         # database error that would abort the caller's transaction).
@@ -95,7 +99,8 @@ class AwaBackend(BaseTaskBackend):
                 else JobState.AVAILABLE
             ),
             run_at=run_after if run_after is not None else Now(),
-            metadata={},
+            # The .using() overrides get_result() restores (run_at moves on retries).
+            metadata={"run_after": run_after.isoformat()} if run_after is not None else {},
         )
         job.refresh_from_db(fields=["run_at", "created_at", "state"])
         result = self.result_for(job, task)
@@ -127,12 +132,13 @@ class AwaBackend(BaseTaskBackend):
             task = resolve_task(job.kind)
             if task is None:
                 raise TaskResultDoesNotExist(f"{job.id}: {job.kind!r} is not an importable Task")
+        task = self._as_enqueued(task, job)
         result: TaskResult[Any, Any] = TaskResult(
             task=task,
             id=str(job.id),
             status=STATUS[JobState(job.state)],
             enqueued_at=job.created_at,
-            started_at=job.attempted_at,
+            started_at=job.started_at,
             finished_at=job.finished_at,
             last_attempted_at=job.attempted_at,
             args=list(job.args.get("args", [])),
@@ -152,9 +158,42 @@ class AwaBackend(BaseTaskBackend):
             object.__setattr__(result, "_return_value", job.result)
         return result
 
+    def _as_enqueued(self, task: Task[Any, Any], job: Job) -> Task[Any, Any]:
+        """``task`` with the ``.using()`` overrides job ``job`` was enqueued with."""
+        overrides: dict[str, Any] = {}
+        if job.priority != task.priority:
+            overrides["priority"] = job.priority
+        if job.queue != task.queue_name:
+            overrides["queue_name"] = job.queue
+        if task.backend != self.alias:
+            overrides["backend"] = self.alias
+        run_after = (job.metadata or {}).get("run_after") if isinstance(job.metadata, dict) else None
+        if isinstance(run_after, str):
+            with contextlib.suppress(ValueError):  # a hand-written row: keep the task as declared
+                overrides["run_after"] = datetime.fromisoformat(run_after)
+        if not overrides:
+            return task
+        try:
+            return task.using(**overrides)
+        except (InvalidTask, ValueError, KeyError):
+            # e.g. a cron fire into a queue this backend does not list: the
+            # row stays readable, with the task as declared.
+            return task
+
     def check(self, **kwargs: Any) -> list[CheckMessage]:
         """The backend's database must be PostgreSQL; MAX_ATTEMPTS must be 1-1000."""
         messages: list[CheckMessage] = list(super().check(**kwargs))
+        if not apps.is_installed("awa_django"):
+            # Our own checks are registered by the app: this one is the only
+            # place the mistake can be reported.
+            messages.append(
+                Error(
+                    f"task backend {self.alias!r} is an AwaBackend but 'awa_django' is not in "
+                    "INSTALLED_APPS",
+                    hint="Add 'awa_django' to INSTALLED_APPS and run manage.py migrate.",
+                    id="awa_django.E070",
+                )
+            )
         attempts = self._max_attempts
         if attempts is not None and (
             isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 1000
@@ -198,12 +237,46 @@ def _contains_nul(value: Any) -> bool:
 
 
 def resolve_task(kind: str) -> Task[Any, Any] | None:
-    """The ``Task`` object at dotted path ``kind``, or None."""
+    """The ``Task`` object at dotted path ``kind``, or None.
+
+    Never imports a module outside the installed apps and ``AWA_TASK_MODULES``
+    (see :mod:`awa_django.taskpaths`).
+    """
     try:
-        task = import_string(kind)
-    except ImportError:
+        return load_task(kind)
+    except (TaskNotHere, TaskNotRunnable):
         return None
-    return task if isinstance(task, Task) else None
+
+
+def require_runnable_here(task: Task[Any, Any]) -> None:
+    """Refuse to enqueue a task ``runtasks`` would never import."""
+    module = task.module_path.rpartition(".")[0]
+    if not is_allowed_module(module):
+        raise InvalidTask(
+            f"task {task.module_path!r}: its module is not in an installed app or AWA_TASK_MODULES, "
+            "so runtasks would not import it"
+        )
+
+
+def unstorable_reason(value: Any) -> str | None:
+    """Why PostgreSQL jsonb cannot store ``value`` (NUL, lone surrogate), or None."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "contains a NUL character (PostgreSQL jsonb rejects them)"
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            return "contains a lone surrogate (not valid Unicode; PostgreSQL jsonb rejects it)"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            reason = unstorable_reason(key) or unstorable_reason(item)
+            if reason:
+                return reason
+    elif isinstance(value, list):
+        for item in value:
+            reason = unstorable_reason(item)
+            if reason:
+                return reason
+    return None
 
 
 def job_from_row(row: dict[str, Any]) -> Job:

@@ -238,6 +238,8 @@ def check_admin_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
     if finite(value) and value > 0:
         return []
     return [_error("awa_django.E090", f"AWA_OVERDUE_AFTER must be a number of seconds > 0, got {value!r}")]
+
+
 # --- Hostile input and bounded waits (issue 8): E060-E069, W060-W069 ----------
 HINTS.update(
     {
@@ -276,4 +278,125 @@ def check_hardening(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
         value = getattr(conf, key)
         if not _whole(value, 1):
             messages.append(_error("awa_django.E062", f"AWA_{key} must be a whole number >= 1, got {value!r}"))
+    return messages
+
+
+HINTS.update(
+    {
+        "awa_django.E070": "Add 'awa_django' to INSTALLED_APPS and run manage.py migrate.",
+        "awa_django.E072": "Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
+        "awa_django.E073": "Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
+        "awa_django.E075": "Move the task into an installed app, or list its module in AWA_TASK_MODULES.",
+    }
+)
+
+
+@register(Tags.database)
+def check_migrations_applied(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """awa_django's migrations are all applied (``manage.py check --database default``)."""
+    from django.core.checks import Warning as CheckWarning
+    from django.db import DatabaseError, connections
+
+    from .migrationstate import unapplied_migrations
+
+    messages: list[CheckMessage] = []
+    for alias in databases or ():
+        if connections[alias].vendor != "postgresql":
+            continue
+        try:
+            missing = unapplied_migrations(alias)
+        except DatabaseError:
+            continue  # an unreachable database is reported by Django itself
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" (+{len(missing) - 3})" if len(missing) > 3 else "")
+            # A warning, not an error: `manage.py migrate` runs the database
+            # checks first, and an error would stop the very command that fixes it.
+            messages.append(
+                CheckWarning(
+                    f"database {alias!r}: awa_django migrations not applied: {shown}",
+                    hint="Run manage.py migrate.",
+                    id="awa_django.W071",
+                )
+            )
+    return messages
+
+
+@register(Tags.compatibility)
+def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Declared schedules need an AwaBackend: their fires are rows only runtasks runs."""
+    from django.tasks import task_backends
+    from django.utils.module_loading import import_string
+
+    from .backend import AwaBackend
+    from .schedules import registry
+
+    schedules, _ = settings_schedules()  # invalid ones are reported by check_schedules
+    schedules = [*schedules, *registry]
+    if not schedules:
+        return []
+    awa_aliases = set()
+    for alias, config in task_backends.settings.items():
+        try:
+            backend_class = import_string(config["BACKEND"])
+        except (ImportError, KeyError):
+            continue  # Django's own tasks checks report it
+        if isinstance(backend_class, type) and issubclass(backend_class, AwaBackend):
+            awa_aliases.add(alias)
+    if not awa_aliases:
+        return [
+            _error(
+                "awa_django.E072",
+                f"{len(schedules)} schedule(s) declared but no TASKS backend is an AwaBackend",
+            )
+        ]
+    from .taskpaths import is_allowed_module
+
+    messages: list[CheckMessage] = []
+    for schedule in sorted(schedules, key=lambda s: s.name):
+        if not is_allowed_module(schedule.kind.rpartition(".")[0]):
+            messages.append(
+                _error(
+                    "awa_django.E075",
+                    f"schedule {schedule.name!r}: task module is outside INSTALLED_APPS and AWA_TASK_MODULES",
+                    obj=f"schedule {schedule.name!r}",
+                )
+            )
+        try:
+            backend_alias = import_string(schedule.kind).backend
+        except (ImportError, AttributeError):
+            continue  # check_schedules reports it
+        if backend_alias not in awa_aliases:
+            messages.append(
+                _error(
+                    "awa_django.E073",
+                    f"schedule {schedule.name!r}: task backend {backend_alias!r} is not an AwaBackend",
+                    obj=f"schedule {schedule.name!r}",
+                )
+            )
+    return messages
+
+
+HINTS["awa_django.E074"] = "See docs/reference/settings.md for the worker settings' types and ranges."
+
+
+@register(Tags.compatibility)
+def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """AWA_TASK_MODULES, AWA_UNKNOWN_TASK_TIMEOUT, AWA_REPORT_RETRY_TIMEOUT, AWA_TASK_TIMEOUT."""
+    messages: list[CheckMessage] = []
+    modules = conf.TASK_MODULES
+    if not isinstance(modules, (list, tuple)) or not all(
+        isinstance(m, str) and m.strip() and not m.startswith(".") for m in modules
+    ):
+        messages.append(
+            _error("awa_django.E074", f"AWA_TASK_MODULES must be a list of module paths, got {modules!r:.80}")
+        )
+    for key in ("UNKNOWN_TASK_TIMEOUT", "REPORT_RETRY_TIMEOUT"):
+        value = getattr(conf, key)
+        if not finite(value):
+            messages.append(_error("awa_django.E074", f"AWA_{key} must be a number of seconds >= 0, got {value!r}"))
+    timeout = conf.TASK_TIMEOUT
+    if timeout is not None and (not finite(timeout) or timeout <= 0):
+        messages.append(
+            _error("awa_django.E074", f"AWA_TASK_TIMEOUT must be None (off) or seconds > 0, got {timeout!r}")
+        )
     return messages

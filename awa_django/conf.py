@@ -63,6 +63,15 @@ DEFAULTS: dict[str, Any] = {
     "AWA_TCP_KEEPALIVES_IDLE": 30,
     "AWA_TCP_KEEPALIVES_INTERVAL": 10,
     "AWA_TCP_KEEPALIVES_COUNT": 3,
+    # Worker (issue 9): module prefixes, besides installed apps, whose tasks
+    # runtasks may import; how long a job whose task module is absent here is
+    # handed back for another deployment before it fails (0: fail at once);
+    # how long completion/failure/heartbeat reports are retried on a fresh
+    # connection; a per-attempt time limit (None: no limit).
+    "AWA_TASK_MODULES": [],
+    "AWA_UNKNOWN_TASK_TIMEOUT": 600.0,
+    "AWA_REPORT_RETRY_TIMEOUT": 60.0,
+    "AWA_TASK_TIMEOUT": None,
 }
 
 

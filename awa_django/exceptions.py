@@ -47,3 +47,15 @@ class WorkerLost(RuntimeError):
 
 class JobCancelled(RuntimeError):
     """Recorded in a job's errors when an operator cancelled it."""
+
+
+class TaskTimeout(RuntimeError):
+    """Recorded in a job's errors when an attempt outlived ``AWA_TASK_TIMEOUT``."""
+
+
+class UnstorableResult(ValueError):
+    """Recorded in a job's errors when PostgreSQL cannot store a task's return value."""
+
+
+class NotMigrated(RuntimeError):
+    """The database lacks awa_django migrations: run ``manage.py migrate``."""

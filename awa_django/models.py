@@ -160,6 +160,8 @@ class Job(models.Model):
     run_at = models.DateTimeField(db_default=Now())
     created_at = models.DateTimeField(db_default=Now())
     attempted_at = models.DateTimeField(null=True, blank=True)
+    # The first attempt's start (TaskResult.started_at); kept by a trigger.
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     errors = models.JSONField(default=list, db_default=[])
@@ -202,6 +204,10 @@ class Job(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(state__in=JobState.values), name="awa_jobs_state_check"
+            ),
+            # Installed by sql/0009_task_outcomes.sql (django.tasks' range).
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=-100, priority__lte=100), name="awa_jobs_priority_check"
             ),
         ]
 

@@ -223,3 +223,19 @@ def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[
         logger.info("%d job(s) cancelled by %s", len(ids), actor,
                     extra={"event": "jobs.cancelled", "job_ids": ids, "actor": actor})
     return ids
+
+
+def cancel_job(job_id: int, actor: str, using: str = "default") -> None:
+    """Cancel one job that is not running yet; raise ``OperationRefused`` otherwise.
+
+    A running attempt belongs to its worker (cancelling under it would race its
+    completion); ``AWA_TASK_TIMEOUT`` bounds how long it can run.
+    """
+    from .exceptions import OperationRefused
+
+    if cancel_jobs([job_id], actor, using=using):
+        return
+    found = Job.objects.using(using).filter(id=job_id).values_list("state", flat=True).first()
+    if found is None:
+        raise OperationRefused(f"job {job_id} does not exist")
+    raise OperationRefused(f"job {job_id} is {found}; only jobs not yet running can be cancelled")

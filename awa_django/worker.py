@@ -19,26 +19,35 @@ import threading
 import time
 import traceback
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import psycopg
-from django.db import DatabaseError, InterfaceError, close_old_connections, connections
+from django.db import (
+    DatabaseError,
+    DataError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+)
 from django.tasks import task_backends
 from django.tasks.base import TaskContext, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from django.utils.json import normalize_json
 
 from . import jobcontext
-from .backend import AwaBackend, job_from_row, resolve_task
+from .backend import AwaBackend, job_from_row, unstorable_reason
 from .conf import conf
 from .evaluator import job_row
+from .exceptions import TaskTimeout, UnstorableResult
 from .leader import leader_connection
+from .models import Job
 from .runtime import RuntimeReporter
 from .schedules import Schedule
 from .shutdown import install_two_stage_shutdown
+from .taskpaths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +56,11 @@ WAIT_SLICE = 0.05  # seconds; bounds how late a freed slot is refilled
 # A job whose task this process cannot import is handed back for this long:
 # another deployment sharing the database (and queue) may be able to run it.
 RELEASE_DELAY = timedelta(seconds=60)
+REPORT_RETRY_MAX_DELAY = 2.0  # seconds between report retries, at most
+
+
+class ReportAbandoned(Exception):
+    """A report could not reach the database within ``AWA_REPORT_RETRY_TIMEOUT`` (logged)."""
 
 
 def retry_delay(attempt: int) -> float:
@@ -70,10 +84,11 @@ def error_entry(exc: BaseException, attempt: int, worker_id: str) -> dict[str, A
 
 @dataclass
 class Attempt:
-    """One claimed attempt being run in the pool."""
+    """One claimed attempt being run in its own thread."""
 
     row: dict[str, Any]
-    future: Future[None] | None = None
+    started: float = field(default_factory=time.monotonic)
+    timed_out: bool = False
 
     @property
     def key(self) -> tuple[int, int]:
@@ -92,6 +107,8 @@ class Worker:
         backend: str = "default",
         shutdown_timeout: float | None = None,
         schedules: list[Schedule] | None = None,
+        max_tasks: int | None = None,
+        worker_id: str | None = None,
     ) -> None:
         self.queues = queues or None
         self.concurrency = max(1, concurrency)
@@ -105,13 +122,20 @@ class Worker:
         self.shutdown_timeout = (
             float(conf.SHUTDOWN_TIMEOUT) if shutdown_timeout is None else shutdown_timeout
         )
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        if worker_id is not None and (not worker_id.strip() or len(worker_id) > 200 or "\x00" in worker_id):
+            raise ValueError("a worker id is 1-200 characters, not blank, no NUL")
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        if max_tasks is not None and max_tasks < 1:
+            raise ValueError("max_tasks must be at least 1")
+        self.max_tasks = max_tasks
+        self.claimed_total = 0
         self.stop_requested = threading.Event()
         self._drained = threading.Event()  # set once no task can still be running
         self._running: dict[tuple[int, int], Attempt] = {}
         self._lock = threading.Lock()
         self._listen: psycopg.Connection[Any] | None = None
         self.completed = 0
+        self.failed = 0  # attempts whose task raised (or timed out, or could not run)
         self.abandoned = 0  # tasks still running when the shutdown timeout expired
         # runtasks declares the same schedules as runcron: in authoritative
         # mode every runtime of the owner is evidence for reconciliation.
@@ -135,17 +159,22 @@ class Worker:
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="awa-heartbeat", daemon=True)
         heartbeat.start()
         next_rescue = time.monotonic()
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="awa-task")
         try:
             while not self.stop_requested.is_set():
                 if time.monotonic() >= next_rescue:
                     self.rescue()
                     next_rescue = time.monotonic() + float(conf.HEARTBEAT_INTERVAL)
+                self._enforce_timeout()
                 free = self.concurrency - len(self._running)
+                if self.max_tasks is not None:
+                    free = min(free, self.max_tasks - self.claimed_total)
                 claimed = self.claim(free) if free > 0 else []
+                self.claimed_total += len(claimed)
                 for row in claimed:
-                    self._submit(pool, row)
-                if self.burst and not claimed and not self._running:
+                    self._submit(row)
+                if not claimed and not self._running and (
+                    self.burst or (self.max_tasks is not None and self.claimed_total >= self.max_tasks)
+                ):
                     break
                 if claimed and len(claimed) == free:
                     continue  # there may be more ready work
@@ -155,9 +184,8 @@ class Worker:
             self.abandoned = self._drain()
             self._drained.set()
             self._close_listen()
-            # Past the shutdown timeout, do not wait for the stragglers:
-            # the caller exits the process, and rescue retries them.
-            pool.shutdown(wait=not self.abandoned, cancel_futures=True)
+            # Task threads are daemons: past the shutdown timeout the caller
+            # exits the process without them, and rescue retries them.
         heartbeat.join(timeout=5)
         reporter.stop()
         logger.info("worker %s stopped", self.worker_id, extra={"event": "worker.stopped"})
@@ -225,96 +253,227 @@ class Worker:
             conn.close()
 
     # -- running -------------------------------------------------------------
-    def _submit(self, pool: ThreadPoolExecutor, row: dict[str, Any]) -> None:
+    def _submit(self, row: dict[str, Any]) -> None:
+        # One thread per attempt (not a fixed pool): an attempt that outlived
+        # AWA_TASK_TIMEOUT gives its slot back while its thread runs on.
         attempt = Attempt(row)
         with self._lock:
             self._running[attempt.key] = attempt
-        attempt.future = pool.submit(self._execute, attempt)
+        thread = threading.Thread(target=self._execute, args=(attempt,), daemon=True,
+                                  name=f"awa-task-{attempt.key[0]}")
+        thread.start()
 
     def _execute(self, attempt: Attempt) -> None:
         try:
             self.execute(attempt.row)
+        except ReportAbandoned:
+            pass  # already logged; rescue decides the attempt's fate
         except Exception:  # never lose the slot on a bug in reporting
             logger.exception("job %s: unexpected worker error", attempt.row["id"],
                              extra={"event": "worker.error"})
         finally:
             with self._lock:
-                self._running.pop(attempt.key, None)
+                if self._running.get(attempt.key) is attempt:
+                    self._running.pop(attempt.key, None)
             close_old_connections()
 
+    def _enforce_timeout(self) -> None:
+        """Fail attempts running longer than ``AWA_TASK_TIMEOUT`` and free their slots.
+
+        Python cannot stop a thread: the task runs on, but its attempt is over
+        (a later report is ignored by the attempt guard) and the slot is reused.
+        """
+        limit = conf.TASK_TIMEOUT
+        if not limit:
+            return
+        now = time.monotonic()
+        with self._lock:
+            expired = [a for a in self._running.values() if now - a.started > float(limit)]
+            for attempt in expired:
+                attempt.timed_out = True
+                self._running.pop(attempt.key, None)
+        for attempt in expired:
+            row = attempt.row
+            exc = TaskTimeout(f"attempt {row['attempt']} of job {row['id']} ({row['kind']}) "
+                              f"exceeded AWA_TASK_TIMEOUT ({limit}s)")
+            try:
+                self._fail(row, exc, None)
+            except (ReportAbandoned, DatabaseError):
+                logger.exception("job %s: cannot record its timeout", row["id"], extra={"event": "worker.error"})
+
     def execute(self, row: dict[str, Any]) -> str | None:
-        """Run one claimed attempt and record its outcome; return the new state."""
+        """Run one claimed attempt and record its outcome; return the new state.
+
+        Whatever the task does (return, raise any ``BaseException``, return
+        something PostgreSQL cannot store), the attempt ends with a recorded
+        outcome. None means the report was stale (the attempt was rescued).
+        """
         job_id, attempt = int(row["id"]), int(row["attempt"])
-        task = resolve_task(row["kind"])
-        if task is None:
-            return self._release(row)
+        try:
+            task = load_task(row["kind"])
+            args, kwargs = call_arguments(row["args"])
+        except TaskNotHere as exc:
+            return self._release(row, exc)
+        except TaskNotRunnable as exc:
+            return self._fail_job(row, exc)
         result = self.backend.result_for(job_from_row(row), task)
-        task_started.send(type(self.backend), task_result=result)
         info = jobcontext.JobInfo(
             id=job_id, attempt=attempt, max_attempts=int(row["max_attempts"]), queue=row["queue"],
             kind=row["kind"], metadata=dict(row["metadata"] or {}),
         )
-        args = list(row["args"].get("args", []))
-        kwargs = dict(row["args"].get("kwargs", {}))
         try:
+            # Inside the try: a task_started receiver that raises fails this
+            # attempt instead of leaving it running.
+            task_started.send(type(self.backend), task_result=result)
             with jobcontext.running(info):
                 if task.takes_context:
                     value = task.call(TaskContext(task_result=result), *args, **kwargs)
                 else:
                     value = task.call(*args, **kwargs)
             value = normalize_json(value)
+            reason = unstorable_reason(value)
+            if reason is not None:
+                raise UnstorableResult(f"the return value of {row['kind']} {reason}")
             encoded = json.dumps(value, allow_nan=False)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # the task's failure is data, not a worker crash
+        # The task's failure is data, not a worker crash: SystemExit,
+        # KeyboardInterrupt (raised by the task, not a signal: signals go to
+        # the main thread's handler) and any other BaseException end the attempt.
+        except BaseException as exc:
             return self._fail(row, exc, result)
-        with connections[self.using].cursor() as cursor:
-            cursor.execute("SELECT awa_complete_v1(%s, %s, %s::jsonb)", [job_id, attempt, encoded])
-            state: str | None = cursor.fetchone()[0]
+        try:
+            state: str | None = self._report(
+                "complete", row, "SELECT awa_complete_v1(%s, %s, %s::jsonb)", [job_id, attempt, encoded],
+                done=("completed",),
+            )
+        except DataError as exc:  # e.g. a value jsonb refuses that we did not foresee
+            return self._fail(row, UnstorableResult(f"PostgreSQL refused the return value: {exc}"), result)
         if state is None:
             logger.warning("job %s attempt %s finished after it was rescued; ignored", job_id, attempt,
                            extra={"event": "job.stale_report", "job_id": job_id})
             return None
         self.completed += 1
         logger.info("job %s (%s) completed", job_id, row["kind"], extra={"event": "job.completed", "job_id": job_id})
-        object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
-        object.__setattr__(result, "_return_value", value)
-        task_finished.send(type(self.backend), task_result=result)
+        finished = self._finished_result(row, task, result)
+        object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
+        object.__setattr__(finished, "_return_value", value)
+        self._send_finished(finished)
         return state
 
-    def _release(self, row: dict[str, Any]) -> str | None:
-        """Hand back an attempt this process cannot run, without counting it."""
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(
-                "SELECT awa_release_v1(%s, %s, %s)",
-                [int(row["id"]), int(row["attempt"]), RELEASE_DELAY],  # type: ignore[list-item]
-            )
-            state: str | None = cursor.fetchone()[0]
-        logger.warning(
-            "job %s: task %s is not importable here; released for another worker",
-            row["id"], row["kind"], extra={"event": "job.released", "job_id": row["id"]},
+    def _send_finished(self, result: Any) -> None:
+        """Send ``task_finished``; the outcome is already stored, so a failing receiver is only logged."""
+        try:
+            task_finished.send(type(self.backend), task_result=result)
+        except Exception:
+            logger.exception("job %s: a task_finished receiver raised", result.id,
+                             extra={"event": "worker.error", "job_id": result.id})
+
+    def _finished_result(self, row: dict[str, Any], task: Any, fallback: Any) -> Any:
+        """The ``TaskResult`` as stored (finished_at, errors), for ``task_finished``."""
+        try:
+            job = Job.objects.using(self.using).get(id=int(row["id"]))
+            return self.backend.result_for(job, task)
+        except (DatabaseError, Job.DoesNotExist):
+            return fallback
+
+    def _report(self, what: str, row: dict[str, Any], sql: str, params: list[Any],
+                done: tuple[str, ...]) -> Any:
+        """Run an idempotent report, retrying on a fresh connection.
+
+        A lost connection is retried for up to ``AWA_REPORT_RETRY_TIMEOUT``: the
+        report functions are guarded by (id, attempt, state='running'), so
+        running one twice cannot record two outcomes. When a retry finds the
+        guard already spent, the row tells whether our earlier try committed.
+        """
+        deadline = time.monotonic() + float(conf.REPORT_RETRY_TIMEOUT)
+        delay, tries = 0.1, 0
+        while True:
+            tries += 1
+            try:
+                with connections[self.using].cursor() as cursor:
+                    cursor.execute(sql, params)
+                    value = cursor.fetchone()[0]
+                    if value is None and tries > 1 and done:
+                        cursor.execute("SELECT state FROM awa_jobs WHERE id = %s AND attempt = %s",
+                                       [int(row["id"]), int(row["attempt"])])
+                        found = cursor.fetchone()
+                        if found is not None and found[0] in done:
+                            value = found[0]  # our lost try did commit
+                    return value
+            except (OperationalError, InterfaceError) as exc:
+                connections[self.using].close()  # the next try opens a fresh connection
+                if time.monotonic() + delay > deadline:
+                    logger.error(
+                        "job %s attempt %s: %s report abandoned after %d tries: %s",
+                        row["id"], row["attempt"], what, tries, exc,
+                        extra={"event": "job.report_abandoned", "job_id": row["id"]},
+                    )
+                    raise ReportAbandoned(what) from exc
+                logger.warning("job %s attempt %s: %s report failed (%s); retrying on a fresh connection",
+                               row["id"], row["attempt"], what, exc,
+                               extra={"event": "job.report_retry", "job_id": row["id"]})
+                time.sleep(delay)
+                delay = min(delay * 2, REPORT_RETRY_MAX_DELAY)
+
+    def _release(self, row: dict[str, Any], reason: TaskNotHere) -> str | None:
+        """Hand back an attempt whose task module this process does not have.
+
+        Without counting the attempt, for another deployment sharing the
+        queue; once the job is older than ``AWA_UNKNOWN_TASK_TIMEOUT`` it fails.
+        """
+        give_up = max(0.0, float(conf.UNKNOWN_TASK_TIMEOUT))
+        delay = min(RELEASE_DELAY, timedelta(seconds=max(1.0, give_up)))
+        entry = error_entry(reason, int(row["attempt"]), self.worker_id)
+        state: str | None = self._report(
+            "release", row, "SELECT awa_release_v2(%s, %s, %s, %s, %s::jsonb)",
+            [int(row["id"]), int(row["attempt"]), delay, timedelta(seconds=give_up), json.dumps(entry)],
+            done=(),
         )
+        if state == "failed":
+            self.failed += 1
+            logger.error("job %s failed: %s (not run here for AWA_UNKNOWN_TASK_TIMEOUT=%ss)",
+                         row["id"], reason, give_up, extra={"event": "job.failed", "job_id": row["id"]})
+        elif state is not None:
+            logger.warning("job %s released for another worker: %s", row["id"], reason,
+                           extra={"event": "job.released", "job_id": row["id"]})
+        return state
+
+    def _fail_job(self, row: dict[str, Any], exc: BaseException) -> str | None:
+        """Fail the job for good: it can never run here (bad path, bad args)."""
+        entry = error_entry(exc, int(row["attempt"]), self.worker_id)
+        state: str | None = self._report(
+            "fail", row, "SELECT awa_fail_job_v1(%s, %s, %s::jsonb)",
+            [int(row["id"]), int(row["attempt"]), json.dumps(entry)], done=("failed",),
+        )
+        if state is not None:
+            self.failed += 1
+            logger.error("job %s failed: %s", row["id"], exc, extra={"event": "job.failed", "job_id": row["id"]})
         return state
 
     def _fail(self, row: dict[str, Any], exc: BaseException, result: Any) -> str | None:
         job_id, attempt = int(row["id"]), int(row["attempt"])
         entry = error_entry(exc, attempt, self.worker_id)
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(
-                "SELECT awa_fail_v1(%s, %s, %s::jsonb, clock_timestamp() + %s)",
-                [job_id, attempt, json.dumps(entry), timedelta(seconds=retry_delay(attempt))],  # type: ignore[list-item]
-            )
-            failed_state: str | None = cursor.fetchone()[0]
+        failed_state: str | None = self._report(
+            "fail", row, "SELECT awa_fail_v1(%s, %s, %s::jsonb, clock_timestamp() + %s)",
+            [job_id, attempt, json.dumps(entry), timedelta(seconds=retry_delay(attempt))],
+            done=("retryable", "failed"),
+        )
         if failed_state is None:
             return None
+        self.failed += 1
         state = failed_state
-        logger.warning("job %s (%s) attempt %s failed -> %s: %s", job_id, row["kind"], attempt, state, exc,
-                       extra={"event": f"job.{state}", "job_id": job_id})
+        # A BaseException that is not an Exception (SystemExit, KeyboardInterrupt,
+        # GeneratorExit, custom) is never an ordinary failure: always ERROR, with
+        # its traceback, so it is not mistaken for a crash of the worker.
+        level = logging.ERROR if state == "failed" or not isinstance(exc, Exception) else logging.WARNING
+        logger.log(level, "job %s (%s) attempt %s failed -> %s: %s: %s", job_id, row["kind"], attempt, state,
+                   entry["exception_class_path"], exc, exc_info=not isinstance(exc, Exception),
+                   extra={"event": f"job.{state}", "job_id": job_id})
         # task_finished marks the end of the task, not of one attempt: a
         # retryable failure is not finished yet.
         if result is not None and state == "failed":
-            object.__setattr__(result, "status", TaskResultStatus.FAILED)
-            task_finished.send(type(self.backend), task_result=result)
+            finished = self._finished_result(row, result.task, result)
+            object.__setattr__(finished, "status", TaskResultStatus.FAILED)
+            self._send_finished(finished)
         return state
 
     # -- heartbeats and shutdown ----------------------------------------------
@@ -326,13 +485,13 @@ class Worker:
                 keys = list(self._running)
             if not keys:
                 continue
+            ids, attempts = [k[0] for k in keys], [k[1] for k in keys]
             try:
-                with connections[self.using].cursor() as cursor:
-                    cursor.execute(
-                        "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])",
-                        [[k[0] for k in keys], [k[1] for k in keys]],
-                    )
-            except (DatabaseError, InterfaceError) as exc:
+                self._report(
+                    "heartbeat", {"id": ids, "attempt": attempts},
+                    "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [ids, attempts], done=(),
+                )
+            except (ReportAbandoned, DatabaseError) as exc:
                 logger.error("heartbeat failed: %s", exc, extra={"event": "worker.error"})
                 connections[self.using].close()
         connections.close_all()

@@ -78,6 +78,7 @@ AWA_RESCUE_AFTER = env.float("AWA_RESCUE_AFTER", default=60.0)
 AWA_POLL_INTERVAL = env.float("AWA_POLL_INTERVAL", default=1.0)
 AWA_RETRY_BACKOFF = env.float("AWA_RETRY_BACKOFF", default=1.0)
 AWA_SHUTDOWN_TIMEOUT = env.float("AWA_SHUTDOWN_TIMEOUT", default=30.0)
+AWA_TASK_TIMEOUT = env.float("AWA_TASK_TIMEOUT", default=None)
 
 LOGGING = {
     "version": 1,

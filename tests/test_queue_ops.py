@@ -491,6 +491,9 @@ def test_cli_jobs_list__newest_first_with_json_shape() -> None:
             "run_at": "2026-03-01T12:01:00+00:00",
             "cron_name": "nightly",
             "cron_fire_at": "2026-03-01T12:01:00+00:00",
+            "triggered_manually": False,
+            "duration_seconds": None,
+            "last_error": None,
         },
         {
             "id": plain.id,
@@ -502,13 +505,18 @@ def test_cli_jobs_list__newest_first_with_json_shape() -> None:
             "run_at": "2026-03-01T12:00:00+00:00",
             "cron_name": None,
             "cron_fire_at": None,
+            "triggered_manually": False,
+            "duration_seconds": None,
+            "last_error": None,
         },
     ]
     lines = awa("jobs", "list").strip().splitlines()
-    assert len(lines) == 2
-    assert lines[0].split()[:4] == [str(fire.id), "failed", "mail", "tests.testapp.tasks.send_mail"]
-    assert lines[0].endswith("[nightly @ 2026-03-01T12:01:00+00:00]")
-    assert lines[1].split() == [str(plain.id), "available", "default", "tests.testapp.tasks.record"]
+    assert len(lines) == 3
+    assert lines[0].split() == ["ID", "STATE", "QUEUE", "ATTEMPT", "TASK", "SCHEDULE", "DURATION", "LAST", "ERROR"]
+    assert lines[1].split() == [str(fire.id), "failed", "mail", "2/2", "tests.testapp.tasks.send_mail",
+                                "nightly", "@", "2026-03-01T12:01:00+00:00", "-", "-"]
+    assert lines[2].split() == [str(plain.id), "available", "default", "0/3", "tests.testapp.tasks.record",
+                                "-", "-", "-"]
 
 
 def test_cli_jobs_list__empty() -> None:
@@ -568,11 +576,57 @@ def test_cli_jobs_cancel__text_and_default_actor() -> None:
     assert default_actor() in Job.objects.get(id=job.id).errors[-1]["traceback"]
 
 
-def test_cli_jobs_cancel__requires_a_schedule() -> None:
-    cron_job("nightly", JobState.AVAILABLE)
+def test_cli_jobs_cancel__requires_a_schedule_or_an_id() -> None:
+    job = cron_job("nightly", JobState.AVAILABLE)
     with pytest.raises(CommandError, match="--cron"):
         awa("jobs", "cancel")
+    with pytest.raises(CommandError, match="one of them"):
+        awa("jobs", "cancel", str(job.id), "--cron", "nightly")
     assert not Job.objects.filter(state=JobState.CANCELLED).exists()
+
+
+def test_cli_jobs_cancel__one_job_by_id() -> None:
+    job = JobFactory(state=JobState.SCHEDULED)
+    other = JobFactory(state=JobState.AVAILABLE)
+    assert awa_json("jobs", "cancel", str(job.id), "--actor", "alice") == {
+        "action": "cancel", "job": job.id, "changed": True,
+    }
+    row = Job.objects.get(id=job.id)
+    assert row.state == JobState.CANCELLED and row.finished_at is not None
+    assert row.errors[-1] == {"exception_class_path": "awa_django.exceptions.JobCancelled",
+                              "traceback": "cancelled by alice"}
+    assert Job.objects.get(id=other.id).state == JobState.AVAILABLE
+    assert awa("jobs", "cancel", str(other.id)).strip() == f"cancel: job {other.id} cancelled"
+
+
+@pytest.mark.parametrize("state", [JobState.RUNNING, JobState.COMPLETED, JobState.CANCELLED])
+def test_cli_jobs_cancel__refuses_a_job_that_is_not_waiting(state: str) -> None:
+    job = JobFactory(state=state)
+    with pytest.raises(CommandError, match=f"job {job.id} is {state}; only jobs not yet running"):
+        awa("jobs", "cancel", str(job.id))
+    assert Job.objects.get(id=job.id).state == state
+
+
+def test_cli_jobs_cancel__unknown_id() -> None:
+    with pytest.raises(CommandError, match="job 424242 does not exist"):
+        awa("jobs", "cancel", "424242")
+
+
+def test_cli_jobs_list__manual_trigger_duration_and_last_error() -> None:
+    manual = JobFactory(
+        state=JobState.FAILED, attempt=1, max_attempts=1, attempted_at=T0,
+        finished_at=T0 + timedelta(seconds=75),
+        metadata={"cron_name": "nightly", "triggered_manually": True, "triggered_by": "ops"},
+        errors=[{"exception_class_path": "builtins.RuntimeError",
+                 "traceback": "Traceback (most recent call last):\n  ...\nRuntimeError: disk full\n"}],
+    )
+    (data,) = awa_json("jobs", "list")
+    assert data["triggered_manually"] is True and data["duration_seconds"] == 75.0
+    assert data["last_error"] == "RuntimeError: disk full"
+    row = awa("jobs", "list").strip().splitlines()[1]
+    assert "nightly manual" in row and "@ None" not in row
+    assert "1m15s" in row and row.endswith("RuntimeError: disk full")
+    assert str(manual.id) in row
 
 
 def test_cli_jobs_retry__failed_job() -> None:

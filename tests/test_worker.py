@@ -188,7 +188,7 @@ def test_worker__unserialisable_return_value_fails_the_attempt() -> None:
 
 def test_worker__task_it_cannot_import_is_released_without_using_an_attempt() -> None:
     # Another deployment's task on a shared queue: hand it back, do not kill it.
-    ghost = Job.objects.create(kind="tests.testapp.tasks.no_such_task", max_attempts=1,
+    ghost = Job.objects.create(kind="tests.testapp.not_deployed_here.task", max_attempts=1,
                                args={"args": [], "kwargs": {}})
     worker = Worker()
     (row,) = worker.claim(1)

@@ -9,7 +9,7 @@ from awa_django.sqlfiles import run_sql_file
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('awa_django', '0008_parked_rows'),
+        ('awa_django', '0009_task_outcomes'),
     ]
 
     operations = [

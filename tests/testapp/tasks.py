@@ -80,3 +80,75 @@ def context_effect(context, label: str = "ctx") -> dict:
 @task
 def returns_unserialisable() -> object:
     return object()
+
+
+class CustomBaseException(BaseException):
+    """Not an Exception: the worker must still record it as the attempt's failure."""
+
+
+@task
+def raises_base_exception(kind: str = "system_exit") -> None:
+    """Raise a BaseException that is not an Exception (issue 9)."""
+    _effect(kind, "attempted")
+    if kind == "system_exit":
+        raise SystemExit("task called sys.exit")
+    if kind == "exit":
+        exit(1)
+    if kind == "keyboard_interrupt":
+        raise KeyboardInterrupt("raised by the task, not a signal")
+    raise CustomBaseException("a custom BaseException")
+
+
+@task
+def returns_value(value: object) -> object:
+    """Return what a test asks for (unstorable results)."""
+    return value
+
+
+@task
+def returns_nul() -> str:
+    return "a\x00b"
+
+
+@task
+def returns_lone_surrogate() -> dict:
+    return {"text": "\ud800"}
+
+
+@task
+def terminates_own_connection(label: str = "lost") -> str:
+    """Succeed, but first kill this thread's database session (the worker's report connection)."""
+    import psycopg
+    from django.db import connection
+
+    _effect(label)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    params.pop("prepare_threshold", None)
+    with psycopg.connect(**params, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    return label
+
+
+@task
+def sleeps(seconds: float = 1.0, label: str = "sleeper") -> str:
+    import time
+
+    _effect(label, "started")
+    time.sleep(seconds)
+    _effect(label, "done")
+    return label
+
+
+@task
+def sleeps_then_returns(seconds: float = 1.0, label: str = "sleeper") -> str:
+    """Record 'started', sleep, return: no database use after the sleep."""
+    import time
+
+    _effect(label, "started")
+    time.sleep(seconds)
+    return label

@@ -103,6 +103,44 @@ def default_actor() -> str:
         return "cli"
 
 
+def job_duration(job: Job, now: datetime | None) -> float | None:
+    """Seconds the latest attempt ran (so far, if it is running); None if never started."""
+    if job.attempted_at is None:
+        return None
+    end = job.finished_at if job.finished_at is not None else now if job.state == JobState.RUNNING else None
+    if end is None:
+        return None
+    return max(0.0, (end - job.attempted_at).total_seconds())
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def last_error(job: Job, width: int = 60) -> str | None:
+    """``Class: last traceback line`` of the job's latest error, shortened."""
+    errors = job.errors if isinstance(job.errors, list) else []
+    if not errors or not isinstance(errors[-1], dict):
+        return None
+    entry = errors[-1]
+    name = str(entry.get("exception_class_path", "?")).rpartition(".")[2]
+    lines = [line for line in str(entry.get("traceback", "")).strip().splitlines() if line.strip()]
+    detail = lines[-1].strip() if lines else ""
+    if detail.startswith(name + ":") or detail == name:
+        text = detail
+    else:
+        text = f"{name}: {detail}" if detail else name
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 class Command(BaseCommand):
     help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
 
@@ -171,8 +209,9 @@ class Command(BaseCommand):
         jlist.add_argument("--queue")
         jlist.add_argument("--cron", metavar="NAME", help="only jobs of this schedule")
         jlist.add_argument("--limit", type=int, default=50)
-        jcancel = jverbs.add_parser("cancel", help="Cancel not-yet-running jobs of a schedule.")
-        jcancel.add_argument("--cron", metavar="NAME", required=True, help="schedule name")
+        jcancel = jverbs.add_parser("cancel", help="Cancel one job by id, or the not-yet-running jobs of a schedule.")
+        jcancel.add_argument("id", type=int, nargs="?", help="job id")
+        jcancel.add_argument("--cron", metavar="NAME", help="cancel every not-yet-running job of this schedule")
         jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
         jretry.add_argument("id", type=int, help="job id")
         jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
@@ -359,20 +398,39 @@ class Command(BaseCommand):
     def jobs_list(self, options: dict[str, Any]) -> None:
         flt = queues.job_filter(options["state"], options["queue"], options["cron"])
         rows = list(Job.objects.filter(flt).order_by("-id")[: max(0, options["limit"])])
+        now = operations.database_now() if rows else None
         data = [
             {"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "attempt": j.attempt,
              "max_attempts": j.max_attempts, "run_at": _plain(j.run_at), "cron_name": j.cron_name,
-             "cron_fire_at": j.metadata.get("cron_fire_at") if isinstance(j.metadata, dict) else None}
+             "cron_fire_at": j.metadata.get("cron_fire_at"),
+             "triggered_manually": bool(j.cron_name and j.metadata.get("triggered_manually")),
+             "duration_seconds": job_duration(j, now), "last_error": last_error(j)}
             for j in rows
         ]
-        lines = [
-            printable(f"{d['id']:>8}  {d['state']:<10} {d['queue']:<12} {d['kind']}"
-                      + (f"  [{d['cron_name']} @ {d['cron_fire_at']}]" if d["cron_name"] else ""))
-            for d in data
-        ]
-        self.emit(options, data, "\n".join(lines) if lines else "No jobs found.")
+        if not data:
+            self.emit(options, data, "No jobs found.")
+            return
+        header = ("ID", "STATE", "QUEUE", "ATTEMPT", "TASK", "SCHEDULE", "DURATION", "LAST ERROR")
+        table = [header]
+        for d in data:
+            schedule = "-"
+            if d["cron_name"]:
+                schedule = f"{d['cron_name']} manual" if d["triggered_manually"] or not d["cron_fire_at"] \
+                    else f"{d['cron_name']} @ {d['cron_fire_at']}"
+            table.append((str(d["id"]), d["state"], d["queue"], f"{d['attempt']}/{d['max_attempts']}", d["kind"],
+                          schedule, format_duration(d["duration_seconds"]), d["last_error"] or "-"))
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        lines = [printable("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()) for r in table]
+        self.emit(options, data, "\n".join(lines))
 
     def jobs_cancel(self, options: dict[str, Any]) -> None:
+        if (options["id"] is None) == (options["cron"] is None):
+            raise CommandError("give a job id or --cron NAME (one of them)")
+        if options["id"] is not None:
+            queues.cancel_job(options["id"], options["actor"])
+            self.emit(options, {"action": "cancel", "job": options["id"], "changed": True},
+                      f"cancel: job {options['id']} cancelled")
+            return
         ids = queues.cancel_cron_jobs(options["cron"], options["actor"])
         self.emit(options, {"action": "cancel", "schedule": options["cron"], "jobs": ids},
                   printable(f"cancel: {len(ids)} job(s) of {options['cron']} cancelled"))

@@ -10,8 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from awa_django.connection_guards import guard_process_connections, privilege_error
-from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable
+from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable, NotMigrated
 from awa_django.leader import Leader
+from awa_django.migrationstate import require_migrated
 from awa_django.reconciliation import RegistrationConflict
 
 
@@ -38,6 +39,12 @@ class Command(BaseCommand):
             leader = Leader()
         except InvalidSchedule as exc:
             raise CommandError(f"invalid schedule, not starting: {exc}") from exc
+        try:
+            require_migrated("default")
+        except NotMigrated as exc:
+            raise CommandError(f"not starting: {exc}") from exc
+        except DatabaseError as exc:
+            raise CommandError(f"not starting: database error: {exc}") from exc
         if once:
             try:
                 result = leader.run_once()

@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from awa_django.connection_guards import guard_process_connections, privilege_error
-from awa_django.exceptions import InvalidSchedule
+from awa_django.exceptions import InvalidSchedule, NotMigrated
+from awa_django.migrationstate import require_migrated
 from awa_django.reconciliation import RegistrationConflict
 from awa_django.schedules import declared_schedules
 from awa_django.worker import Worker
@@ -26,6 +27,12 @@ def positive_int(value: str) -> int:
     return number
 
 
+def worker_id(value: str) -> str:
+    if not value.strip() or len(value) > 200 or "\x00" in value:
+        raise argparse.ArgumentTypeError("a worker id is 1-200 characters, not blank, no NUL")
+    return value
+
+
 class Command(BaseCommand):
     help = "Run the awa_django task worker. Run any number of replicas."
 
@@ -35,7 +42,12 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=positive_int, default=1,
                             help="tasks run at once, each in its own thread (default 1)")
         parser.add_argument("--burst", action="store_true",
-                            help="exit 0 once no job is ready and none is running")
+                            help="exit 0 once no job is ready and none is running (failed tasks "
+                                 "do not change the exit status: their outcome is in awa_jobs)")
+        parser.add_argument("--max-tasks", type=positive_int, default=None, metavar="N",
+                            help="claim at most N jobs, then exit 0 once they finished")
+        parser.add_argument("--worker-id", type=worker_id, default=None,
+                            help="id recorded in awa_jobs.worker_ids (default host:pid:random)")
         parser.add_argument("--backend", default="default",
                             help="alias in settings.TASKS of the AwaBackend to serve (default 'default')")
 
@@ -50,11 +62,19 @@ class Command(BaseCommand):
                 burst=options["burst"],
                 backend=options["backend"],
                 schedules=declared_schedules(),
+                max_tasks=options["max_tasks"],
+                worker_id=options["worker_id"],
             )
         except InvalidSchedule as exc:
             raise CommandError(f"invalid schedule, not starting: {exc}") from exc
         except (ValueError, KeyError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
+        try:
+            require_migrated(worker.using)
+        except NotMigrated as exc:
+            raise CommandError(f"not starting: {exc}") from exc
+        except DatabaseError as exc:
+            raise CommandError(f"not starting: database error: {exc}") from exc
         worker.install_signal_handlers()
         self.stdout.write(f"runtasks: worker {worker.worker_id} started")
         try:
@@ -69,4 +89,5 @@ class Command(BaseCommand):
             self.stdout.write(f"runtasks: stopped, abandoning {worker.abandoned} running task(s)")
             sys.stdout.flush()
             os._exit(0)
-        self.stdout.write(f"runtasks: stopped after {worker.completed} completed job(s)")
+        self.stdout.write(f"runtasks: stopped after {worker.completed} completed job(s), "
+                          f"{worker.failed} failed attempt(s)")

@@ -1,0 +1,8 @@
+"""Tasks in a module outside every installed app (AWA_TASK_MODULES tests)."""
+
+from django.tasks import task
+
+
+@task
+def outside(label: str = "outside") -> str:
+    return label
