@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models.functions import Now
+from django.db.models import Case, F, QuerySet, TextField, When
+from django.db.models.functions import Cast, Now
+from django.db.models.query import ModelIterable
 
 from . import cronexpr, validation
 from .backend import announce_fires
@@ -61,6 +63,39 @@ def _safe_rows(where: str, params: list[Any], using: str) -> list[CronJob]:
             columns.append(f.column)
     sql = f"SELECT {', '.join(columns)} FROM awa_cron_jobs {where} ORDER BY name"
     return list(CronJob.objects.using(using).raw(sql, params))
+
+
+# The range a Python datetime can hold, with a day's margin for time zones.
+_SAFE_RANGE = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
+
+
+class _SafeTimestampIterable(ModelIterable):  # type: ignore[type-arg]
+    """Rows of :func:`with_safe_timestamps`: each timestamp column is set from its
+    safe annotation, so no deferred load (and no out-of-range value) is ever read."""
+
+    def __iter__(self) -> Any:
+        for obj in super().__iter__():
+            for column in TIMESTAMP_COLUMNS:
+                obj.__dict__[column] = obj.__dict__.pop(f"awa_safe_{column}")
+                obj.__dict__[f"{column}_text"] = obj.__dict__.pop(f"awa_text_{column}")
+            yield obj
+
+
+def with_safe_timestamps(queryset: QuerySet[CronJob]) -> QuerySet[CronJob]:
+    """``queryset`` with the :data:`TIMESTAMP_COLUMNS` loaded as by :func:`_safe_rows`.
+
+    The ORM form of the operator views' raw query, for the admin: filtering,
+    ordering and pagination still work on the real columns, while a row whose
+    timestamp no datetime can hold (``'infinity'``) loads as None plus its text
+    instead of failing the whole page.
+    """
+    annotations: dict[str, Any] = {}
+    for column in TIMESTAMP_COLUMNS:
+        annotations[f"awa_safe_{column}"] = Case(When(**{f"{column}__range": _SAFE_RANGE}, then=F(column)))
+        annotations[f"awa_text_{column}"] = Cast(column, TextField())
+    safe = queryset.defer(*TIMESTAMP_COLUMNS).annotate(**annotations)
+    safe._iterable_class = _SafeTimestampIterable
+    return safe
 
 
 def get_schedule(name: str, using: str = "default") -> CronJob:

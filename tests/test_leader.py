@@ -195,26 +195,32 @@ def test_runcron_once__a_failed_pass_exits_non_zero() -> None:
     assert Job.objects.count() == 0
 
 
-@override_settings(**FAST, AWA_SYNC_INTERVAL=0.2)
+# A long lock timeout: maintenance must stay blocked for the whole test.
+@override_settings(**FAST, AWA_SYNC_INTERVAL=0.2, AWA_LOCK_TIMEOUT=300)
 def test_leader__slow_maintenance_never_delays_fires(
     leader_threads: Any, second_connection: psycopg.Connection[Any]
 ) -> None:
     from awa_django.models import CronOwner
 
+    def maintenance_blocked() -> bool:
+        # Any session of this test database waiting on a lock: the maintenance
+        # thread (reconciliation, snapshot clean-up) behind the protocol lock.
+        return bool(second_connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        ).fetchone()[0])
+
     CronOwner.objects.create(owner_id="billing")  # reconciliation needs the protocol lock
     CronJobFactory(name="ticking", cron_expr="* * * * * *")
     t = leader_threads()
-    wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").exists(), timeout=10)
+    wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").exists(), timeout=30)
     second_connection.execute("BEGIN")
     second_connection.execute("SELECT awa_cron_protocol_lock()")  # reconciliation now blocks
     try:
-        time.sleep(0.5)  # the maintenance thread is stuck on the lock by now
+        wait_for(maintenance_blocked, timeout=60)
         fired = Job.objects.filter(metadata__cron_name="ticking").count()
-        wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").count() >= fired + 3, timeout=10)
-        assert second_connection.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE '%awa_cron_protocol_lock%' AND pid <> pg_backend_pid()"
-        ).fetchone()[0] >= 1  # maintenance really was blocked meanwhile
+        wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").count() >= fired + 3, timeout=60)
+        assert maintenance_blocked()  # fires went on while maintenance waited
     finally:
         second_connection.execute("COMMIT")
     t.stop()

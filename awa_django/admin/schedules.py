@@ -112,13 +112,15 @@ class StateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("active", "active"), ("paused", "paused"), ("retired", "retired")]
+        return [("active", "active"), ("paused", "paused"), ("parked", "parked"), ("retired", "retired")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "active":
             return queryset.filter(paused_at__isnull=True, retired_at__isnull=True)
         if self.value() == "paused":
             return queryset.filter(paused_at__isnull=False, retired_at__isnull=True)
+        if self.value() == "parked":
+            return queryset.filter(parked_at__isnull=False, retired_at__isnull=True)
         if self.value() == "retired":
             return queryset.filter(retired_at__isnull=False)
         return queryset
@@ -154,7 +156,8 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ]}),
         ("State", {"fields": [
             ("last_enqueued_at", "next_fire_at"), ("paused_at", "paused_by"),
-            ("retired_at", "retired_by", "retired_revision"), ("created_at", "updated_at"),
+            ("retired_at", "retired_by", "retired_revision"), ("parked_at", "parked_reason"),
+            ("created_at", "updated_at"),
         ]}),
     ]
     readonly_fields = ["description", "declared_in", "created_at", "updated_at", "next_fire_at"]
@@ -185,6 +188,11 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return ScheduleChangeList
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[CronJob]:
+        # A row written by raw SQL with an 'infinity' timestamp must show up
+        # (parked, with its reason), never fail the page for every row.
+        return operations.with_safe_timestamps(super().get_queryset(request))
 
     # -- columns ---------------------------------------------------------------
     @admin.display(description="schedule", ordering="cron_expr")
@@ -236,6 +244,9 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             items.append(badge("retired", "retired", f"since {utc(row.retired_at)} by {row.retired_by}"))
         if row.paused_at is not None:
             items.append(badge(f"paused by {row.paused_by}", "paused", f"since {utc(row.paused_at)}"))
+        if row.parked_at is not None or getattr(row, "parked_at_text", None):
+            # The leader could not evaluate this row: it does not fire until fixed.
+            items.append(badge("parked", "parked", row.parked_reason or "cannot be evaluated"))
         if info.queue_paused:
             items.append(badge("queue paused", "queue-paused",
                                f"queue {row.queue} is paused: fires pile up until it resumes"))
