@@ -226,3 +226,70 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
                     _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
                 )
     return messages
+
+
+# -- issue 13: connection poolers (E100-E109, W100-W109) -------------------------
+POOLER_HINTS = {
+    "awa_django.E100": "Set AWA_LISTEN_DATABASE to None or to a PostgreSQL alias of DATABASES.",
+    "awa_django.W100": "Point AWA_LEADER_DATABASE at an alias that connects directly (see docs).",
+    "awa_django.W101": "Point AWA_LISTEN_DATABASE at an alias that connects directly (see docs).",
+    "awa_django.W102": "Under transaction pooling set DISABLE_SERVER_SIDE_CURSORS = True.",
+    "awa_django.W103": "Remove OPTIONS['prepare_threshold'] (prepared statements) for this alias.",
+}
+
+
+def _served_aliases() -> list[str]:
+    """Databases an AwaBackend serves (the worker LISTENs there by default)."""
+    aliases = ["default"] if "default" in settings.DATABASES else []
+    for spec in getattr(settings, "TASKS", {}).values():
+        if isinstance(spec, dict) and str(spec.get("BACKEND", "")).startswith("awa_django."):
+            alias = (spec.get("OPTIONS") or {}).get("DATABASE", "default")
+            if isinstance(alias, str) and alias in settings.DATABASES and alias not in aliases:
+                aliases.append(alias)
+    return aliases
+
+
+@register(Tags.compatibility)
+def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Session-bound connections (leader lock, LISTEN) avoid transaction poolers."""
+    from django.core.checks import Warning
+    from django.db import connections as db_connections
+
+    from .connections import leader_alias, listen_alias, pooler_warning
+
+    def warn(check_id: str, msg: str) -> Warning:
+        return Warning(msg, hint=POOLER_HINTS[check_id], id=check_id)
+
+    messages: list[CheckMessage] = []
+    listen = conf.LISTEN_DATABASE
+    if listen is not None:
+        if not isinstance(listen, str) or listen not in settings.DATABASES:
+            messages.append(Error(f"AWA_LISTEN_DATABASE {listen!r} is not in DATABASES",
+                                  hint=POOLER_HINTS["awa_django.E100"], id="awa_django.E100"))
+            listen = None
+        elif db_connections[listen].vendor != "postgresql":
+            messages.append(Error(f"AWA_LISTEN_DATABASE {listen!r} is not PostgreSQL",
+                                  hint=POOLER_HINTS["awa_django.E100"], id="awa_django.E100"))
+    leader = leader_alias()
+    if isinstance(leader, str) and leader in settings.DATABASES:
+        reason = pooler_warning(leader)
+        if reason:
+            messages.append(warn("awa_django.W100",
+                                 f"leader alias {leader!r} {reason}: the lock needs a session"))
+    if not any(m.id == "awa_django.E100" for m in messages):
+        for served in _served_aliases():
+            alias = listen_alias(served)
+            reason = pooler_warning(alias)
+            if reason:
+                messages.append(warn("awa_django.W101",
+                                     f"LISTEN alias {alias!r} {reason}: wake-ups need a session"))
+    for alias, entry in settings.DATABASES.items():
+        if not pooler_warning(alias):
+            continue
+        if entry.get("DISABLE_SERVER_SIDE_CURSORS") is not True:
+            messages.append(warn("awa_django.W102",
+                                 f"database {alias!r} is pooled but keeps server-side cursors"))
+        if (entry.get("OPTIONS") or {}).get("prepare_threshold") is not None:
+            messages.append(warn("awa_django.W103",
+                                 f"database {alias!r} is pooled but enables prepared statements"))
+    return messages

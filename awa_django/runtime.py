@@ -24,6 +24,8 @@ from django.db import DatabaseError, InterfaceError, connections, transaction
 
 from . import __version__
 from .conf import conf
+from .health import Progress, record_progress
+from .jsonlog import bind_process
 from .manifest import Manifest, manifest_for
 from .reconciliation import (
     CRON_PROTOCOL_VERSION,
@@ -60,9 +62,12 @@ class RuntimeReporter:
         is_leader: Callable[[], bool] = lambda: False,
         using: str = "default",
         config: ReconciliationConfig | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.role = role
         self.instance_id = str(uuid.uuid4())
+        # Written with each snapshot for `awa health` (see health.py).
+        self.progress = progress
         self.queues = list(queues or [])
         self.is_leader = is_leader
         self.using = using
@@ -86,6 +91,7 @@ class RuntimeReporter:
                  interval_ms, bool(self.is_leader()), json.dumps(self.queues), shutting_down,
                  CRON_PROTOCOL_VERSION],
             )
+            record_progress(cursor, self.instance_id, self.progress)
             if self.config is not None and self.manifest is not None and not shutting_down:
                 if check:
                     check_registration(self.config, self.manifest, using=self.using)
@@ -98,6 +104,7 @@ class RuntimeReporter:
         having published anything when desired names belong to someone else.
         """
         self.write(check=True)
+        bind_process(instance_id=self.instance_id, role=self.role)
         self._thread = threading.Thread(target=self._loop, name="awa-snapshot", daemon=True)
         self._thread.start()
 

@@ -31,10 +31,12 @@ from django.tasks.base import TaskContext, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from django.utils.json import normalize_json
 
-from . import jobcontext
+from . import jobcontext, metrics
 from .backend import AwaBackend, job_from_row, resolve_task
 from .conf import conf
+from .connections import listen_alias
 from .evaluator import job_row
+from .health import Progress
 from .leader import leader_connection
 from .runtime import RuntimeReporter
 from .schedules import Schedule
@@ -116,6 +118,8 @@ class Worker:
         # runtasks declares the same schedules as runcron: in authoritative
         # mode every runtime of the owner is evidence for reconciliation.
         self.schedules = list(schedules or [])
+        self.progress = Progress()  # health probes (see health.py)
+        metrics.track_worker(self)
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -130,7 +134,8 @@ class Worker:
         """Claim and run jobs until stopped (or, with ``burst``, until idle)."""
         logger.info("worker %s started (queues=%s, concurrency=%d)", self.worker_id,
                     self.queues or "all", self.concurrency, extra={"event": "worker.started"})
-        reporter = RuntimeReporter("runtasks", self.schedules, queues=self.queues or [], using=self.using)
+        reporter = RuntimeReporter("runtasks", self.schedules, queues=self.queues or [], using=self.using,
+                                   progress=self.progress)
         reporter.start()  # raises (publishing nothing) on an ownership conflict
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="awa-heartbeat", daemon=True)
         heartbeat.start()
@@ -138,11 +143,13 @@ class Worker:
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="awa-task")
         try:
             while not self.stop_requested.is_set():
+                self.progress.mark()
                 if time.monotonic() >= next_rescue:
                     self.rescue()
                     next_rescue = time.monotonic() + float(conf.HEARTBEAT_INTERVAL)
                 free = self.concurrency - len(self._running)
                 claimed = self.claim(free) if free > 0 else []
+                metrics.observe_claimed(claimed)
                 for row in claimed:
                     self._submit(pool, row)
                 if self.burst and not claimed and not self._running:
@@ -185,6 +192,7 @@ class Worker:
                     [timedelta(seconds=float(conf.RESCUE_AFTER))],  # type: ignore[list-item]
                 )
                 for job_id, attempt, state in cursor.fetchall():
+                    metrics.observe_rescued(state)
                     logger.warning("job %s attempt %s rescued -> %s", job_id, attempt, state,
                                    extra={"event": "job.rescued", "job_id": job_id})
         except (DatabaseError, InterfaceError) as exc:
@@ -211,7 +219,7 @@ class Worker:
     def _listen_connection(self) -> psycopg.Connection[Any] | None:
         if self._listen is None:
             try:
-                conn = leader_connection(self.using, role="runtasks listener")
+                conn = leader_connection(listen_alias(self.using), role="runtasks listener")
                 conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 self._listen = conn
             except psycopg.Error as exc:
@@ -276,6 +284,7 @@ class Worker:
                            extra={"event": "job.stale_report", "job_id": job_id})
             return None
         self.completed += 1
+        metrics.observe_finished(row, "completed")
         logger.info("job %s (%s) completed", job_id, row["kind"], extra={"event": "job.completed", "job_id": job_id})
         object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(result, "_return_value", value)
@@ -294,6 +303,7 @@ class Worker:
             "job %s: task %s is not importable here; released for another worker",
             row["id"], row["kind"], extra={"event": "job.released", "job_id": row["id"]},
         )
+        metrics.observe_finished(row, "released")
         return state
 
     def _fail(self, row: dict[str, Any], exc: BaseException, result: Any) -> str | None:
@@ -308,6 +318,7 @@ class Worker:
         if failed_state is None:
             return None
         state = failed_state
+        metrics.observe_finished(row, state)
         logger.warning("job %s (%s) attempt %s failed -> %s: %s", job_id, row["kind"], attempt, state, exc,
                        extra={"event": f"job.{state}", "job_id": job_id})
         # task_finished marks the end of the task, not of one attempt: a

@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from awa_django import metrics
 from awa_django.exceptions import InvalidSchedule
 from awa_django.reconciliation import RegistrationConflict
 from awa_django.schedules import declared_schedules
@@ -37,6 +38,7 @@ class Command(BaseCommand):
                             help="exit 0 once no job is ready and none is running")
         parser.add_argument("--backend", default="default",
                             help="alias in settings.TASKS of the AwaBackend to serve (default 'default')")
+        metrics.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] > 1:
@@ -53,6 +55,7 @@ class Command(BaseCommand):
             raise CommandError(f"invalid schedule, not starting: {exc}") from exc
         except (ValueError, KeyError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
+        metrics.serve_from_options(options)
         worker.install_signal_handlers()
         self.stdout.write(f"runtasks: worker {worker.worker_id} started")
         try:
