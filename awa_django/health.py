@@ -38,19 +38,39 @@ RECORD_PROGRESS = """
      WHERE instance_id = %s
 """
 
-# A row counts as alive for max(30 s, 3 x its snapshot interval), as for
-# reconciliation evidence.
+# Alive: the snapshot thread wrote within two snapshot intervals (plus 5 s
+# of slack for a busy database). Tighter than reconciliation's freshness on
+# purpose: the row of a process that died (say, before a container restart on
+# the same host) must stop counting quickly, or it would fail the probe of
+# its successor. A frozen process (SIGSTOP, swapped out) stops writing too.
 SELECT_LIVE = """
-    SELECT instance_id::text, hostname, pid, role, leader,
+    SELECT hostname, pid, role, leader,
            EXTRACT(EPOCH FROM clock_timestamp() - COALESCE(last_pass_at, started_at))::float8,
            GREATEST(%s, snapshot_interval_ms * 0.003)::float8,
            last_pass_at IS NULL
       FROM awa_runtime_instances
      WHERE NOT shutting_down
-       AND last_seen_at + make_interval(secs => GREATEST(30.0, snapshot_interval_ms * 0.003))
-           > clock_timestamp()
+       AND last_seen_at > clock_timestamp() - make_interval(secs => snapshot_interval_ms * 0.002 + 5)
      ORDER BY started_at DESC
 """
+
+
+@dataclass(frozen=True)
+class LiveProcess:
+    """A runtime row whose snapshot thread is alive."""
+
+    hostname: str
+    pid: int
+    role: str
+    leader: bool
+    pass_age: float  # seconds since its last pass (since start before the first)
+    pass_limit: float  # the most pass_age may be
+    starting: bool  # no pass recorded yet
+
+    @property
+    def progressing(self) -> bool:
+        return self.pass_age <= self.pass_limit
+
 
 # Active schedules whose next fire is late by more than the threshold; parked
 # rows (year 9999) are reported by cron.invalid, not here.
@@ -126,34 +146,35 @@ class HealthReport:
         }
 
 
-def _process_check(rows: list[tuple[Any, ...]], role: str, hostname: str, pid: int | None) -> Check:
+def _process_check(rows: list[LiveProcess], role: str, hostname: str, pid: int | None) -> Check:
     process = ROLES[role]
-    mine = [r for r in rows if r[3] == process and r[1] == hostname and (pid is None or r[2] == pid)]
+    mine = [r for r in rows if r.role == process and r.hostname == hostname and pid in (None, r.pid)]
     who = f"{process} on {hostname}" + (f" pid {pid}" if pid is not None else "")
     if not mine:
-        return Check("process", False, f"no live {who} (no fresh runtime snapshot)")
-    stuck = [r for r in mine if r[5] > r[6]]
+        return Check("process", False, f"no live {who} (no recent runtime snapshot)")
+    stuck = [r for r in mine if not r.progressing]
     if stuck:
-        details = ", ".join(f"pid {r[2]}: last pass {r[5]:.0f}s ago (limit {r[6]:.0f}s)" for r in stuck)
+        details = ", ".join(f"pid {r.pid}: last pass {r.pass_age:.0f}s ago (limit {r.pass_limit:.0f}s)"
+                            for r in stuck)
         return Check("process", False, f"{who} is not making progress: {details}")
-    pids = ", ".join(str(r[2]) for r in mine)
+    pids = ", ".join(str(r.pid) for r in mine)
     return Check("process", True, f"{len(mine)} live {process} process(es) on {hostname} (pid {pids})")
 
 
-def _leader_check(rows: list[tuple[Any, ...]]) -> Check:
-    leaders = [r for r in rows if r[3] == "runcron" and r[4]]
+def _leader_check(rows: list[LiveProcess]) -> Check:
+    leaders = [r for r in rows if r.role == "runcron" and r.leader]
     if not leaders:
         return Check("leader", False, "no live runcron process leads")
-    recent = [r for r in leaders if r[5] <= r[6]]
+    recent = [r for r in leaders if r.progressing]
     if not recent:
         r = leaders[0]
         return Check(
             "leader", False,
-            f"leader {r[1]} pid {r[2]}: last pass {r[5]:.0f}s ago (limit {r[6]:.0f}s)",
+            f"leader {r.hostname} pid {r.pid}: last pass {r.pass_age:.0f}s ago (limit {r.pass_limit:.0f}s)",
         )
     r = recent[0]
-    when = "starting" if r[7] else f"last pass {r[5]:.1f}s ago"
-    return Check("leader", True, f"leader {r[1]} pid {r[2]}, {when}")
+    when = "starting" if r.starting else f"last pass {r.pass_age:.1f}s ago"
+    return Check("leader", True, f"leader {r.hostname} pid {r.pid}, {when}")
 
 
 def _schedules_check(overdue: list[tuple[str, float]], threshold: float) -> Check:
@@ -189,7 +210,8 @@ def probe(
         with transaction.atomic(using=using), connections[using].cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(PROBE_TIMEOUT_MS)])
             cursor.execute(SELECT_LIVE, [max_age])
-            rows = list(cursor.fetchall())
+            rows = [LiveProcess(str(h), int(p), str(role), bool(lead), float(age), float(limit), bool(st))
+                    for h, p, role, lead, age, limit, st in cursor.fetchall()]
             overdue: list[tuple[str, float]] = []
             if role != "tasks" and not local_only:
                 cursor.execute(SELECT_OVERDUE, [overdue_after])

@@ -59,3 +59,19 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {"awa_django": {"handlers": ["console"], "level": env.str("AWA_LOG_LEVEL", default="WARNING")}},
 }
+
+# Issue 13 (production operation): faster health limits for subprocess tests,
+# JSON logs on request, and a direct alias for the leader/LISTEN connections
+# when DATABASE_URL goes through a (test-started) PgBouncer.
+AWA_HEALTH_MAX_PASS_AGE = env.float("AWA_HEALTH_MAX_PASS_AGE", default=60.0)
+if env.bool("AWA_JSON_LOGS", default=False):
+    from awa_django.jsonlog import json_logging
+
+    LOGGING = json_logging(level=env.str("AWA_LOG_LEVEL", default="INFO"))
+if env.str("AWA_DIRECT_DATABASE_URL", default=""):
+    DATABASES["default"]["AWA_POOL_MODE"] = "transaction"
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["direct"] = env.db("AWA_DIRECT_DATABASE_URL")
+    DATABASES["direct"]["TEST"] = {"MIRROR": "default"}
+    AWA_LEADER_DATABASE = "direct"
+    AWA_LISTEN_DATABASE = "direct"

@@ -1,6 +1,6 @@
 from django.db import migrations, models
 
-from awa_django.sqlfiles import read_sql
+from awa_django.sqlfiles import run_sql_file
 
 
 class Migration(migrations.Migration):
@@ -10,9 +10,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(
-            sql=read_sql("0011_runtime_progress"),
-            reverse_sql=read_sql("0011_runtime_progress.reverse"),
+        # The column is created by the SQL file; Django only records it.
+        migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.AddField(
                     model_name='runtimeinstance',
@@ -21,4 +20,5 @@ class Migration(migrations.Migration):
                 ),
             ],
         ),
+        run_sql_file("0011_runtime_progress"),
     ]
