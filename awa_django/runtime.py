@@ -68,6 +68,8 @@ class RuntimeReporter:
         self.instance_id = str(uuid.uuid4())
         # Written with each snapshot for `awa health` (see health.py).
         self.progress = progress
+        # JSON logs of this process name its runtime row (see jsonlog.py).
+        bind_process(instance_id=self.instance_id, role=role)
         self.queues = list(queues or [])
         self.is_leader = is_leader
         self.using = using
@@ -104,7 +106,6 @@ class RuntimeReporter:
         having published anything when desired names belong to someone else.
         """
         self.write(check=True)
-        bind_process(instance_id=self.instance_id, role=self.role)
         self._thread = threading.Thread(target=self._loop, name="awa-snapshot", daemon=True)
         self._thread.start()
 

@@ -132,10 +132,10 @@ class Worker:
 
     def run(self) -> None:
         """Claim and run jobs until stopped (or, with ``burst``, until idle)."""
-        logger.info("worker %s started (queues=%s, concurrency=%d)", self.worker_id,
-                    self.queues or "all", self.concurrency, extra={"event": "worker.started"})
         reporter = RuntimeReporter("runtasks", self.schedules, queues=self.queues or [], using=self.using,
                                    progress=self.progress)
+        logger.info("worker %s started (queues=%s, concurrency=%d)", self.worker_id,
+                    self.queues or "all", self.concurrency, extra={"event": "worker.started"})
         reporter.start()  # raises (publishing nothing) on an ownership conflict
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="awa-heartbeat", daemon=True)
         heartbeat.start()

@@ -80,3 +80,12 @@ def context_effect(context, label: str = "ctx") -> dict:
 @task
 def returns_unserialisable() -> object:
     return object()
+
+
+@task
+def logs_progress(label: str = "progress") -> str:
+    """Log one line from inside a task (structured-logging tests)."""
+    import logging
+
+    logging.getLogger(__name__).info("task %s working", label, extra={"event": "test.task_log"})
+    return label
