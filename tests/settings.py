@@ -68,6 +68,8 @@ if env.bool("AWA_JSON_LOGS", default=False):
     from awa_django.jsonlog import json_logging
 
     LOGGING = json_logging(level=env.str("AWA_LOG_LEVEL", default="INFO"), root=True)
+if env.str("AWA_TEST_POOL_MODE", default=""):
+    DATABASES["default"]["AWA_POOL_MODE"] = env.str("AWA_TEST_POOL_MODE")
 if env.str("AWA_DIRECT_DATABASE_URL", default=""):
     DATABASES["default"]["AWA_POOL_MODE"] = "transaction"
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
