@@ -77,3 +77,12 @@ if env.str("AWA_DIRECT_DATABASE_URL", default=""):
     DATABASES["direct"]["TEST"] = {"MIRROR": "default"}
     AWA_LEADER_DATABASE = "direct"
     AWA_LISTEN_DATABASE = "direct"
+# A libpq multi-host server list ("host:port,host:port") for failover tests:
+# connections go to whichever server accepts writes.
+if env.str("AWA_TEST_MULTIHOST", default=""):
+    _servers = [item.rsplit(":", 1) for item in env.str("AWA_TEST_MULTIHOST").split(",")]
+    DATABASES["default"]["HOST"] = ",".join(host for host, _port in _servers)
+    DATABASES["default"]["PORT"] = ",".join(port for _host, port in _servers)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"target_session_attrs": "read-write", "connect_timeout": 5}
+    )
