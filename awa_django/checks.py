@@ -253,7 +253,6 @@ def _served_aliases() -> list[str]:
 def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Session-bound connections (leader lock, LISTEN) avoid transaction poolers."""
     from django.core.checks import Warning
-    from django.db import connections as db_connections
 
     from .connections import leader_alias, listen_alias, pooler_warning
 
@@ -267,7 +266,7 @@ def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
             messages.append(Error(f"AWA_LISTEN_DATABASE {listen!r} is not in DATABASES",
                                   hint=POOLER_HINTS["awa_django.E100"], id="awa_django.E100"))
             listen = None
-        elif db_connections[listen].vendor != "postgresql":
+        elif "postg" not in str(settings.DATABASES[listen].get("ENGINE", "")):  # postgresql, postgis
             messages.append(Error(f"AWA_LISTEN_DATABASE {listen!r} is not PostgreSQL",
                                   hint=POOLER_HINTS["awa_django.E100"], id="awa_django.E100"))
     leader = leader_alias()
