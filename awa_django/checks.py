@@ -238,6 +238,23 @@ POOLER_HINTS = {
 }
 
 
+# E-ids carry their hint in HINTS too (every documented error id has one).
+HINTS["awa_django.E100"] = POOLER_HINTS["awa_django.E100"]
+# Settings of issue 13, validated like the other durations (E020).
+OBSERVABILITY_SETTINGS = ("AWA_HEALTH_MAX_PASS_AGE", "AWA_HEALTH_OVERDUE_AFTER", "AWA_METRICS_QUERY_TIMEOUT")
+
+
+@register(Tags.compatibility)
+def check_observability_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Health and metrics durations are numbers of seconds > 0."""
+    messages: list[CheckMessage] = []
+    for key in OBSERVABILITY_SETTINGS:
+        value = getattr(settings, key, DEFAULTS[key])
+        if not finite(value) or value <= 0:
+            messages.append(_error("awa_django.E020", f"{key} must be a number of seconds > 0, got {value!r}"))
+    return messages
+
+
 def _served_aliases() -> list[str]:
     """Databases an AwaBackend serves (the worker LISTENs there by default)."""
     aliases = ["default"] if "default" in settings.DATABASES else []
