@@ -138,6 +138,14 @@ def postgres_bindir() -> Path:
     found = shutil.which("initdb")
     if found:
         return Path(found).parent
+    try:  # the embedded server of `make test` without a local PostgreSQL
+        import pgserver
+
+        bundled = Path(pgserver.__file__).parent / "pginstall" / "bin"
+        if (bundled / "initdb").exists():
+            return bundled
+    except ImportError:
+        pass
     raise AssertionError("PostgreSQL server binaries (initdb, pg_ctl) not found")
 
 
