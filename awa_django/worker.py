@@ -113,6 +113,9 @@ class Worker:
         self._running: dict[tuple[int, int], Attempt] = {}
         self._lock = threading.Lock()
         self._listen: psycopg.Connection[Any] | None = None
+        # After a failed LISTEN connect, poll until then (no reconnect storm
+        # while the database is down or failing over).
+        self._listen_retry_at = 0.0
         self.completed = 0
         self.abandoned = 0  # tasks still running when the shutdown timeout expired
         # runtasks declares the same schedules as runcron: in authoritative
@@ -218,11 +221,14 @@ class Worker:
 
     def _listen_connection(self) -> psycopg.Connection[Any] | None:
         if self._listen is None:
+            if time.monotonic() < self._listen_retry_at:
+                return None
             try:
                 conn = leader_connection(listen_alias(self.using), role="runtasks listener")
                 conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 self._listen = conn
             except psycopg.Error as exc:
+                self._listen_retry_at = time.monotonic() + float(conf.POLL_INTERVAL)
                 logger.warning("cannot LISTEN (%s); polling", exc, extra={"event": "worker.error"})
                 return None
         return self._listen
