@@ -26,7 +26,7 @@ def test_worker__listen_uses_awa_listen_database_and_backs_off_after_a_failure(m
         assert worker._listen_connection() is None
         # Within the poll interval the worker polls instead of reconnecting.
         assert [worker._listen_connection() for _ in range(5)] == [None] * 5
-    assert attempts == ["listen-direct"]
+        assert attempts == ["listen-direct"]
         worker._listen_retry_at = 0.0
         assert worker._listen_connection() is None
     assert attempts == ["listen-direct", "listen-direct"]
