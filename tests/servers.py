@@ -98,6 +98,8 @@ default_pool_size = 20
 max_client_conn = 500
 server_reset_query =
 ignore_startup_parameters = extra_float_digits
+; SHOW STATS totals are refreshed every stats_period seconds (default 60).
+stats_period = 1
 logfile = {directory}/pgbouncer.log
 """,
         )
