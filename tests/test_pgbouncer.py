@@ -98,7 +98,8 @@ def test_pgbouncer__enqueue_worker_and_cli_work_through_transaction_pooling(
     # worker although its default connection is pooled.
     with raw_connection() as direct:
         listeners = direct.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'awa_django runtasks listener%%'"
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = %s", [f"awa_django runtasks listener pid={worker.pid}"]
         ).fetchone()
     assert listeners == (1,)
     assert transactions_through(pgbouncer) > before + 20
