@@ -102,6 +102,8 @@ def test_pgbouncer__enqueue_worker_and_cli_work_through_transaction_pooling(
             "AND application_name = %s", [f"awa_django runtasks listener pid={worker.pid}"]
         ).fetchone()
     assert listeners == (1,)
+    pooled_names = [c["application_name"] or "" for c in pgbouncer.admin("SHOW CLIENTS")]
+    assert not [n for n in pooled_names if n.startswith("awa_django")], pooled_names
     assert transactions_through(pgbouncer) > before + 20
     worker.signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
@@ -122,6 +124,9 @@ def test_pgbouncer__two_runcron_elect_one_leader_and_fire_each_slot_once(
     time.sleep(5)
     # Exactly one lock holder, and one process that believes it leads.
     assert leader_process_pid() == leader
+    # The lock (and LISTEN) sessions are direct, not PgBouncer clients.
+    pooled_names = [c["application_name"] or "" for c in pgbouncer.admin("SHOW CLIENTS")]
+    assert not [n for n in pooled_names if n.startswith("awa_django")], pooled_names
     wait_for(lambda: RuntimeInstance.objects.filter(role="runcron", leader=True, shutting_down=False).count() == 1,
              timeout=30)
     assert transactions_through(pgbouncer) > before  # fires and snapshots went through the pooler
