@@ -4,12 +4,13 @@
 already reports to (``awa_runtime_instances``), so the probe needs no port
 and works as a Kubernetes ``exec`` probe or from a systemd timer:
 
-* ``process`` -- this host has a live process of the role (a fresh snapshot,
-  not shutting down) and each one made progress recently (``last_pass_at``:
+* ``process`` -- this host has a live process of the role (its snapshot
+  thread wrote within two snapshot intervals + 5 s, and it is not shutting
+  down) and each one made progress recently (``last_pass_at``:
   a leader's last successful evaluation pass, a standby's last election
   attempt, a worker's last turn of its claim loop). A process whose snapshot
   thread still runs while its main loop is stuck fails here.
-* ``leader`` -- some fresh ``runcron`` row leads and its last pass is recent.
+* ``leader`` -- some live ``runcron`` row leads and its last pass is recent.
 * ``schedules`` -- no active schedule's next fire is later than
   ``AWA_HEALTH_OVERDUE_AFTER`` (parked rows excepted; see ``cron.invalid``).
 

@@ -135,6 +135,11 @@ def test_pgbouncer__two_runcron_elect_one_leader_and_fire_each_slot_once(
     assert [p.wait(timeout=30) for p in procs] == [0, 0]
     window = assert_exactly_once_no_gap("pooled-tick", since=warm)
     assert len(window) >= 3
+    # Operator verbs use transaction-local contexts and row locks: fine when pooled.
+    for verb in ("pause", "trigger", "resume"):
+        done = manage(env, "awa", "cron", verb, "pooled-tick", "--actor", "ops")
+        assert done.returncode == 0, done.stderr
+    assert Job.objects.filter(metadata__triggered_by="ops").count() == 1
     wait_for(lambda: not Job.objects.exclude(state="completed").exists(), timeout=60)
     worker.signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
