@@ -309,3 +309,43 @@ def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
             messages.append(warn("awa_django.W103",
                                  f"database {alias!r} is pooled but enables prepared statements"))
     return messages
+
+
+POOLER_HINTS["awa_django.W104"] = "Point the alias at PostgreSQL directly, or set PgBouncer's pool_mode = session."
+
+
+@register(Tags.database)
+def check_pgbouncer_sessions(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The leader and LISTEN aliases do not answer as a non-session PgBouncer.
+
+    Runs with ``manage.py check --database ALIAS`` (and ``migrate``): it
+    connects to the virtual ``pgbouncer`` database behind each alias, so a
+    PostgreSQL server logs one failed connection to database "pgbouncer".
+    """
+    from django.core.checks import Warning
+
+    from .connections import leader_alias, listen_alias, probe_pgbouncer
+
+    requested = set(databases or ())
+    if not requested:
+        return []
+    roles: dict[str, list[str]] = {}
+    leader = leader_alias()
+    if isinstance(leader, str) and leader in settings.DATABASES:
+        roles.setdefault(leader, []).append("leader lock")
+    listen = conf.LISTEN_DATABASE
+    if listen is None or (isinstance(listen, str) and listen in settings.DATABASES):
+        for served in _served_aliases():
+            roles.setdefault(listen_alias(served), []).append("LISTEN")
+    messages: list[CheckMessage] = []
+    for alias, uses in roles.items():
+        # Only aliases the caller allowed us to query, and that are PostgreSQL.
+        if alias not in requested or "postg" not in str(settings.DATABASES[alias].get("ENGINE", "")):
+            continue
+        mode = probe_pgbouncer(alias)
+        if mode is not None and mode != "session":
+            messages.append(Warning(
+                f"alias {alias!r} ({', '.join(sorted(set(uses)))}) is a PgBouncer, pool_mode={mode}",
+                hint=POOLER_HINTS["awa_django.W104"], id="awa_django.W104",
+            ))
+    return messages

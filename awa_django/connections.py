@@ -60,3 +60,41 @@ def pooler_warning(alias: str) -> str | None:
     if port == PGBOUNCER_DEFAULT_PORT:
         return "uses port 6432, PgBouncer's default port"
     return None
+
+
+def probe_pgbouncer(alias: str, timeout: int = 5) -> str | None:
+    """Ask the server behind ``alias`` whether it is a PgBouncer; its pool mode if so.
+
+    Connects to the virtual database ``pgbouncer`` (PgBouncer's admin console)
+    with the alias's host, port and credentials. A PgBouncer answers
+    ``SHOW VERSION`` (or refuses a user that is not an admin or stats user with
+    "not allowed"); PostgreSQL has no such database. Returns the pool mode
+    (``"transaction"``, ``"session"``, ``"statement"``), ``"unknown"`` for a
+    PgBouncer that would not tell, or None when it is not a PgBouncer (or
+    cannot be reached: the other checks report that).
+    """
+    import psycopg
+    from django.db import connections
+
+    params = dict(connections[alias].get_connection_params())
+    for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding", "dbname", "database"):
+        params.pop(key, None)
+    params["connect_timeout"] = timeout
+    try:
+        conn = psycopg.connect(dbname="pgbouncer", autocommit=True, prepare_threshold=None, **params)
+    except psycopg.Error as exc:
+        return "unknown" if "not allowed" in str(exc) else None
+    try:
+        version = conn.execute("SHOW VERSION").fetchone()
+        if not version or "pgbouncer" not in str(version[0]).lower():
+            return None
+        try:
+            rows = conn.execute("SHOW CONFIG").fetchall()
+        except psycopg.Error:
+            return "unknown"
+        modes = [str(row[1]) for row in rows if row and row[0] == "pool_mode"]
+        return modes[0] if modes else "unknown"
+    except psycopg.Error:
+        return None
+    finally:
+        conn.close()

@@ -155,3 +155,17 @@ def test_pgbouncer__check_warns_when_the_leader_alias_is_pooled(pgbouncer: PgBou
     assert warned.returncode == 0
     output = warned.stdout + warned.stderr
     assert "awa_django.W100" in output and "awa_django.W101" in output and "awa_django.W102" in output
+
+
+def test_pgbouncer__database_check_detects_an_undeclared_pgbouncer(pgbouncer: PgBouncer) -> None:
+    # Neither AWA_POOL_MODE nor port 6432 gives it away: the probe asks the server.
+    undeclared = {"DATABASE_URL": pooled_env(pgbouncer)["DATABASE_URL"]}
+    static = manage(undeclared, "check")
+    assert static.returncode == 0 and "W100" not in static.stdout + static.stderr
+    probed = manage(undeclared, "check", "--database", "default")
+    output = probed.stdout + probed.stderr
+    assert probed.returncode == 0, output
+    assert "awa_django.W104" in output
+    assert "alias 'default' (LISTEN, leader lock) is a PgBouncer, pool_mode=transaction" in output
+    direct = manage({"DATABASE_URL": database_url()}, "check", "--database", "default")
+    assert direct.returncode == 0 and "W104" not in direct.stdout + direct.stderr

@@ -84,3 +84,12 @@ def test_check_observability_settings__e020_for_non_positive_durations() -> None
         messages = check_observability_settings()
     assert [m.id for m in messages] == ["awa_django.E020", "awa_django.E020"]
     assert "AWA_HEALTH_MAX_PASS_AGE must be a number of seconds > 0, got 0" in messages[0].msg
+
+
+def test_check_pgbouncer_sessions__postgresql_itself_is_not_a_pgbouncer(db: Any) -> None:
+    from awa_django.checks import check_pgbouncer_sessions
+    from awa_django.connections import probe_pgbouncer
+
+    assert probe_pgbouncer("default") is None
+    assert check_pgbouncer_sessions(databases=["default"]) == []
+    assert check_pgbouncer_sessions(databases=None) == []
