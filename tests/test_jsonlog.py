@@ -104,3 +104,24 @@ def test_json_logs__follow_one_fire_from_slot_to_completion(runcron: Any, runtas
     assert in_task[0]["schedule"] == "json-tick" and in_task[0]["fire_at"] == job.metadata["cron_fire_at"]
     completed = [line for line in task_lines if line.get("event") == "job.completed" and line["job_id"] == job.id]
     assert len(completed) == 1 and instances[completed[0]["instance_id"]] == "runtasks"
+
+
+def test_every_log_call_of_awa_django_names_an_event() -> None:
+    """Operators filter on ``event``: no awa_django log call may omit it."""
+    import ast
+    from pathlib import Path
+
+    import awa_django
+
+    missing = []
+    for path in Path(awa_django.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "logger"
+                    and node.func.attr in {"debug", "info", "warning", "error", "exception", "critical"}):
+                continue
+            extra = next((k.value for k in node.keywords if k.arg == "extra"), None)
+            if not (isinstance(extra, ast.Dict)
+                    and any(isinstance(k, ast.Constant) and k.value == "event" for k in extra.keys)):
+                missing.append(f"{path.name}:{node.lineno}")
+    assert missing == []
