@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -37,6 +38,10 @@ from .reconciliation import (
 from .schedules import Schedule
 
 logger = logging.getLogger(__name__)
+
+# How often the snapshot thread looks for a leadership change, which it
+# reports at once rather than at the next interval (health probes, metrics).
+LEADERSHIP_POLL = 0.25
 
 UPSERT_SNAPSHOT = """
     INSERT INTO awa_runtime_instances
@@ -76,6 +81,7 @@ class RuntimeReporter:
         self.config = configured() if config is None else config
         self.manifest: Manifest | None = manifest_for(schedules) if self.config else None
         self._stop = threading.Event()
+        self._reported_leader = False
         self._thread: threading.Thread | None = None
 
     @property
@@ -85,12 +91,13 @@ class RuntimeReporter:
     def write(self, *, check: bool = False, shutting_down: bool = False) -> None:
         """One snapshot transaction: lock, snapshot, publication, optional check."""
         interval_ms = int(float(conf.SNAPSHOT_INTERVAL) * 1000)
+        leading = bool(self.is_leader())
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
             cursor.execute("SELECT awa_cron_protocol_lock()")
             cursor.execute(
                 UPSERT_SNAPSHOT,
                 [self.instance_id, socket.gethostname(), os.getpid(), __version__, self.role,
-                 interval_ms, bool(self.is_leader()), json.dumps(self.queues), shutting_down,
+                 interval_ms, leading, json.dumps(self.queues), shutting_down,
                  CRON_PROTOCOL_VERSION],
             )
             record_progress(cursor, self.instance_id, self.progress)
@@ -111,7 +118,14 @@ class RuntimeReporter:
 
     def _loop(self) -> None:
         try:
-            while not self._stop.wait(float(conf.SNAPSHOT_INTERVAL)):
+            due = time.monotonic() + float(conf.SNAPSHOT_INTERVAL)
+            while not self._stop.wait(max(0.0, min(LEADERSHIP_POLL, due - time.monotonic()))):
+                leading = bool(self.is_leader())
+                if time.monotonic() < due and leading == self._reported_leader:
+                    continue
+                due = time.monotonic() + float(conf.SNAPSHOT_INTERVAL)
+                # A failed write is retried at the next interval, not every poll.
+                self._reported_leader = leading
                 try:
                     self.write()
                 except (DatabaseError, InterfaceError) as exc:

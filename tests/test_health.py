@@ -248,3 +248,15 @@ def test_awa_health__frozen_runtasks_fails_its_liveness_probe(runtasks: Any) -> 
     wait_for(lambda: probe_ok("tasks"), timeout=60, interval=0.2)
     proc.signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_runtime__a_new_leader_is_reported_at_once_not_at_the_next_snapshot(runcron: Any) -> None:
+    # A 30 s snapshot interval: only the leadership-change write can make the
+    # leader visible within the wait below.
+    proc = runcron({}, env={"AWA_SNAPSHOT_INTERVAL": "30"})
+    wait_for(lambda: by_name(probe(None))["leader"].ok, timeout=20, interval=0.2)
+    proc.signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    assert not by_name(probe(None))["leader"].ok  # the last snapshot says shutting down
