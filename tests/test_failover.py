@@ -6,7 +6,7 @@ libpq multi-host server list (``target_session_attrs=read-write``), crashes
 the primary (``pg_ctl stop -m immediate``), promotes the standby, and checks
 on the new primary that both processes carried on by themselves (same
 process ids), that every slot fired exactly once with no gap (``catch_up``),
-and that every job ended completed, those caught mid-run re-run after a rescue.
+and that every job ended completed, the one caught mid-run re-run after a rescue.
 """
 
 from __future__ import annotations
@@ -76,6 +76,15 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
             wait_until(lambda: query(primary, "SELECT count(*) FROM awa_jobs WHERE state = 'completed'")[0][0] >= 3,
                        60, "jobs completed on the first primary")
 
+            # A task running when the primary dies, its start already replicated.
+            enqueued = manage({"DATABASE_URL": primary_url}, "shell", "-c",
+                              "from tests.testapp.tasks import slow_effect\n"
+                              "slow_effect.enqueue(label='mid-crash', seconds=3)")
+            assert enqueued.returncode == 0, enqueued.stderr
+            wait_until(lambda: query(standby, "SELECT 1 FROM testapp_effect "
+                                              "WHERE label = 'mid-crash' AND phase = 'started'"),
+                       60, "the running task's start on the standby")
+
             primary.stop("immediate")  # a crash: no shutdown checkpoint, no goodbye to clients
             standby.promote()
             promoted_at = query(standby, "SELECT statement_timestamp()")[0][0]
@@ -97,6 +106,13 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
                                                   "AND (metadata->>'cron_fire_at')::timestamptz < %s",
                                          promoted_at),
                        90, "every job from before the promotion completed")
+            # The task cut off by the crash could not report: it was rescued
+            # (its attempt counted, with an error) and run again to completion.
+            wait_until(lambda: query(standby, "SELECT 1 FROM awa_jobs WHERE args->'kwargs'->>'label' = "
+                                              "'mid-crash' AND state = 'completed'"), 90, "the re-run")
+            ((attempt, errors),) = query(standby, "SELECT attempt, errors FROM awa_jobs "
+                                                  "WHERE args->'kwargs'->>'label' = 'mid-crash'")
+            assert attempt >= 2 and errors, (attempt, errors)
             for proc in (cron, tasks):
                 proc.signal(signal.SIGTERM)
             assert cron.wait(timeout=30) == 0 and tasks.wait(timeout=30) == 0
