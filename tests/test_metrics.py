@@ -43,6 +43,18 @@ def scrape(port: int) -> Samples:
         return parse(response.read().decode())
 
 
+def scrape_until(port: int, ready: Any, timeout: float = 30) -> Samples:
+    """Scrape until ``ready(samples)``: a counter moves just after the row it counts commits."""
+    found: list[Samples] = []
+
+    def attempt() -> bool:
+        found[:] = [scrape(port)]
+        return bool(ready(found[0]))
+
+    wait_for(attempt, timeout=timeout, interval=0.2)
+    return found[0]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -138,8 +150,9 @@ def test_metrics__scraped_from_runcron_and_runtasks_match_the_database(runcron: 
     # Quiescence: nothing left to run (retries have a short backoff in tests).
     wait_for(lambda: not Job.objects.exclude(state__in=["completed", "failed"]).exists(), timeout=60)
 
-    cron_samples = wait_for(lambda: (s := scrape(cron_port)) and s, timeout=30)
     fired = Counter(Job.objects.filter(metadata__has_key="cron_fire_at").values_list("metadata__cron_name", flat=True))
+    cron_samples = scrape_until(cron_port, lambda s: value(s, "awa_cron_fire_lateness_seconds_count")
+                                == sum(fired.values()))
     for name in schedules:
         assert value(cron_samples, "awa_cron_fires_total", schedule=name) == fired[name] > 0
     assert value(cron_samples, "awa_cron_fire_lateness_seconds_count") == sum(fired.values())
@@ -147,8 +160,9 @@ def test_metrics__scraped_from_runcron_and_runtasks_match_the_database(runcron: 
     assert value(cron_samples, "awa_cron_passes_total", outcome="ok") >= 1
     assert value(cron_samples, "awa_cron_leader") == 1
 
-    tasks_samples = scrape(tasks_port)
     jobs = list(Job.objects.all())
+    tasks_samples = scrape_until(tasks_port, lambda s: sum(v for k, v in s.items() if k[0] == "awa_jobs_finished_total")
+                                 == sum(j.attempt for j in jobs) - 1)
     attempts = sum(j.attempt for j in jobs) - 1  # the rescued job's first attempt was the dead worker's
     failed = [j for j in jobs if j.state == "failed"]
     completed = [j for j in jobs if j.state == "completed"]
