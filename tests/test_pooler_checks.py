@@ -1,4 +1,4 @@
-"""System checks E100 and W100-W103: session-bound connections avoid poolers."""
+"""System checks E100, W100-W104 and the health/metrics settings (production_checks.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.test import override_settings
 
-from awa_django.checks import check_poolers
 from awa_django.connections import listen_alias, pooler_warning
+from awa_django.production_checks import check_poolers
 
 
 @contextmanager
@@ -77,7 +77,7 @@ def test_check_poolers__e100_for_a_listen_alias_that_is_not_postgresql() -> None
 
 
 def test_check_observability_settings__e020_for_non_positive_durations() -> None:
-    from awa_django.checks import check_observability_settings
+    from awa_django.production_checks import check_observability_settings
 
     assert check_observability_settings() == []
     with override_settings(AWA_HEALTH_MAX_PASS_AGE=0, AWA_METRICS_QUERY_TIMEOUT="5"):
@@ -87,8 +87,8 @@ def test_check_observability_settings__e020_for_non_positive_durations() -> None
 
 
 def test_check_pgbouncer_sessions__postgresql_itself_is_not_a_pgbouncer(db: Any) -> None:
-    from awa_django.checks import check_pgbouncer_sessions
     from awa_django.connections import probe_pgbouncer
+    from awa_django.production_checks import check_pgbouncer_sessions
 
     assert probe_pgbouncer("default") is None
     assert check_pgbouncer_sessions(databases=["default"]) == []
