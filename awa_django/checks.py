@@ -400,3 +400,7 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckM
             _error("awa_django.E074", f"AWA_TASK_TIMEOUT must be None (off) or seconds > 0, got {timeout!r}")
         )
     return messages
+
+# Checks of production setups (poolers, health and metrics settings) live in
+# their own module; importing it registers them.
+from . import production_checks  # noqa: E402, F401

@@ -36,6 +36,17 @@ DEFAULTS: dict[str, Any] = {
     # reach the same *database* as "default" (advisory locks and NOTIFY are per
     # database), over a direct connection (never a transaction-pooling PgBouncer).
     "AWA_LEADER_DATABASE": "default",
+    # Database alias for runtasks' LISTEN (wake-up) connection; None = the
+    # database the worker serves. Like the leader alias, a direct connection.
+    "AWA_LISTEN_DATABASE": None,
+    # Health probes (`manage.py awa health`): a process whose last pass is older
+    # than this is unhealthy (at least 3x its snapshot interval is always
+    # allowed), and a schedule whose next fire is this late is overdue.
+    "AWA_HEALTH_MAX_PASS_AGE": 60.0,
+    "AWA_HEALTH_OVERDUE_AFTER": 60.0,
+    # Metrics: the database-derived gauges are read at scrape time, in one
+    # query bounded by this timeout (seconds).
+    "AWA_METRICS_QUERY_TIMEOUT": 5.0,
     # Task worker.
     "AWA_HEARTBEAT_INTERVAL": 5.0,
     "AWA_RESCUE_AFTER": 60.0,

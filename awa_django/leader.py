@@ -22,10 +22,12 @@ from typing import Any
 import psycopg
 from django.db import DatabaseError, InterfaceError, connections
 
+from . import metrics
 from .backend import announce_fires
 from .conf import conf
 from .evaluator import PassResult, evaluate, reevaluate_parked
 from .exceptions import LeadershipUnavailable
+from .health import Progress
 from .queues import prune_jobs
 from .reconciliation import configured, reconcile_all
 from .runtime import RuntimeReporter, cleanup_snapshots
@@ -94,6 +96,8 @@ class Leader:
         self.stop_requested = threading.Event()
         self.is_leader = False
         self._lock_conn: psycopg.Connection[Any] | None = None
+        self.progress = Progress()  # health probes (see health.py)
+        metrics.track_leader(self)
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -106,7 +110,8 @@ class Leader:
 
     def reporter(self) -> RuntimeReporter:
         """This process's runtime snapshot writer."""
-        return RuntimeReporter("runcron", self.schedules, is_leader=lambda: self.is_leader, using=self.using)
+        return RuntimeReporter("runcron", self.schedules, is_leader=lambda: self.is_leader, using=self.using,
+                               progress=self.progress)
 
     def run(self) -> None:
         """Elect, lead, re-elect on connection loss, until :meth:`stop`.
@@ -123,6 +128,7 @@ class Leader:
                     self.lead()
                     next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
                     continue
+                self.progress.mark()  # a standby's progress is its election attempt
                 # Standbys sync their own declarations too: several deployments
                 # may share the database and only one of them leads.
                 if time.monotonic() >= next_sync:
@@ -245,11 +251,15 @@ class Leader:
 
     def evaluate_pass(self) -> PassResult:
         """One evaluation pass; database errors are logged, not fatal."""
+        started = time.monotonic()
         try:
             result = evaluate(using=self.using)
             # The fire statement has committed (autocommit): tell listeners.
             announce_each(result.jobs)
+            self.progress.mark()
+            metrics.observe_pass(result, time.monotonic() - started)
         except (DatabaseError, InterfaceError) as exc:
+            metrics.observe_pass(None, time.monotonic() - started)
             logger.error("evaluation failed: %s", exc, extra={"event": "cron.error"})
             # Drop the broken connection; Django reconnects on next use.
             connections[self.using].close()

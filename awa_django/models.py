@@ -253,6 +253,9 @@ class RuntimeInstance(models.Model):
     shutting_down = models.BooleanField(default=False)
     # NULL for writers that predate the reconciliation protocol.
     cron_protocol = models.IntegerField(null=True, blank=True)
+    # When the process last made progress (leader: last evaluation pass); see
+    # awa_django/health.py. NULL for writers that predate it.
+    last_pass_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "awa_runtime_instances"

@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -25,6 +26,8 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from . import __version__
 from .conf import conf
 from .connection_guards import bound_transaction_waits, lock_wait_timed_out
+from .health import Progress, record_progress
+from .jsonlog import bind_process
 from .manifest import Manifest, manifest_for
 from .reconciliation import (
     CRON_PROTOCOL_VERSION,
@@ -36,6 +39,10 @@ from .reconciliation import (
 from .schedules import Schedule
 
 logger = logging.getLogger(__name__)
+
+# How often the snapshot thread looks for a leadership change, which it
+# reports at once rather than at the next interval (health probes, metrics).
+LEADERSHIP_POLL = 0.25
 
 UPSERT_SNAPSHOT = """
     INSERT INTO awa_runtime_instances
@@ -61,15 +68,21 @@ class RuntimeReporter:
         is_leader: Callable[[], bool] = lambda: False,
         using: str = "default",
         config: ReconciliationConfig | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.role = role
         self.instance_id = str(uuid.uuid4())
+        # Written with each snapshot for `awa health` (see health.py).
+        self.progress = progress
+        # JSON logs of this process name its runtime row (see jsonlog.py).
+        bind_process(instance_id=self.instance_id, role=role)
         self.queues = list(queues or [])
         self.is_leader = is_leader
         self.using = using
         self.config = configured() if config is None else config
         self.manifest: Manifest | None = manifest_for(schedules) if self.config else None
         self._stop = threading.Event()
+        self._reported_leader = False
         self._thread: threading.Thread | None = None
 
     @property
@@ -79,15 +92,17 @@ class RuntimeReporter:
     def write(self, *, check: bool = False, shutting_down: bool = False) -> None:
         """One snapshot transaction: lock, snapshot, publication, optional check."""
         interval_ms = int(float(conf.SNAPSHOT_INTERVAL) * 1000)
+        leading = bool(self.is_leader())
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
             bound_transaction_waits(cursor)  # a frozen peer may hold the lock
             cursor.execute("SELECT awa_cron_protocol_lock()")
             cursor.execute(
                 UPSERT_SNAPSHOT,
                 [self.instance_id, socket.gethostname(), os.getpid(), __version__, self.role,
-                 interval_ms, bool(self.is_leader()), json.dumps(self.queues), shutting_down,
+                 interval_ms, leading, json.dumps(self.queues), shutting_down,
                  CRON_PROTOCOL_VERSION],
             )
+            record_progress(cursor, self.instance_id, self.progress)
             if self.config is not None and self.manifest is not None and not shutting_down:
                 if check:
                     check_registration(self.config, self.manifest, using=self.using)
@@ -113,7 +128,14 @@ class RuntimeReporter:
 
     def _loop(self) -> None:
         try:
-            while not self._stop.wait(float(conf.SNAPSHOT_INTERVAL)):
+            due = time.monotonic() + float(conf.SNAPSHOT_INTERVAL)
+            while not self._stop.wait(max(0.0, min(LEADERSHIP_POLL, due - time.monotonic()))):
+                leading = bool(self.is_leader())
+                if time.monotonic() < due and leading == self._reported_leader:
+                    continue
+                due = time.monotonic() + float(conf.SNAPSHOT_INTERVAL)
+                # A failed write is retried at the next interval, not every poll.
+                self._reported_leader = leading
                 try:
                     self.write()
                 except (DatabaseError, InterfaceError) as exc:

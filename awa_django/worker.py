@@ -37,11 +37,13 @@ from django.tasks.base import TaskContext, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from django.utils.json import normalize_json
 
-from . import jobcontext
+from . import jobcontext, metrics
 from .backend import AwaBackend, job_from_row, unstorable_reason
 from .conf import conf
+from .connections import listen_alias
 from .evaluator import job_row
 from .exceptions import TaskTimeout, UnstorableResult
+from .health import Progress
 from .leader import leader_connection
 from .models import Job
 from .runtime import RuntimeReporter
@@ -134,12 +136,17 @@ class Worker:
         self._running: dict[tuple[int, int], Attempt] = {}
         self._lock = threading.Lock()
         self._listen: psycopg.Connection[Any] | None = None
+        # After a failed LISTEN connect, poll until then (no reconnect storm
+        # while the database is down or failing over).
+        self._listen_retry_at = 0.0
         self.completed = 0
         self.failed = 0  # attempts whose task raised (or timed out, or could not run)
         self.abandoned = 0  # tasks still running when the shutdown timeout expired
         # runtasks declares the same schedules as runcron: in authoritative
         # mode every runtime of the owner is evidence for reconciliation.
         self.schedules = list(schedules or [])
+        self.progress = Progress()  # health probes (see health.py)
+        metrics.track_worker(self)
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -152,15 +159,17 @@ class Worker:
 
     def run(self) -> None:
         """Claim and run jobs until stopped (or, with ``burst``, until idle)."""
+        reporter = RuntimeReporter("runtasks", self.schedules, queues=self.queues or [], using=self.using,
+                                   progress=self.progress)
         logger.info("worker %s started (queues=%s, concurrency=%d)", self.worker_id,
                     self.queues or "all", self.concurrency, extra={"event": "worker.started"})
-        reporter = RuntimeReporter("runtasks", self.schedules, queues=self.queues or [], using=self.using)
         reporter.start()  # raises (publishing nothing) on an ownership conflict
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="awa-heartbeat", daemon=True)
         heartbeat.start()
         next_rescue = time.monotonic()
         try:
             while not self.stop_requested.is_set():
+                self.progress.mark()
                 if time.monotonic() >= next_rescue:
                     self.rescue()
                     next_rescue = time.monotonic() + float(conf.HEARTBEAT_INTERVAL)
@@ -170,6 +179,7 @@ class Worker:
                     free = min(free, self.max_tasks - self.claimed_total)
                 claimed = self.claim(free) if free > 0 else []
                 self.claimed_total += len(claimed)
+                metrics.observe_claimed(claimed)
                 for row in claimed:
                     self._submit(row)
                 if not claimed and not self._running and (
@@ -213,6 +223,7 @@ class Worker:
                     [timedelta(seconds=float(conf.RESCUE_AFTER))],  # type: ignore[list-item]
                 )
                 for job_id, attempt, state in cursor.fetchall():
+                    metrics.observe_rescued(state)
                     logger.warning("job %s attempt %s rescued -> %s", job_id, attempt, state,
                                    extra={"event": "job.rescued", "job_id": job_id})
         except (DatabaseError, InterfaceError) as exc:
@@ -238,11 +249,14 @@ class Worker:
 
     def _listen_connection(self) -> psycopg.Connection[Any] | None:
         if self._listen is None:
+            if time.monotonic() < self._listen_retry_at:
+                return None
             try:
-                conn = leader_connection(self.using, role="runtasks listener")
+                conn = leader_connection(listen_alias(self.using), role="runtasks listener")
                 conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 self._listen = conn
             except psycopg.Error as exc:
+                self._listen_retry_at = time.monotonic() + float(conf.POLL_INTERVAL)
                 logger.warning("cannot LISTEN (%s); polling", exc, extra={"event": "worker.error"})
                 return None
         return self._listen
@@ -352,6 +366,7 @@ class Worker:
                            extra={"event": "job.stale_report", "job_id": job_id})
             return None
         self.completed += 1
+        metrics.observe_finished(row, "completed")
         logger.info("job %s (%s) completed", job_id, row["kind"], extra={"event": "job.completed", "job_id": job_id})
         finished = self._finished_result(row, task, result)
         object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
@@ -428,6 +443,8 @@ class Worker:
             [int(row["id"]), int(row["attempt"]), delay, timedelta(seconds=give_up), json.dumps(entry)],
             done=(),
         )
+        if state is not None:
+            metrics.observe_finished(row, state if state == "failed" else "released")
         if state == "failed":
             self.failed += 1
             logger.error("job %s failed: %s (not run here for AWA_UNKNOWN_TASK_TIMEOUT=%ss)",
@@ -445,6 +462,7 @@ class Worker:
             [int(row["id"]), int(row["attempt"]), json.dumps(entry)], done=("failed",),
         )
         if state is not None:
+            metrics.observe_finished(row, state)
             self.failed += 1
             logger.error("job %s failed: %s", row["id"], exc, extra={"event": "job.failed", "job_id": row["id"]})
         return state
@@ -461,6 +479,7 @@ class Worker:
             return None
         self.failed += 1
         state = failed_state
+        metrics.observe_finished(row, state)
         # A BaseException that is not an Exception (SystemExit, KeyboardInterrupt,
         # GeneratorExit, custom) is never an ordinary failure: always ERROR, with
         # its traceback, so it is not mistaken for a crash of the worker.

@@ -89,3 +89,30 @@ LOGGING = {
 }
 AWA_LOCK_TIMEOUT = env.float("AWA_LOCK_TIMEOUT", default=5.0)
 AWA_STATEMENT_TIMEOUT = env.float("AWA_STATEMENT_TIMEOUT", default=60.0)
+
+# Issue 13 (production operation): faster health limits for subprocess tests,
+# JSON logs on request, and a direct alias for the leader/LISTEN connections
+# when DATABASE_URL goes through a (test-started) PgBouncer.
+AWA_HEALTH_MAX_PASS_AGE = env.float("AWA_HEALTH_MAX_PASS_AGE", default=60.0)
+if env.bool("AWA_JSON_LOGS", default=False):
+    from awa_django.jsonlog import json_logging
+
+    LOGGING = json_logging(level=env.str("AWA_LOG_LEVEL", default="INFO"), root=True)
+if env.str("AWA_TEST_POOL_MODE", default=""):
+    DATABASES["default"]["AWA_POOL_MODE"] = env.str("AWA_TEST_POOL_MODE")
+if env.str("AWA_DIRECT_DATABASE_URL", default=""):
+    DATABASES["default"]["AWA_POOL_MODE"] = "transaction"
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["direct"] = env.db("AWA_DIRECT_DATABASE_URL")
+    DATABASES["direct"]["TEST"] = {"MIRROR": "default"}
+    AWA_LEADER_DATABASE = "direct"
+    AWA_LISTEN_DATABASE = "direct"
+# A libpq multi-host server list ("host:port,host:port") for failover tests:
+# connections go to whichever server accepts writes.
+if env.str("AWA_TEST_MULTIHOST", default=""):
+    _servers = [item.rsplit(":", 1) for item in env.str("AWA_TEST_MULTIHOST").split(",")]
+    DATABASES["default"]["HOST"] = ",".join(host for host, _port in _servers)
+    DATABASES["default"]["PORT"] = ",".join(port for _host, port in _servers)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"target_session_attrs": "read-write", "connect_timeout": 5}
+    )

@@ -152,3 +152,12 @@ def sleeps_then_returns(seconds: float = 1.0, label: str = "sleeper") -> str:
     _effect(label, "started")
     time.sleep(seconds)
     return label
+
+
+@task
+def logs_progress(label: str = "progress") -> str:
+    """Log one line from inside a task (structured-logging tests)."""
+    import logging
+
+    logging.getLogger(__name__).info("task %s working", label, extra={"event": "test.task_log"})
+    return label

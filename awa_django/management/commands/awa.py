@@ -18,7 +18,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from awa_django import operations, ownership, queues, reconciliation
+from awa_django import health, operations, ownership, queues, reconciliation
 from awa_django.connection_guards import privilege_error
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.humanize import describe_cron
@@ -145,7 +145,7 @@ class Command(BaseCommand):
     help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
 
     def add_arguments(self, parser: Any) -> None:
-        groups = parser.add_subparsers(dest="group", required=True, metavar="{cron,queue,jobs}")
+        groups = parser.add_subparsers(dest="group", required=True, metavar="{cron,queue,jobs,health}")
         cron = groups.add_parser("cron", help="Inspect and operate cron schedules.")
         verbs = cron.add_subparsers(dest="verb", required=True, metavar="VERB")
 
@@ -224,6 +224,15 @@ class Command(BaseCommand):
         for sub in (jcancel, jretry):
             sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
 
+        probe = groups.add_parser("health", help="Health probe: exit 0 if healthy, 1 if not.")
+        probe.set_defaults(verb="probe")
+        probe.add_argument("--role", choices=sorted(health.ROLES),
+                           help="also check the runcron (cron) or runtasks (tasks) process on this host")
+        probe.add_argument("--local", action="store_true",
+                           help="only check this host's process (a liveness probe); needs --role")
+        probe.add_argument("--pid", type=int, help="only the process with this pid (with --role)")
+        probe.add_argument("--json", action="store_true", help="machine-readable output")
+
     def handle(self, *args: Any, **options: Any) -> None:
         handler = getattr(self, f"{options['group']}_{options['verb'].replace('-', '_')}")
         try:
@@ -232,6 +241,15 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         except (OperationRefused, ValueError, DatabaseError) as exc:
             raise CommandError(privilege_error(exc) or str(exc)) from exc
+
+    def health_probe(self, options: dict[str, Any]) -> None:
+        if (options["local"] or options["pid"] is not None) and not options["role"]:
+            raise CommandError("--local and --pid need --role cron or --role tasks")
+        report = health.probe(options["role"], local_only=options["local"], pid=options["pid"])
+        self.emit(options, report.as_json(), health.render(report))
+        if not report.healthy:
+            failed = ", ".join(c.name for c in report.checks if not c.ok)
+            raise CommandError(f"unhealthy: {failed}")
 
     def emit(self, options: dict[str, Any], data: Any, text: str) -> None:
         if options["json"]:

@@ -9,6 +9,7 @@ import psycopg
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from awa_django import metrics
 from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable, NotMigrated
 from awa_django.leader import Leader
@@ -29,6 +30,7 @@ class Command(BaseCommand):
             help="Take leadership, sync and run one evaluation pass, then exit. "
             "Exits non-zero if another process is leader.",
         )
+        metrics.add_arguments(parser)
 
     def handle(self, *args: Any, once: bool = False, **options: Any) -> None:
         if options["verbosity"] > 1:
@@ -59,6 +61,7 @@ class Command(BaseCommand):
                 meta = job["metadata"]
                 self.stdout.write(f"  {meta['cron_name']} @ {meta['cron_fire_at']} -> job {job['id']}")
             return
+        metrics.serve_from_options(options)
         leader.install_signal_handlers()
         self.stdout.write(
             f"runcron: {len(leader.schedules)} declared schedule(s); waiting for leadership"

@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from awa_django import metrics
 from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 from awa_django.migrationstate import require_migrated
@@ -50,6 +51,7 @@ class Command(BaseCommand):
                             help="id recorded in awa_jobs.worker_ids (default host:pid:random)")
         parser.add_argument("--backend", default="default",
                             help="alias in settings.TASKS of the AwaBackend to serve (default 'default')")
+        metrics.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] > 1:
@@ -75,6 +77,7 @@ class Command(BaseCommand):
             raise CommandError(f"not starting: {exc}") from exc
         except DatabaseError as exc:
             raise CommandError(f"not starting: database error: {exc}") from exc
+        metrics.serve_from_options(options)
         worker.install_signal_handlers()
         self.stdout.write(f"runtasks: worker {worker.worker_id} started")
         try:

@@ -1,0 +1,236 @@
+"""Health probes: is this ``runcron``/``runtasks`` working, is cron firing?
+
+``manage.py awa health`` answers from the database, which every process
+already reports to (``awa_runtime_instances``), so the probe needs no port
+and works as a Kubernetes ``exec`` probe or from a systemd timer:
+
+* ``process`` -- this host has a live process of the role (its snapshot
+  thread wrote within two snapshot intervals + 5 s, and it is not shutting
+  down) and each one made progress recently (``last_pass_at``:
+  a leader's last successful evaluation pass, a standby's last election
+  attempt, a worker's last turn of its claim loop). A process whose snapshot
+  thread still runs while its main loop is stuck fails here.
+* ``leader`` -- some live ``runcron`` row leads and its last pass is recent.
+* ``schedules`` -- no active schedule's next fire is later than
+  ``AWA_HEALTH_OVERDUE_AFTER`` (parked rows excepted; see ``cron.invalid``).
+
+Progress times are written with each snapshot, so they can lag by one
+snapshot interval: a pass counts as recent when younger than
+``max(AWA_HEALTH_MAX_PASS_AGE, 3 x the row's snapshot interval)``.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.db import DatabaseError, InterfaceError, connections, transaction
+
+from .conf import conf
+
+# Written in the snapshot transaction: the database clock minus how long ago
+# the process made progress, so hosts with skewed clocks still agree.
+RECORD_PROGRESS = """
+    UPDATE awa_runtime_instances
+       SET last_pass_at = clock_timestamp() - make_interval(secs => %s)
+     WHERE instance_id = %s
+"""
+
+# Alive: the snapshot thread wrote within two snapshot intervals (plus 5 s
+# of slack for a busy database). Tighter than reconciliation's freshness on
+# purpose: the row of a process that died (say, before a container restart on
+# the same host) must stop counting quickly, or it would fail the probe of
+# its successor. A frozen process (SIGSTOP, swapped out) stops writing too.
+SELECT_LIVE = """
+    SELECT hostname, pid, role, leader,
+           EXTRACT(EPOCH FROM clock_timestamp() - COALESCE(last_pass_at, started_at))::float8,
+           GREATEST(%s, snapshot_interval_ms * 0.003)::float8,
+           last_pass_at IS NULL
+      FROM awa_runtime_instances
+     WHERE NOT shutting_down
+       AND last_seen_at > clock_timestamp() - make_interval(secs => snapshot_interval_ms * 0.002 + 5)
+     ORDER BY started_at DESC
+"""
+
+
+@dataclass(frozen=True)
+class LiveProcess:
+    """A runtime row whose snapshot thread is alive."""
+
+    hostname: str
+    pid: int
+    role: str
+    leader: bool
+    pass_age: float  # seconds since its last pass (since start before the first)
+    pass_limit: float  # the most pass_age may be
+    starting: bool  # no pass recorded yet
+
+    @property
+    def progressing(self) -> bool:
+        return self.pass_age <= self.pass_limit
+
+
+# Active schedules whose next fire is late by more than the threshold; parked
+# rows (year 9999) are reported by cron.invalid, not here.
+SELECT_OVERDUE = """
+    SELECT name, EXTRACT(EPOCH FROM statement_timestamp() - next_fire_at)::float8
+      FROM awa_cron_jobs
+     WHERE paused_at IS NULL AND retired_at IS NULL
+       AND next_fire_at < statement_timestamp() - make_interval(secs => %s)
+     ORDER BY next_fire_at, name
+     LIMIT 11
+"""
+
+ROLES = {"cron": "runcron", "tasks": "runtasks"}
+# Every probe query together must finish within this (an exec probe has a timeout).
+PROBE_TIMEOUT_MS = 5000
+
+
+class Progress:
+    """When the owning loop last made progress (monotonic clock, thread-safe)."""
+
+    def __init__(self) -> None:
+        self._at: float | None = None
+        self._lock = threading.Lock()
+
+    def mark(self) -> None:
+        """The loop just completed a unit of work (a pass, a claim turn)."""
+        with self._lock:
+            self._at = time.monotonic()
+
+    def seconds_since(self) -> float | None:
+        """Seconds since the last :meth:`mark`, or None before the first."""
+        with self._lock:
+            at = self._at
+        return None if at is None else max(0.0, time.monotonic() - at)
+
+
+def record_progress(cursor: Any, instance_id: str, progress: Progress | None) -> None:
+    """Store ``progress`` in this instance's snapshot row (inside its transaction)."""
+    if progress is None:
+        return
+    age = progress.seconds_since()
+    if age is not None:
+        cursor.execute(RECORD_PROGRESS, [age, instance_id])
+
+
+@dataclass
+class Check:
+    """One named health condition."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class HealthReport:
+    """All checks of one probe; healthy when every check passed."""
+
+    role: str | None
+    hostname: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "healthy": self.healthy,
+            "role": self.role,
+            "hostname": self.hostname,
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+
+def _process_check(rows: list[LiveProcess], role: str, hostname: str, pid: int | None) -> Check:
+    process = ROLES[role]
+    mine = [r for r in rows if r.role == process and r.hostname == hostname and pid in (None, r.pid)]
+    who = f"{process} on {hostname}" + (f" pid {pid}" if pid is not None else "")
+    if not mine:
+        return Check("process", False, f"no live {who} (no recent runtime snapshot)")
+    stuck = [r for r in mine if not r.progressing]
+    if stuck:
+        details = ", ".join(f"pid {r.pid}: last pass {r.pass_age:.0f}s ago (limit {r.pass_limit:.0f}s)"
+                            for r in stuck)
+        return Check("process", False, f"{who} is not making progress: {details}")
+    pids = ", ".join(str(r.pid) for r in mine)
+    return Check("process", True, f"{len(mine)} live {process} process(es) on {hostname} (pid {pids})")
+
+
+def _leader_check(rows: list[LiveProcess]) -> Check:
+    leaders = [r for r in rows if r.role == "runcron" and r.leader]
+    if not leaders:
+        return Check("leader", False, "no live runcron process leads")
+    recent = [r for r in leaders if r.progressing]
+    if not recent:
+        r = leaders[0]
+        return Check(
+            "leader", False,
+            f"leader {r.hostname} pid {r.pid}: last pass {r.pass_age:.0f}s ago (limit {r.pass_limit:.0f}s)",
+        )
+    r = recent[0]
+    when = "starting" if r.starting else f"last pass {r.pass_age:.1f}s ago"
+    return Check("leader", True, f"leader {r.hostname} pid {r.pid}, {when}")
+
+
+def _schedules_check(overdue: list[tuple[str, float]], threshold: float) -> Check:
+    if not overdue:
+        return Check("schedules", True, f"no schedule overdue by more than {threshold:g}s")
+    names = ", ".join(f"{name} ({late:.0f}s)" for name, late in overdue[:10])
+    more = " and more" if len(overdue) > 10 else ""
+    return Check("schedules", False, f"overdue by more than {threshold:g}s: {names}{more}")
+
+
+def probe(
+    role: str | None = None,
+    *,
+    local_only: bool = False,
+    hostname: str | None = None,
+    pid: int | None = None,
+    using: str = "default",
+) -> HealthReport:
+    """Evaluate the health checks for ``role`` (``"cron"``, ``"tasks"`` or None).
+
+    ``role`` adds the ``process`` check for this host; ``local_only`` keeps
+    only that one (a liveness probe that restarts only what is broken here).
+    Without a role: the cluster checks ``leader`` and ``schedules``.
+    Never raises for database errors: they fail the ``database`` check.
+    """
+    if role is not None and role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    host = hostname or socket.gethostname()
+    report = HealthReport(role=role, hostname=host)
+    max_age = float(conf.HEALTH_MAX_PASS_AGE)
+    overdue_after = float(conf.HEALTH_OVERDUE_AFTER)
+    try:
+        with transaction.atomic(using=using), connections[using].cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(PROBE_TIMEOUT_MS)])
+            cursor.execute(SELECT_LIVE, [max_age])
+            rows = [LiveProcess(str(h), int(p), str(role), bool(lead), float(age), float(limit), bool(st))
+                    for h, p, role, lead, age, limit, st in cursor.fetchall()]
+            overdue: list[tuple[str, float]] = []
+            if role != "tasks" and not local_only:
+                cursor.execute(SELECT_OVERDUE, [overdue_after])
+                overdue = [(str(n), float(late)) for n, late in cursor.fetchall()]
+    except (DatabaseError, InterfaceError) as exc:
+        report.checks.append(Check("database", False, f"cannot query the database: {exc}".strip()))
+        return report
+    report.checks.append(Check("database", True, "reachable"))
+    if role is not None:
+        report.checks.append(_process_check(rows, role, host, pid))
+    if not local_only and role != "tasks":
+        report.checks.append(_leader_check(rows))
+        report.checks.append(_schedules_check(overdue, overdue_after))
+    return report
+
+
+def render(report: HealthReport) -> str:
+    """The human-readable form of a report (one line per check)."""
+    lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}" for c in report.checks]
+    lines.append("healthy" if report.healthy else "unhealthy")
+    return "\n".join(lines)

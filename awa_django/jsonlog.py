@@ -1,0 +1,98 @@
+"""JSON-lines logging: one object per record, ready for a log pipeline.
+
+Every record carries ``ts``, ``level``, ``logger``, ``message``, the process
+id, and every ``extra=`` attribute awa_django passes (``event``,
+``schedule``, ``fire_at``, ``job_id``, ``owner``, ...). Records logged by a
+``runcron``/``runtasks`` process also carry that process's ``instance_id``
+(its row in ``awa_runtime_instances``) and ``role``; records logged while a
+task runs carry the job (``job_id``, ``attempt``, ``queue``) and, for a cron
+fire, ``schedule`` and ``fire_at``. So one fire can be followed from its slot
+(``cron.fired``: schedule, fire_at, job_id) to its outcome (``job.*``:
+job_id), including whatever the task itself logged.
+
+Use :func:`json_logging` as ``LOGGING`` (or merge its parts into yours)::
+
+    from awa_django.jsonlog import json_logging
+    LOGGING = json_logging(level="INFO")
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+from . import jobcontext
+
+# Attributes every LogRecord has; anything else came from ``extra=``.
+_STANDARD = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "", None, None))) | {
+    "message", "asctime", "taskName",
+}
+
+_process_fields: dict[str, Any] = {}
+_process_lock = threading.Lock()
+
+
+def bind_process(**fields: Any) -> None:
+    """Fields added to every record of this process (runtime ``instance_id``, ``role``)."""
+    with _process_lock:
+        _process_fields.update(fields)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
+class JsonFormatter(logging.Formatter):
+    """Format each record as one JSON object on one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "pid": record.process,
+        }
+        with _process_lock:
+            data.update(_process_fields)
+        job = jobcontext.current_job()
+        if job is not None:
+            data.update({"job_id": job.id, "attempt": job.attempt, "queue": job.queue})
+            fire = jobcontext.current_fire()
+            if fire is not None:
+                data["schedule"] = fire.schedule
+                if fire.fire_at is not None:
+                    data["fire_at"] = fire.fire_at.isoformat()
+        for key, value in vars(record).items():
+            if key not in _STANDARD and not key.startswith("_"):
+                data[key] = _plain(value)
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            data["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def json_logging(level: str = "INFO", *, root: bool = False) -> dict[str, Any]:
+    """A ``LOGGING`` dict: awa_django's records (and the root's, if ``root``) as JSON lines on stderr."""
+    config: dict[str, Any] = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "awa_django.jsonlog.JsonFormatter"}},
+        "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json"}},
+        "loggers": {"awa_django": {"handlers": ["json"], "level": level, "propagate": False}},
+    }
+    if root:
+        config["root"] = {"handlers": ["json"], "level": level}
+    return config

@@ -1,0 +1,325 @@
+"""Prometheus metrics (optional: ``pip install awa-django[metrics]``).
+
+Two kinds of numbers, served from one registry, :data:`REGISTRY`:
+
+* **Process counters** counted by the process that does the work, through the
+  ``observe_*`` hooks the leader and the worker call: fires by schedule, fire
+  lateness, pass duration, claims, completions, retries, failures, rescues,
+  busy worker slots, leadership. They start at zero with the process, as
+  Prometheus counters do.
+* **Database gauges** read at scrape time by :class:`DatabaseCollector` in
+  one query bounded by ``AWA_METRICS_QUERY_TIMEOUT``: jobs by state and queue,
+  schedules by state, the due backlog and its age, parked schedules, live
+  runtimes and leaders. Every process (and the web view) reports the same
+  values; aggregate them with ``max``, not ``sum``.
+
+``runcron``/``runtasks --metrics-port PORT`` serve the registry over HTTP
+(:func:`start_exporter`); :func:`metrics_view` serves it from the web process.
+Without ``prometheus-client`` installed the hooks do nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import DatabaseError, InterfaceError, connections, transaction
+
+from .conf import conf
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest, HttpResponse
+
+    from .evaluator import PassResult
+    from .leader import Leader
+    from .worker import Worker
+
+logger = logging.getLogger(__name__)
+
+try:
+    import prometheus_client
+    from prometheus_client import CollectorRegistry, Counter, Histogram
+    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.registry import Collector
+except ImportError:  # the optional extra is not installed
+    prometheus_client = None  # type: ignore[assignment]
+
+AVAILABLE = prometheus_client is not None
+MISSING = "Prometheus metrics need the optional extra: pip install 'awa-django[metrics]'"
+
+# One query for every database gauge (kind, label 1, label 2, value). Each arm
+# is cheap: awa_cron_jobs is small and indexed on next_fire_at, runtime rows
+# are few; the jobs arm is one aggregate over awa_jobs, which pruning keeps
+# bounded (AWA_JOB_RETENTION), and the statement timeout bounds it anyway.
+DATABASE_GAUGES = """
+    SELECT 'jobs', queue, state, count(*)::float8 FROM awa_jobs GROUP BY queue, state
+    UNION ALL
+    SELECT 'schedules',
+           CASE WHEN retired_at IS NOT NULL THEN 'retired'
+                WHEN paused_at IS NOT NULL THEN 'paused' ELSE 'active' END,
+           '', count(*)::float8
+      FROM awa_cron_jobs GROUP BY 2
+    UNION ALL
+    SELECT 'due', '', '', count(*)::float8 FROM awa_cron_jobs
+     WHERE paused_at IS NULL AND retired_at IS NULL
+       AND (next_fire_at <= statement_timestamp() OR next_fire_at IS NULL)
+    UNION ALL
+    SELECT 'due_age', '', '',
+           COALESCE(EXTRACT(EPOCH FROM statement_timestamp() - min(next_fire_at)), 0)::float8
+      FROM awa_cron_jobs
+     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
+    UNION ALL
+    SELECT 'parked', '', '', count(*)::float8 FROM awa_cron_jobs
+     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at >= '9999-12-31T00:00:00+00:00'
+    UNION ALL
+    SELECT 'runtimes', role, CASE WHEN leader THEN 'leader' ELSE '' END, count(*)::float8
+      FROM awa_runtime_instances
+     WHERE NOT shutting_down
+       AND last_seen_at + make_interval(secs => GREATEST(30.0, snapshot_interval_ms * 0.003))
+           > clock_timestamp()
+     GROUP BY 2, 3
+"""
+
+_leaders: weakref.WeakSet[Leader] = weakref.WeakSet()
+_workers: weakref.WeakSet[Worker] = weakref.WeakSet()
+
+
+def track_leader(leader: Leader) -> None:
+    """Report this leader's state (``awa_cron_leader``) while it exists."""
+    _leaders.add(leader)
+
+
+def track_worker(worker: Worker) -> None:
+    """Report this worker's slots (``awa_worker_busy_slots``) while it exists."""
+    _workers.add(worker)
+
+
+if prometheus_client is not None:
+    REGISTRY = CollectorRegistry(auto_describe=True)
+
+    FIRES = Counter("awa_cron_fires", "Cron slots fired by this process, by schedule.",
+                    ["schedule"], registry=REGISTRY)
+    # Lateness of a fire: the job's insert time minus its slot, both database time.
+    FIRE_LATENESS = Histogram(
+        "awa_cron_fire_lateness_seconds", "Delay between a cron slot and the insert of its job.",
+        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600),
+        registry=REGISTRY,
+    )
+    PASS_DURATION = Histogram(
+        "awa_cron_pass_duration_seconds", "Duration of the leader's evaluation passes.",
+        buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        registry=REGISTRY,
+    )
+    PASSES = Counter("awa_cron_passes", "Evaluation passes by outcome (ok, error).",
+                     ["outcome"], registry=REGISTRY)
+    CLAIMED = Counter("awa_jobs_claimed", "Attempts claimed by this worker, by queue.",
+                      ["queue"], registry=REGISTRY)
+    FINISHED = Counter(
+        "awa_jobs_finished",
+        "Attempts this worker finished, by queue and outcome "
+        "(completed, retryable = will be retried, failed, released).",
+        ["queue", "outcome"], registry=REGISTRY,
+    )
+    RESCUED = Counter("awa_jobs_rescued", "Stale attempts this worker rescued, by the state they got.",
+                      ["state"], registry=REGISTRY)
+
+    class ProcessCollector(Collector):
+        """Gauges read from the live Leader/Worker objects of this process."""
+
+        def collect(self) -> Iterator[GaugeMetricFamily]:
+            leader = GaugeMetricFamily("awa_cron_leader", "1 while this process leads runcron.")
+            leader.add_metric([], float(any(item.is_leader for item in list(_leaders))))
+            yield leader
+            busy = GaugeMetricFamily("awa_worker_busy_slots", "Tasks this process is running now.")
+            slots = GaugeMetricFamily("awa_worker_slots", "Tasks this process can run at once.")
+            workers = list(_workers)
+            busy.add_metric([], float(sum(len(w._running) for w in workers)))
+            slots.add_metric([], float(sum(w.concurrency for w in workers)))
+            yield busy
+            yield slots
+
+    class DatabaseCollector(Collector):
+        """The database gauges, read at scrape time in one bounded query."""
+
+        def __init__(self, using: str = "default") -> None:
+            self.using = using
+
+        def describe(self) -> Iterable[Any]:
+            return []  # read at scrape time only; never query at registration
+
+        def collect(self) -> Iterator[GaugeMetricFamily]:
+            up = GaugeMetricFamily("awa_metrics_database_up", "1 if the database gauges could be read.")
+            try:
+                rows = self._query()
+            except (DatabaseError, InterfaceError) as exc:
+                logger.warning("metrics: database gauges unavailable: %s", exc,
+                               extra={"event": "metrics.error"})
+                up.add_metric([], 0.0)
+                yield up
+                return
+            up.add_metric([], 1.0)
+            yield up
+            yield from gauge_families(rows)
+
+        def _query(self) -> list[tuple[str, str, str, float]]:
+            connection = connections[self.using]
+            # The exporter serves each scrape in a new thread: close the
+            # connection this thread opened. A web request's own connection
+            # (already open) is left to Django.
+            opened_here = connection.connection is None
+            try:
+                timeout_ms = str(int(float(conf.METRICS_QUERY_TIMEOUT) * 1000))
+                with transaction.atomic(using=self.using), connection.cursor() as cursor:
+                    cursor.execute("SELECT current_setting('statement_timeout')")
+                    previous = cursor.fetchone()[0]
+                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
+                    cursor.execute(DATABASE_GAUGES)
+                    rows = [(str(k), str(a or ""), str(b or ""), float(v)) for k, a, b, v in cursor.fetchall()]
+                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+                return rows
+            finally:
+                if opened_here:
+                    connection.close()
+
+    REGISTRY.register(ProcessCollector())
+    REGISTRY.register(DatabaseCollector())
+
+
+def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[GaugeMetricFamily]:
+    """Turn the rows of :data:`DATABASE_GAUGES` into metric families."""
+    jobs = GaugeMetricFamily("awa_jobs", "Jobs in awa_jobs by queue and state.", labels=["queue", "state"])
+    schedules = GaugeMetricFamily("awa_cron_schedules", "Schedules by state (active, paused, retired).",
+                                  labels=["state"])
+    runtimes = GaugeMetricFamily("awa_runtime_instances", "Live runcron/runtasks processes by role.",
+                                 labels=["role"])
+    due = GaugeMetricFamily("awa_cron_due_backlog",
+                            "Active schedules due now (or awaiting evaluation), not yet fired.")
+    due_age = GaugeMetricFamily("awa_cron_due_backlog_age_seconds",
+                                "How late the oldest due, unfired schedule is.")
+    parked = GaugeMetricFamily("awa_cron_parked_schedules",
+                               "Active schedules parked because they cannot be evaluated.")
+    leaders = GaugeMetricFamily("awa_cron_leaders", "Live runcron processes that report leading.")
+    values = {"due": 0.0, "due_age": 0.0, "parked": 0.0}
+    per_role: dict[str, float] = {"runcron": 0.0, "runtasks": 0.0}
+    leading = 0.0
+    per_state = {"active": 0.0, "paused": 0.0, "retired": 0.0}
+    for kind, first, second, value in rows:
+        if kind == "jobs":
+            jobs.add_metric([first, second], value)
+        elif kind == "schedules":
+            per_state[first] = value
+        elif kind == "runtimes":
+            per_role[first] = per_role.get(first, 0.0) + value
+            if second == "leader" and first == "runcron":
+                leading += value
+        else:
+            values[kind] = value
+    for state, count in per_state.items():
+        schedules.add_metric([state], count)
+    for role, count in per_role.items():
+        runtimes.add_metric([role], count)
+    due.add_metric([], values["due"])
+    due_age.add_metric([], values["due_age"])
+    parked.add_metric([], values["parked"])
+    leaders.add_metric([], leading)
+    yield from (jobs, schedules, due, due_age, parked, runtimes, leaders)
+
+
+# -- hooks (no-ops without prometheus-client) -----------------------------------
+def observe_pass(result: PassResult | None, duration: float) -> None:
+    """An evaluation pass ended: ``result`` is None when it failed."""
+    if prometheus_client is None:
+        return
+    PASS_DURATION.observe(duration)
+    PASSES.labels("error" if result is None else "ok").inc()
+    if result is None:
+        return
+    for job in result.jobs:
+        meta = job.get("metadata") or {}
+        FIRES.labels(str(meta.get("cron_name", ""))).inc()
+        created, fire_at = job.get("created_at"), meta.get("cron_fire_at")
+        if isinstance(created, datetime) and isinstance(fire_at, str):
+            FIRE_LATENESS.observe(max(0.0, (created - datetime.fromisoformat(fire_at)).total_seconds()))
+
+
+def observe_claimed(rows: Sequence[dict[str, Any]]) -> None:
+    """The worker claimed these attempts."""
+    if prometheus_client is None:
+        return
+    for row in rows:
+        CLAIMED.labels(str(row.get("queue", ""))).inc()
+
+
+def observe_finished(row: dict[str, Any], outcome: str) -> None:
+    """The worker recorded an attempt's outcome (completed, retryable, failed, released)."""
+    if prometheus_client is not None:
+        FINISHED.labels(str(row.get("queue", "")), outcome).inc()
+
+
+def observe_rescued(state: str) -> None:
+    """The worker's rescue sweep returned a stale attempt to ``state``."""
+    if prometheus_client is not None:
+        RESCUED.labels(str(state)).inc()
+
+
+# -- serving -------------------------------------------------------------------
+def start_exporter(port: int, addr: str = "0.0.0.0") -> Any:
+    """Serve :data:`REGISTRY` over HTTP on ``addr:port`` in a daemon thread.
+
+    Returns the server (``shutdown()`` stops it). Raises RuntimeError without
+    the optional extra, OSError when the port cannot be bound.
+    """
+    if prometheus_client is None:
+        raise RuntimeError(MISSING)
+    server, _thread = prometheus_client.start_http_server(port, addr=addr, registry=REGISTRY)
+    logger.info("metrics served on %s:%s", addr, port, extra={"event": "metrics.serving", "port": port})
+    return server
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """A Django view serving :data:`REGISTRY` (add it to your URLconf, protected)."""
+    from django.http import HttpResponse
+
+    if prometheus_client is None:
+        return HttpResponse(MISSING, status=501, content_type="text/plain")
+    body = prometheus_client.generate_latest(REGISTRY)
+    return HttpResponse(body, content_type=prometheus_client.CONTENT_TYPE_LATEST)
+
+
+def port_number(value: str) -> int:
+    """argparse type: a TCP port 1-65535."""
+    import argparse
+
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError("a port is 1-65535")
+    return number
+
+
+def add_arguments(parser: Any) -> None:
+    """``--metrics-port``/``--metrics-host`` for ``runcron`` and ``runtasks``."""
+    parser.add_argument("--metrics-port", type=port_number, default=None, metavar="PORT",
+                        help="serve Prometheus metrics on this port (needs awa-django[metrics])")
+    parser.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDR",
+                        help="address for --metrics-port (default 0.0.0.0)")
+
+
+def serve_from_options(options: dict[str, Any]) -> Any:
+    """Start the exporter if ``--metrics-port`` was given; CommandError otherwise fails."""
+    from django.core.management.base import CommandError
+
+    port = options.get("metrics_port")
+    if port is None:
+        return None
+    try:
+        return start_exporter(port, options.get("metrics_host") or "0.0.0.0")
+    except RuntimeError as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"cannot serve metrics on port {port}: {exc}") from exc
