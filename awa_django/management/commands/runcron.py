@@ -46,7 +46,7 @@ class Command(BaseCommand):
         except NotMigrated as exc:
             raise CommandError(f"not starting: {exc}") from exc
         except DatabaseError as exc:
-            raise CommandError(f"not starting: database error: {exc}") from exc
+            raise CommandError(f"not starting: {privilege_error(exc) or f'database error: {exc}'}") from exc
         if once:
             try:
                 result = leader.run_once()

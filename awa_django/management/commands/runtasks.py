@@ -76,7 +76,7 @@ class Command(BaseCommand):
         except NotMigrated as exc:
             raise CommandError(f"not starting: {exc}") from exc
         except DatabaseError as exc:
-            raise CommandError(f"not starting: database error: {exc}") from exc
+            raise CommandError(f"not starting: {privilege_error(exc) or f'database error: {exc}'}") from exc
         metrics.serve_from_options(options)
         worker.install_signal_handlers()
         self.stdout.write(f"runtasks: worker {worker.worker_id} started")
