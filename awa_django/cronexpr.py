@@ -123,14 +123,16 @@ class _Plan:
 
     __slots__ = ("hours", "masks", "minutes", "month_bits", "months", "seconds")
 
-    def __init__(self, fields: tuple[str, ...]) -> None:
+    def __init__(self, fields: tuple[str, ...], day_rule: str = "classic") -> None:
         self.seconds = tuple(sorted(_parse_values(_SEC, fields[_SEC])))
         self.minutes = tuple(sorted(_parse_values(_MIN, fields[_MIN])))
         self.hours = tuple(sorted(_parse_values(_HOUR, fields[_HOUR])))
         self.months = tuple(sorted(_parse_values(_MON, fields[_MON])))
         self.month_bits = sum(1 << m for m in self.months)
         dom, dow = _parse_days(_DOM, fields[_DOM]), _parse_days(_DOW, fields[_DOW])
-        both = dom.star or dow.star         # Vixie: a "*" field means AND, else OR
+        # Vixie: a day field starting with "*" means AND, else OR. ``day_rule`` forces
+        # one of them, to compare with what an older engine did (legacy_difference).
+        both = (dom.star or dow.star) if day_rule == "classic" else day_rule == "and"
         masks = []
         for length in (28, 29, 30, 31):
             for first in range(7):          # weekday of the 1st, Sunday 0
@@ -142,6 +144,12 @@ class _Plan:
                         mask |= 1 << day
                 masks.append(mask)
         self.masks = tuple(masks)
+
+    def month_masks(self) -> list[int]:
+        """The masks of every kind of month in the month set (the days that can fire)."""
+        return [self.masks[(length - 28) * 7 + first] for month in self.months
+                for length in ((28, 29) if month == 2 else (_MONTH_LENGTHS[month],))
+                for first in range(7)]
 
     def can_match_in(self, month: int) -> bool:
         lengths = (28, 29) if month == 2 else (_MONTH_LENGTHS[month],)
@@ -350,6 +358,52 @@ def parse_cron(expr: str) -> CronExpression:
             why = f"day-of-month {dom!r} and day-of-week {dow!r} never meet in month {month!r}"
         raise invalid(f"it never matches any date ({why})")
     return expression
+
+
+def legacy_difference(expr: CronExpression) -> str | None:
+    """Why ``expr`` fires at other times than under awa_django's earlier croniter-based matching.
+
+    None when the fire times are the same. Found from the text: the shapes that changed
+    are a day field starting with ``*`` (but not ``*`` itself) next to a restricted
+    one, ``L``/``W``/``#`` next to a restricted other day field, ``nW`` past the end of
+    a month of the set, and croniter's reading of ``7-7`` in day-of-week as "every day".
+    """
+    dom, dow = expr.fields[_DOM].lower(), expr.fields[_DOW].lower()
+    # croniter read a day field as "every day" when it had a bare "*" (or "?") item, or
+    # listed every value while the other day field had a "*" somewhere; it OR'ed the
+    # fields only when neither was read so.
+    dom_values = _parse_days(_DOM, dom).values
+    dow_values = _parse_days(_DOW, dow).values
+    dom_open = bool({"*", "?"} & set(dom.split(","))) or (len(dom_values) == 31 and "*" in dow)
+    dow_open = bool({"*", "?"} & set(dow.split(","))) or (len(dow_values) == 7 and "*" in dom)
+    legacy_rule = "and" if dom_open or dow_open else "or"
+    special = bool(re.search(r"\d*w", dom) or re.search(r"[#l]", dow))
+    if not special and _Plan(expr.fields, legacy_rule).month_masks() != expr._plan.month_masks():
+        star = next((f for f in (dom, dow) if f.startswith("*")), None)
+        if star is not None:
+            return (f"day field {star!r} starts with '*': it now narrows the other day field "
+                    "(AND), as in classic cron")
+        return "both day fields are restricted: a day matching either one now fires (OR)"
+    # Next to "nW", "#" or "dL" croniter did not OR the day fields; unless the days are
+    # those of that special field alone, assume they changed.
+    if special and legacy_rule == "or":
+        sec, minute, hour, _, month, _ = expr.fields
+        alone = []
+        if re.search(r"\d*w", dom):
+            alone.append(_Plan((sec, minute, hour, dom, month, "*")).month_masks())
+        if re.search(r"[#l]", dow):
+            alone.append(_Plan((sec, minute, hour, "*", month, dow)).month_masks())
+        if len(alone) == 2 or expr._plan.month_masks() not in alone:
+            return "'W', '#' or 'L' now adds its days to those of the other day field (OR)"
+    for item in dom.split(","):
+        if item.endswith("w") and item[:-1].isdigit() and int(item[:-1]) > 28:
+            n = int(item[:-1])
+            if any(_MONTH_LENGTHS[m] < n or m == 2 for m in expr._plan.months):
+                return f"'{n}W' no longer fires in months that have no day {n}"
+    if any(re.fullmatch(r"(7|sun)-(7|sun)", item) for item in dow.split(",")) and (
+            _Plan((*expr.fields[:_DOW], "*")).month_masks() != expr._plan.month_masks()):
+        return "'7-7' in day-of-week now means Sunday only, not every day"
+    return None
 
 
 def parse_timezone(name: str) -> ZoneInfo:
