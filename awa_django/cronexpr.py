@@ -38,7 +38,7 @@ from __future__ import annotations
 import calendar
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import MAXYEAR, MINYEAR, UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -199,6 +199,7 @@ def _parse_values(index: int, text: str) -> set[int]:
                 last = high
             else:
                 last = first
+        values: Iterable[int]
         if first <= last:
             values = range(first, last + 1, step)
         elif step_text is not None:
