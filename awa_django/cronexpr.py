@@ -367,7 +367,8 @@ def legacy_difference(expr: CronExpression) -> str | None:
     None when the fire times are the same. Found from the text: the shapes that changed
     are a day field starting with ``*`` (but not ``*`` itself) next to a restricted
     one, ``L``/``W``/``#`` next to a restricted other day field, ``nW`` past the end of
-    a month of the set, and croniter's reading of ``7-7`` in day-of-week as "every day".
+    a month of the set, and croniter's reading of a range with equal ends (``5-5``,
+    ``7-7``) as "every value".
     """
     dom, dow = expr.fields[_DOM].lower(), expr.fields[_DOW].lower()
     # croniter read a day field as "every day" when it had a bare "*" (or "?") item, or
@@ -401,9 +402,24 @@ def legacy_difference(expr: CronExpression) -> str | None:
             n = int(item[:-1])
             if any(_MONTH_LENGTHS[m] < n or m == 2 for m in expr._plan.months):
                 return f"'{n}W' no longer fires in months that have no day {n}"
-    if any(re.fullmatch(r"(7|sun)-(7|sun)", item) for item in dow.split(",")) and (
-            _Plan((*expr.fields[:_DOW], "*")).month_masks() != expr._plan.month_masks()):
-        return "'7-7' in day-of-week now means Sunday only, not every day"
+    # croniter read a range with equal ends ("5-5", "7-7", "jan-1/2") as every value.
+    for index, text in enumerate(expr.fields):
+        for item in text.lower().split(","):
+            match = _ITEM.fullmatch(item)
+            if match is None or match["end"] is None or match["start"] == "*":
+                continue
+            ends = [_number(index, match[k]) % (7 if index == _DOW else 100) for k in ("start", "end")]
+            if ends[0] != ends[1]:
+                continue
+            low, high = _BOUNDS[index]
+            full = set(range(7)) if index == _DOW else set(range(low, high + 1))
+            try:
+                values = _parse_values(index, text)
+            except _FieldError:             # "L", "W" or "#" in the list: never every value
+                values = set()
+            if values != full:
+                return (f"range {item!r} in the {_FIELD_NAMES[index]} field now means one value, "
+                        "not every value")
     return None
 
 

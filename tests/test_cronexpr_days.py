@@ -266,3 +266,72 @@ def test_cost__never_occurring_day_in_restricted_months_is_cheap(expr, month_sca
 def _days_2026_2028() -> list[date]:
     first = d("2026-01-01")
     return [first + timedelta(n) for n in range((d("2029-01-01") - first).days)]
+
+
+# --- shrunk counterexamples of the property test (tests/test_cronexpr_property.py) ---------
+# Found by running the property test against the croniter-based engine of main.
+
+LORD_HOWE = ZoneInfo("Australia/Lord_Howe")
+
+
+def test_counterexample__range_with_equal_ends_is_one_value():
+    # croniter read "1-1/1" as every month.
+    fires = fires_between(parse_cron("0 0 * 1-1/1 *"), LORD_HOWE,
+                          datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 12, 31, tzinfo=UTC))
+    local_days = [f.astimezone(LORD_HOWE).date() for f in fires]
+    assert local_days == [date(2024, 1, n) for n in range(2, 32)]
+    assert fires[0] == datetime(2024, 1, 1, 13, tzinfo=UTC)     # 00:00 at UTC+11
+
+
+def test_counterexample__last_sunday_written_0l():
+    fires = fires_between(parse_cron("0 0 * 1 0L"), LORD_HOWE,
+                          datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 12, 31, tzinfo=UTC))
+    assert fires == [datetime(2024, 1, 27, 13, tzinfo=UTC)]     # Sunday 28 January, local
+
+
+# --- documented examples (docs/explanation/semantics.md) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "first_days"),
+    [
+        ("0 0 13 * 5", ["2026-01-02", "2026-01-09", "2026-01-13", "2026-01-16"]),
+        ("0 0 LW 5 *", ["2026-05-29", "2027-05-31"]),
+        ("0 0 * * 1/2", ["2026-01-02", "2026-01-05", "2026-01-07", "2026-01-09"]),
+        ("0 0 * * */2", ["2026-01-01", "2026-01-03", "2026-01-04", "2026-01-06"]),
+        ("0 0 * * 1-7/2", ["2026-01-02", "2026-01-04", "2026-01-05", "2026-01-07"]),
+    ],
+)
+def test_documented_examples(expr, first_days):
+    fires = fires_between(parse_cron(expr), UTC_ZONE, datetime(2025, 12, 31, 23, 59, tzinfo=UTC),
+                          datetime(2027, 12, 31, tzinfo=UTC), limit=len(first_days))
+    assert [f.date().isoformat() for f in fires] == first_days
+
+
+def test_documented_examples__wrapped_range_hours():
+    fires = fires_between(parse_cron("0 22-1 1 1 *"), UTC_ZONE, datetime(2025, 12, 31, 23, 59, tzinfo=UTC),
+                          datetime(2026, 1, 2, tzinfo=UTC))
+    assert [f.hour for f in fires] == [0, 1, 22, 23]
+
+
+@pytest.mark.parametrize(
+    ("expr", "reason"),
+    [
+        ("0 22-2/3 * * *", "bad hour field '22-2/3': '22-2/3': a range that wraps around cannot have a step"),
+        ("0 0 L-2 * *", "bad day-of-month field 'L-2': 'l-2': 'L', 'LW' and 'nW' (n = 1-31) stand "
+                        "alone between commas, without ranges or steps"),
+        ("0 0 * * 1#6", "bad day-of-week field '1#6': '1#6': the week after '#' is 1-5"),
+        ("0 0 * * L", "bad day-of-week field 'L': 'l': use 'd#k' (k-th weekday d, k = 1-5) or 'dL' "
+                      "(last weekday d), alone between commas"),
+        ("? * * * *", "bad minute field '?': '?' is not a value, range or step"),
+        ("0 0 1,? * *", "bad day-of-month field '1,?': '?' must be the whole field"),
+        ("0 0 32W * *", "bad day-of-month field '32W': 32 is not in 1-31"),
+        ("0 0 * * 1,,2", "bad day-of-week field '1,,2': empty list item"),
+        ("0 0 * foo *", "bad month field 'foo': 'foo' is not a number or a name (jan, feb, mar, apr, "
+                        "may, jun, jul, aug, sep, oct, nov, dec)"),
+    ],
+)
+def test_parse_cron__day_extension_errors_name_the_field(expr, reason):
+    with pytest.raises(CronError) as excinfo:
+        parse_cron(expr)
+    assert str(excinfo.value) == f"invalid cron expression {expr!r}: {reason}"

@@ -67,7 +67,9 @@ def test_legacy_difference__reports_every_changed_expression(dom, month, dow):
         ("0 0 15W * 1", "'W', '#' or 'L' now adds its days to those of the other day field (OR)"),
         ("0 0 31W * *", "'31W' no longer fires in months that have no day 31"),
         ("0 0 29W 2 *", "'29W' no longer fires in months that have no day 29"),
-        ("0 0 * * 7-7", "'7-7' in day-of-week now means Sunday only, not every day"),
+        ("0 0 * * 7-7", "range '7-7' in the day-of-week field now means one value, not every value"),
+        ("5-5 * * * *", "range '5-5' in the minute field now means one value, not every value"),
+        ("0 0 * 1-1/1 *", "range '1-1/1' in the month field now means one value, not every value"),
     ],
 )
 def test_legacy_difference__names_the_reason(expr, reason):
