@@ -253,7 +253,7 @@ def check_changed_day_rules(app_configs: Any = None, **kwargs: Any) -> list[Chec
             from_settings = schedule.source == "settings.AWA_SCHEDULES"
             messages.append(
                 Warning(
-                    f"schedule {name!r}: cron {schedule.cron.text!r} now fires on other days: {reason}",
+                    f"schedule {name!r}: cron {schedule.cron.text!r} now fires at other times: {reason}",
                     hint=CHANGED_DAY_RULES_HINT,
                     obj=f"AWA_SCHEDULES[{name!r}]" if from_settings else schedule.source,
                     id="awa_django.W080",

@@ -95,15 +95,31 @@ class _DayField:
     nth: frozenset[tuple[int, int]] = frozenset()   # dow "d#k": (weekday, k)
     last_weekday: frozenset[int] = frozenset()      # dow "dL": the last such weekday
 
-    def dom_matches(self, day: int, length: int, first: int) -> bool:
-        if day in self.values or (self.last and day == length):
-            return True
-        return any(_nearest_weekday(n or length, length, first) == day for n in self.nearest)
+    def dom_mask(self, length: int, first: int) -> int:
+        """Bit d set for each day d of a month of ``length`` days starting on ``first``."""
+        mask = sum(1 << d for d in self.values if d <= length)
+        if self.last:
+            mask |= 1 << length
+        for n in self.nearest:
+            day = _nearest_weekday(n or length, length, first)
+            if day is not None:
+                mask |= 1 << day
+        return mask
 
-    def dow_matches(self, day: int, length: int, first: int) -> bool:
-        weekday = (first + day - 1) % 7
-        return (weekday in self.values or (weekday, (day + 6) // 7) in self.nth
-                or (weekday in self.last_weekday and day + 7 > length))
+    def dow_mask(self, length: int, first: int) -> int:
+        """Like dom_mask, for a day-of-week field (Sunday 0; ``first`` is the 1st's weekday)."""
+        mask = 0
+        for weekday in self.values:
+            for day in range((weekday - first) % 7 + 1, length + 1, 7):
+                mask |= 1 << day
+        for weekday, week in self.nth:
+            day = (weekday - first) % 7 + 1 + 7 * (week - 1)
+            if day <= length:
+                mask |= 1 << day
+        for weekday in self.last_weekday:
+            day = (weekday - first) % 7 + 1
+            mask |= 1 << (day + 7 * ((length - day) // 7))
+        return mask
 
 
 def _nearest_weekday(n: int, length: int, first: int) -> int | None:
@@ -136,13 +152,8 @@ class _Plan:
         masks = []
         for length in (28, 29, 30, 31):
             for first in range(7):          # weekday of the 1st, Sunday 0
-                mask = 0
-                for day in range(1, length + 1):
-                    in_dom = dom.dom_matches(day, length, first)
-                    in_dow = dow.dow_matches(day, length, first)
-                    if (in_dom and in_dow) if both else (in_dom or in_dow):
-                        mask |= 1 << day
-                masks.append(mask)
+                in_dom, in_dow = dom.dom_mask(length, first), dow.dow_mask(length, first)
+                masks.append(in_dom & in_dow if both else in_dom | in_dow)
         self.masks = tuple(masks)
 
     def month_masks(self) -> list[int]:

@@ -28,7 +28,7 @@ def test_check_changed_day_rules__names_a_settings_schedule() -> None:
     assert message.level == WARNING
     assert message.obj == "AWA_SCHEDULES['odd-mondays']"
     assert message.msg == (
-        "schedule 'odd-mondays': cron '0 0 */2 * 1' now fires on other days: day field '*/2' "
+        "schedule 'odd-mondays': cron '0 0 */2 * 1' now fires at other times: day field '*/2' "
         "starts with '*': it now narrows the other day field (AND), as in classic cron")
     assert message.hint == checks.CHANGED_DAY_RULES_HINT
     assert len(message.msg) <= 200
