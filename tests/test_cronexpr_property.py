@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from awa_django.cronexpr import CronError, fires_between, latest_fire, next_fire, parse_cron
 
 settings.register_profile(
-    "ci", max_examples=25, deadline=None, database=None, derandomize=False,
+    "ci", max_examples=60, deadline=None, database=None, derandomize=False,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
