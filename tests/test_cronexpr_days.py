@@ -335,3 +335,15 @@ def test_parse_cron__day_extension_errors_name_the_field(expr, reason):
     with pytest.raises(CronError) as excinfo:
         parse_cron(expr)
     assert str(excinfo.value) == f"invalid cron expression {expr!r}: {reason}"
+
+
+def test_cron_expression__compiled_once_and_usable_as_a_cache_key():
+    import copy
+    import pickle
+
+    expression = parse_cron("0 0 L * 1")
+    again = pickle.loads(pickle.dumps(expression))
+    assert again == expression == copy.deepcopy(expression)
+    assert hash(again) == hash(expression)
+    assert {expression: 1}[parse_cron("0 0 L * 1")] == 1
+    assert next_fire(again, UTC_ZONE, START) == next_fire(expression, UTC_ZONE, START)
