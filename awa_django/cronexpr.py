@@ -55,7 +55,7 @@ _MACROS = {
     "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-# croniter's hash ("H", "H/15", "H(0-29)") and random ("R") tokens. They depend on a
+# Hash ("H", "H/15", "H(0-29)") and random ("R") tokens (croniter, Jenkins). They depend on a
 # hash id or on chance, so a schedule using them would not be reproducible.
 _HASH_TOKEN = re.compile(r"[hr](\(.*\))?(/.*)?", re.IGNORECASE)
 _STEP = re.compile(r"\*/(\d+)")

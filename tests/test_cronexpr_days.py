@@ -6,6 +6,8 @@ brute-force oracle and failed on the croniter-based engine.
 
 from __future__ import annotations
 
+import copy
+import pickle
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -338,9 +340,6 @@ def test_parse_cron__day_extension_errors_name_the_field(expr, reason):
 
 
 def test_cron_expression__compiled_once_and_usable_as_a_cache_key():
-    import copy
-    import pickle
-
     expression = parse_cron("0 0 L * 1")
     again = pickle.loads(pickle.dumps(expression))
     assert again == expression == copy.deepcopy(expression)
