@@ -404,3 +404,36 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckM
 # Checks of production setups (poolers, health and metrics settings) live in
 # their own module; importing it registers them.
 from . import production_checks  # noqa: E402, F401
+
+# Warning W080 (issue 14). Kept out of HINTS, which lists the error ids of the reference.
+CHANGED_DAY_RULES_HINT = "See docs/explanation/semantics.md#cron-expressions; rewrite or silence."
+
+
+@register(Tags.compatibility)
+def check_changed_day_rules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Warn about declared schedules whose fire times changed with classic day matching.
+
+    awa_django used croniter's day rules before; a schedule stored then keeps its
+    expression but may now fire on other days (CHANGELOG, issue 14).
+    """
+    from django.core.checks import Warning
+
+    from .cronexpr import legacy_difference
+
+    schedules = {s.name: s for s in settings_schedules()[0]}
+    schedules.update({s.name: s for s in registry})
+    messages: list[CheckMessage] = []
+    for name in sorted(schedules):
+        schedule = schedules[name]
+        reason = legacy_difference(schedule.cron)
+        if reason is not None:
+            from_settings = schedule.source == "settings.AWA_SCHEDULES"
+            messages.append(
+                Warning(
+                    f"schedule {name!r}: cron {schedule.cron.text!r} now fires at other times: {reason}",
+                    hint=CHANGED_DAY_RULES_HINT,
+                    obj=f"AWA_SCHEDULES[{name!r}]" if from_settings else schedule.source,
+                    id="awa_django.W080",
+                )
+            )
+    return messages
