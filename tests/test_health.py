@@ -211,11 +211,12 @@ def test_awa_health__real_runcron_is_healthy_then_fails_while_its_pass_is_blocke
     wait_for(lambda: probe_ok("cron"), timeout=60, interval=0.2)
     code, out = health_exit_code("--role", "cron")
     assert code == 0, out
-    # Block the fire statement on the schedule's row lock: the leader's pass
-    # hangs while its snapshot thread keeps the row fresh.
+    # Block the fire statement's job insert (a locked schedule row would only
+    # be skipped): the leader's pass hangs while its snapshot thread keeps the
+    # runtime row fresh. EXCLUSIVE still lets the probe read.
     blocker = raw_connection(autocommit=False)
     try:
-        blocker.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'probe-tick' FOR UPDATE")
+        blocker.execute("LOCK TABLE awa_jobs IN EXCLUSIVE MODE")
         wait_for(lambda: not probe_ok("cron"), timeout=60, interval=0.2)
         checks = by_name(probe("cron"))
         assert not checks["leader"].ok and "last pass" in checks["leader"].detail
