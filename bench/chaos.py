@@ -8,7 +8,7 @@ What it does:
 1. Starts a private PostgreSQL cluster (PyPI ``pgserver``, a dev dependency;
    unix socket only, so the shared server on 5432 is never touched), creates a
    database and migrates it (with the test project ``tests.settings``, whose
-   task ``write_effect`` records every execution of a job).
+   task ``slow_effect`` records the start and the end of every execution).
 2. Starts a TCP proxy on 127.0.0.1 (asyncio, in this process) in front of
    the cluster; every runcron/runtasks process connects through it, so the
    campaign can drop connections without touching the server.
@@ -63,7 +63,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 DB_NAME = "chaos"
-TASK = "tests.testapp.tasks.write_effect"
+# Records "started", sleeps, records "done": a kill can land mid-task.
+TASK = "tests.testapp.tasks.slow_effect"
+TASK_SECONDS = 0.5
 SCHEDULES = {
     "c1-coalesce": ("*/1 * * * * *", "coalesce", 1),
     "k1-catch-up": ("*/1 * * * * *", "catch_up", 1),
@@ -158,8 +160,11 @@ class Proc:
 
     def start(self) -> None:
         log = open(self.log_dir / f"{self.role}-{self.index}.log", "ab")  # noqa: SIM115
-        self.popen = subprocess.Popen([sys.executable, "-m", "django", self.role], cwd=ROOT, env=self.env,
-                                      stdout=log, stderr=subprocess.STDOUT)
+        args = ["--concurrency", "4"] if self.role == "runtasks" else []
+        # Own session, no terminal: only the campaign's signals stop or kill it.
+        self.popen = subprocess.Popen([sys.executable, "-m", "django", self.role, *args], cwd=ROOT, env=self.env,
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
         log.close()
         self.stopped = False
 
@@ -266,7 +271,7 @@ class Campaign:
     # processes ----------------------------------------------------------------------------
     def start_processes(self) -> None:
         schedules = {
-            name: {"cron": expr, "task": TASK, "kwargs": {"label": name}, "missed_fire_policy": policy,
+            name: {"cron": expr, "task": TASK, "kwargs": {"label": name, "seconds": TASK_SECONDS}, "missed_fire_policy": policy,
                    "max_attempts": 25}
             for name, (expr, policy, _period) in SCHEDULES.items()
         }
@@ -458,9 +463,8 @@ class Campaign:
     # recovery and checks ----------------------------------------------------------------
     def recover(self) -> None:
         for proc in self.procs:
-            if proc.stopped:
-                proc.signal(signal.SIGCONT)
-                proc.stopped = False
+            proc.signal(signal.SIGCONT)
+            proc.stopped = False
         self.supervise()
         deadline = time.monotonic() + 90
         target = datetime.fromtimestamp(self.db_now(), UTC)
@@ -557,7 +561,7 @@ class Campaign:
         """Every execution after a job's first, by the fault that explains it."""
         causes: Counter[str] = Counter()
         effects = self.sql("SELECT job_id, attempt, pid, extract(epoch FROM created_at)::float8 "
-                           "FROM testapp_effect WHERE job_id IS NOT NULL ORDER BY job_id, id")
+                           "FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'started' ORDER BY job_id, id")
         by_job: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
         for job_id, attempt, pid, at in effects:
             by_job[job_id].append((attempt, pid, at))

@@ -322,7 +322,8 @@ class ScheduleMachine(RuleBasedStateMachine):
     @rule(
         before=st.sampled_from([30, 61, 24 * 60]),
         between=st.sampled_from([0, 30, 90]),
-        interference=st.sampled_from(["pass", "pause", "redefine", "recreate", "retire"]),
+        interference=st.sampled_from(["pass", "pause", "redefine_expr", "redefine_zone", "redefine_policy",
+                                      "recreate", "retire"]),
         name=st.sampled_from(NAMES),
         expr=st.sampled_from(EXPRESSIONS),
         policy=st.sampled_from(POLICIES),
@@ -345,14 +346,27 @@ class ScheduleMachine(RuleBasedStateMachine):
             self.evaluation_pass()
         elif interference == "pause":
             self.pause(name)
-        elif interference == "redefine":
-            self.sync(name, expr, LORD_HOWE, policy)
+        elif interference.startswith("redefine"):
+            self._redefine_one_field(name, interference.removeprefix("redefine_"), expr)
         elif interference == "recreate":
             self.remove(name)
             self.sync(name, expr, LORD_HOWE, policy)
         else:
             self.retire(name)
         self._fire("B")
+
+    def _redefine_one_field(self, name: str, field_name: str, expr: str) -> None:
+        """Sync a definition differing in exactly one guarded field."""
+        if name not in self.model.rows:
+            return
+        d = self.model.rows[name].definition
+        if field_name == "expr":
+            d = replace(d, cron_expr=next(e for e in EXPRESSIONS if e not in (d.cron_expr, expr)))
+        elif field_name == "zone":
+            d = replace(d, timezone=next(z for z in ZONES if z != d.timezone))
+        else:
+            d = replace(d, missed_fire_policy=next(p for p in POLICIES if p != d.missed_fire_policy))
+        self.sync(name, d.cron_expr, d.timezone, d.missed_fire_policy)
 
     @rule()
     def evaluation_pass(self) -> None:
