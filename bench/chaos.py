@@ -206,6 +206,7 @@ class Campaign:
         self.record = Record(seed, duration)
         self.workdir = workdir
         self.procs: list[Proc] = []
+        self.victim = 0.0
 
     # cluster and admin connection -----------------------------------------------------
     def start_cluster(self) -> None:
@@ -298,7 +299,7 @@ class Campaign:
                 return found
             role = "runcron"
         candidates = [p for p in self.procs if p.role == role and p.alive() and not p.stopped]
-        return self.rng.choice(candidates) if candidates else None
+        return candidates[int(self.victim * len(candidates))] if candidates else None
 
     # faults -------------------------------------------------------------------------------
     def run_plan(self) -> None:
@@ -308,11 +309,14 @@ class Campaign:
         pending: list[tuple[float, Any]] = []  # (monotonic due, undo)
         restarts_left = max(1, int(self.record.duration // 60))
         while time.monotonic() - start < self.record.duration:
+            # The same draws every step, whatever happens: the plan (offsets,
+            # actions, targets, hold times) is a function of the seed alone.
             wait = self.rng.uniform(0.5, 2.5)
             action = self.rng.choice(actions)
             target = self.rng.choice(["leader", "runcron", "runtasks"])
             name = self.rng.choice(sorted(SCHEDULES))
             hold = self.rng.uniform(1.0, 6.0)
+            self.victim = self.rng.random()  # which of the live candidates
             time.sleep(wait)
             now = time.monotonic()
             for due, undo in [p for p in pending if p[0] <= now]:
@@ -368,7 +372,8 @@ class Campaign:
                         "AND application_name NOT LIKE 'psql%%'")
         if not rows:
             return
-        pid = self.rng.choice(sorted(r[0] for r in rows))
+        pids = sorted(r[0] for r in rows)
+        pid = pids[int(self.victim * len(pids))]
         at = self.event("terminate backend", pid)
         self.sql("SELECT pg_terminate_backend(%s)", [pid])
         self.record.connection_faults.append(at)
