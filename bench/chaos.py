@@ -402,11 +402,14 @@ class Campaign:
         self.record.connection_faults.append(at)
         self.record.windows.append((at, self.db_now() + RECOVERY))
 
+    def _open_window(self, name: str) -> bool:
+        return any(w[1] is None for w in self.record.paused[name] + self.record.retired[name])
+
     def fault_pause_schedule(self, _target: str, name: str) -> Any:
         from awa_django import operations
 
-        if any(w[1] is None for w in self.record.retired[name]):
-            return None
+        if self._open_window(name):
+            return None  # one pause or retirement of a schedule at a time
         self.admin(operations.pause, name, "chaos")
         at = self.event("pause schedule", name)
         paused_at = self.sql("SELECT extract(epoch FROM paused_at)::float8 FROM awa_cron_jobs WHERE name = %s",
@@ -424,7 +427,7 @@ class Campaign:
     def fault_retire(self, _target: str, name: str) -> Any:
         from awa_django import ownership
 
-        if any(w[1] is None for w in self.record.paused[name]):
+        if self._open_window(name):
             return None
         self.admin(ownership.operate, "retire", actor="chaos", apply=True, name=name)
         self.event("retire", name)
