@@ -57,3 +57,23 @@ docs: $(STAMP)
 # Re-take the admin screenshots of the operator guide (docs/images/) in headless chromium.
 screenshots: $(STAMP)
 	AWA_SCREENSHOTS=1 $(PY) scripts/with_db.py $(PY) -m pytest tests/test_admin_browser.py -q
+
+# Proofs and fault campaigns (docs/explanation/guarantees.md).
+.PHONY: verify chaos chaos-quick
+CHAOS_SEED ?=
+CHAOS_SECONDS ?= 900
+
+# SPIN models (Debian spin + gcc): correct models must verify, broken variants
+# must be refuted with a counterexample.
+verify:
+	python3 verification/run_models.py
+
+# Seeded fault campaign on a private PostgreSQL cluster; prints the table.
+# Replay a failing run with: make chaos-quick CHAOS_SEED=<seed>
+chaos-quick: $(STAMP)
+	$(PY) bench/chaos.py --quick $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+
+# The long run whose table is recorded in docs/explanation/chaos-results.md.
+chaos: $(STAMP)
+	$(PY) bench/chaos.py --duration $(CHAOS_SECONDS) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
+		--record docs/explanation/chaos-results.md
