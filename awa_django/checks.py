@@ -164,16 +164,18 @@ def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
 
 @register(Tags.database)
 def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Every SQL function of the applied migrations is installed, at its version.
+    """Every SQL function of the applied migrations is installed, at its version, as shipped.
 
     Runs with ``manage.py check --database default`` (and before ``migrate``).
-    Reports functions that were dropped or replaced by hand, which the
-    migration history cannot see.
+    Reports functions that were dropped, re-commented or replaced by hand
+    (``CREATE OR REPLACE`` keeps the comment, so the body itself is compared:
+    the hash of ``pg_proc.prosrc`` against the hash of the body in the SQL file),
+    which the migration history cannot see.
     """
     from django.db import connections
     from django.db.migrations.recorder import MigrationRecorder
 
-    from .sqlfiles import SQL_DIR, declared_functions
+    from .sqlfiles import body_hash, migration_sql_files, shipped_function_hashes
 
     messages: list[CheckMessage] = []
     for alias in databases or ():
@@ -184,30 +186,33 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
         if not recorder.has_table():
             continue
         applied = {name for app, name in recorder.applied_migrations() if app == "awa_django"}
-        migrations_dir = SQL_DIR.parent / "migrations"
-        expected: dict[str, str] = {}
-        for path in sorted(SQL_DIR.glob("*.sql")):
-            if path.name.endswith(".reverse.sql"):
-                continue
-            owners = [m.stem for m in migrations_dir.glob("0*.py") if f'run_sql_file("{path.stem}")' in m.read_text()]
-            if owners and owners[0] in applied:
-                expected.update(dict.fromkeys(declared_functions(path), f"awa_django {path.stem}"))
+        # Function name -> (its SQL file, hash of its shipped body); a later file wins.
+        expected: dict[str, tuple[str, str]] = {}
+        for migration, files in migration_sql_files().items():
+            if migration in applied:
+                for file_name in files:
+                    for name, digest in shipped_function_hashes(file_name).items():
+                        expected[name] = (file_name, digest)
         if not expected:
             continue
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p "
+                "SELECT p.proname, obj_description(p.oid, 'pg_proc'), p.prosrc FROM pg_proc p "
                 "JOIN pg_namespace n ON n.oid = p.pronamespace "
                 "WHERE n.nspname = current_schema() AND p.proname = ANY(%s)",
                 [list(expected)],
             )
-            installed = dict(cursor.fetchall())
-        for name, comment in sorted(expected.items()):
-            if installed.get(name) != comment:
-                state = "missing" if name not in installed else f"outdated ({installed[name]!r})"
-                messages.append(
-                    _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
-                )
+            installed = {name: (comment, source) for name, comment, source in cursor.fetchall()}
+        for name, (file_name, digest) in sorted(expected.items()):
+            if name not in installed:
+                state = "missing"
+            elif installed[name][0] != f"awa_django {file_name}":
+                state = f"outdated ({installed[name][0]!r})"
+            elif body_hash(installed[name][1]) != digest:
+                state = f"not as shipped in {file_name}.sql (replaced by hand)"
+            else:
+                continue
+            messages.append(_error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}"))
     return messages
 
 
