@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from .conf import DEFAULTS, conf
+from .conf import SETTINGS, Kind, conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
 from .schedules import finite, registry, settings_schedules
 
@@ -55,24 +55,14 @@ HINTS = {
     "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
 }
 
-# Durations that may be 0 (no grace, retry at once, prune everything finished,
-# no drain) and intervals that drive loops, which must be > 0.
-DURATION_SETTINGS = (
-    "AWA_RECONCILE_GRACE",
-    "AWA_JOB_RETENTION",
-    "AWA_RETRY_BACKOFF",
-    "AWA_RETRY_BACKOFF_MAX",
-    "AWA_SHUTDOWN_TIMEOUT",
+# Settings reported as E020 when out of range, by kind (the tests loop over
+# them): durations that may be 0 (no grace, retry at once, prune everything
+# finished, no drain) and intervals that drive loops, which must be > 0.
+DURATION_SETTINGS = tuple(
+    s.name for s in SETTINGS if s.check_id == "awa_django.E020" and s.kind is Kind.SECONDS
 )
-INTERVAL_SETTINGS = (
-    "AWA_RESCUE_AFTER",
-    "AWA_EVALUATE_INTERVAL",
-    "AWA_SYNC_INTERVAL",
-    "AWA_ELECTION_INTERVAL",
-    "AWA_LEADER_CHECK_INTERVAL",
-    "AWA_SNAPSHOT_INTERVAL",
-    "AWA_HEARTBEAT_INTERVAL",
-    "AWA_POLL_INTERVAL",
+INTERVAL_SETTINGS = tuple(
+    s.name for s in SETTINGS if s.check_id == "awa_django.E020" and s.kind is Kind.INTERVAL
 )
 
 
@@ -109,20 +99,8 @@ def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
 
 @register(Tags.compatibility)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Durations are non-negative numbers; USE_TZ is on; the catch-up limit is sane."""
+    """Rescue outlives two heartbeats; USE_TZ is on (ranges: :func:`check_setting_limits`)."""
     messages: list[CheckMessage] = []
-    for key in DURATION_SETTINGS:
-        value = getattr(settings, key, DEFAULTS[key])
-        if not finite(value):
-            messages.append(
-                _error("awa_django.E020", f"{key} must be a number of seconds >= 0, got {value!r}")
-            )
-    for key in INTERVAL_SETTINGS:
-        value = getattr(settings, key, DEFAULTS[key])
-        if not finite(value) or value <= 0:
-            messages.append(
-                _error("awa_django.E020", f"{key} must be a number of seconds > 0, got {value!r}")
-            )
     rescue, beat = conf.RESCUE_AFTER, conf.HEARTBEAT_INTERVAL
     if finite(rescue) and finite(beat) and 0 < rescue <= 2 * beat:
         messages.append(
@@ -132,18 +110,23 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
                 "or live tasks get rescued",
             )
         )
-    limit = conf.CATCH_UP_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        messages.append(
-            _error("awa_django.E020", f"AWA_CATCH_UP_LIMIT must be a whole number >= 1, got {limit!r}")
-        )
-    attempts = conf.MAX_ATTEMPTS
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 1000:
-        messages.append(
-            _error("awa_django.E020", f"AWA_MAX_ATTEMPTS must be a whole number 1-1000, got {attempts!r}")
-        )
     if not settings.USE_TZ:
         messages.append(_error("awa_django.E021", "awa_django requires USE_TZ = True"))
+    return messages
+
+
+@register(Tags.compatibility)
+def check_setting_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every ``AWA_*`` setting has the type and range of its row in ``conf.SETTINGS``.
+
+    Settings whose validity depends on more than their value (aliases, the
+    owner labels, the schedules) have dedicated checks below.
+    """
+    messages: list[CheckMessage] = []
+    for setting in SETTINGS:
+        problem = setting.problem()
+        if problem is not None:
+            messages.append(_error(setting.check_id, problem))
     return messages
 
 
@@ -165,15 +148,15 @@ def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
     """Authoritative mode has a valid owner and revision."""
     from .reconciliation import validate_label
 
-    authoritative = conf.AUTHORITATIVE
-    if not isinstance(authoritative, bool):
-        return [_error("awa_django.E042", f"AWA_AUTHORITATIVE must be a bool, got {authoritative!r}")]
-    if not authoritative:
-        return []
+    if conf.AUTHORITATIVE is not True:
+        return []  # a non-bool is reported by check_setting_limits (E042)
     messages: list[CheckMessage] = []
-    for key, check_id in (("OWNER", "awa_django.E040"), ("REVISION", "awa_django.E041")):
+    for key, value, check_id in (
+        ("AWA_OWNER", conf.OWNER, "awa_django.E040"),
+        ("AWA_REVISION", conf.REVISION, "awa_django.E041"),
+    ):
         try:
-            validate_label(getattr(conf, key), f"AWA_{key}")
+            validate_label(value, key)
         except ValueError as exc:
             messages.append(_error(check_id, str(exc)[:200]))
     return messages
@@ -181,16 +164,18 @@ def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
 
 @register(Tags.database)
 def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Every SQL function of the applied migrations is installed, at its version.
+    """Every SQL function of the applied migrations is installed, at its version, as shipped.
 
     Runs with ``manage.py check --database default`` (and before ``migrate``).
-    Reports functions that were dropped or replaced by hand, which the
-    migration history cannot see.
+    Reports functions that were dropped, re-commented or replaced by hand
+    (``CREATE OR REPLACE`` keeps the comment, so the body itself is compared:
+    the hash of ``pg_proc.prosrc`` against the hash of the body in the SQL file),
+    which the migration history cannot see.
     """
     from django.db import connections
     from django.db.migrations.recorder import MigrationRecorder
 
-    from .sqlfiles import SQL_DIR, declared_functions
+    from .sqlfiles import body_hash, migration_sql_files, shipped_function_hashes
 
     messages: list[CheckMessage] = []
     for alias in databases or ():
@@ -201,43 +186,37 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
         if not recorder.has_table():
             continue
         applied = {name for app, name in recorder.applied_migrations() if app == "awa_django"}
-        migrations_dir = SQL_DIR.parent / "migrations"
-        expected: dict[str, str] = {}
-        for path in sorted(SQL_DIR.glob("*.sql")):
-            if path.name.endswith(".reverse.sql"):
-                continue
-            owners = [m.stem for m in migrations_dir.glob("0*.py") if f'run_sql_file("{path.stem}")' in m.read_text()]
-            if owners and owners[0] in applied:
-                expected.update(dict.fromkeys(declared_functions(path), f"awa_django {path.stem}"))
+        # Function name -> (its SQL file, hash of its shipped body); a later file wins.
+        expected: dict[str, tuple[str, str]] = {}
+        for migration, files in migration_sql_files().items():
+            if migration in applied:
+                for file_name in files:
+                    for name, digest in shipped_function_hashes(file_name).items():
+                        expected[name] = (file_name, digest)
         if not expected:
             continue
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p "
+                "SELECT p.proname, obj_description(p.oid, 'pg_proc'), p.prosrc FROM pg_proc p "
                 "JOIN pg_namespace n ON n.oid = p.pronamespace "
                 "WHERE n.nspname = current_schema() AND p.proname = ANY(%s)",
                 [list(expected)],
             )
-            installed = dict(cursor.fetchall())
-        for name, comment in sorted(expected.items()):
-            if installed.get(name) != comment:
-                state = "missing" if name not in installed else f"outdated ({installed[name]!r})"
-                messages.append(
-                    _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
-                )
+            installed = {name: (comment, source) for name, comment, source in cursor.fetchall()}
+        for name, (file_name, digest) in sorted(expected.items()):
+            if name not in installed:
+                state = "missing"
+            elif installed[name][0] != f"awa_django {file_name}":
+                state = f"outdated ({installed[name][0]!r})"
+            elif body_hash(installed[name][1]) != digest:
+                state = f"not as shipped in {file_name}.sql (replaced by hand)"
+            else:
+                continue
+            messages.append(_error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}"))
     return messages
 
 
 HINTS["awa_django.E090"] = "The admin marks a schedule overdue when its next fire is this far in the past."
-
-
-@register(Tags.compatibility)
-def check_admin_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """AWA_OVERDUE_AFTER (the admin's ``overdue`` badge) is a number of seconds > 0."""
-    value = getattr(settings, "AWA_OVERDUE_AFTER", DEFAULTS["AWA_OVERDUE_AFTER"])
-    if finite(value) and value > 0:
-        return []
-    return [_error("awa_django.E090", f"AWA_OVERDUE_AFTER must be a number of seconds > 0, got {value!r}")]
 
 
 # --- Hostile input and bounded waits (issue 8): E060-E069, W060-W069 ----------
@@ -251,34 +230,19 @@ HINTS.update(
 W060_HINT = "Set AWA_LOCK_TIMEOUT > 0 so a frozen peer cannot stall every process."
 
 
-def _whole(value: Any, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
 @register(Tags.compatibility)
 def check_hardening(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Size limit, lock/statement timeouts and TCP keepalive settings are sane."""
-    messages: list[CheckMessage] = []
-    size = conf.MAX_ARGS_BYTES
-    if not _whole(size, 1):
-        messages.append(_error("awa_django.E060", f"AWA_MAX_ARGS_BYTES must be a whole number >= 1, got {size!r}"))
-    for key in ("LOCK_TIMEOUT", "STATEMENT_TIMEOUT"):
-        value = getattr(conf, key)
-        if not finite(value):
-            messages.append(_error("awa_django.E061", f"AWA_{key} must be a number of seconds >= 0, got {value!r}"))
-    if finite(conf.LOCK_TIMEOUT) and conf.LOCK_TIMEOUT == 0:
-        messages.append(
+    """A lock timeout of 0 leaves waits unbounded (ranges: :func:`check_setting_limits`)."""
+    lock_timeout = conf.LOCK_TIMEOUT
+    if finite(lock_timeout) and lock_timeout == 0:
+        return [
             Warning(
                 "AWA_LOCK_TIMEOUT is 0: waits on other processes' locks are unbounded",
                 hint=W060_HINT,
                 id="awa_django.W060",
             )
-        )
-    for key in ("TCP_KEEPALIVES_IDLE", "TCP_KEEPALIVES_INTERVAL", "TCP_KEEPALIVES_COUNT"):
-        value = getattr(conf, key)
-        if not _whole(value, 1):
-            messages.append(_error("awa_django.E062", f"AWA_{key} must be a whole number >= 1, got {value!r}"))
-    return messages
+        ]
+    return []
 
 
 HINTS.update(
@@ -378,28 +342,6 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
 
 HINTS["awa_django.E074"] = "See docs/reference/settings.md for the worker settings' types and ranges."
 
-
-@register(Tags.compatibility)
-def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """AWA_TASK_MODULES, AWA_UNKNOWN_TASK_TIMEOUT, AWA_REPORT_RETRY_TIMEOUT, AWA_TASK_TIMEOUT."""
-    messages: list[CheckMessage] = []
-    modules = conf.TASK_MODULES
-    if not isinstance(modules, (list, tuple)) or not all(
-        isinstance(m, str) and m.strip() and not m.startswith(".") for m in modules
-    ):
-        messages.append(
-            _error("awa_django.E074", f"AWA_TASK_MODULES must be a list of module paths, got {modules!r:.80}")
-        )
-    for key in ("UNKNOWN_TASK_TIMEOUT", "REPORT_RETRY_TIMEOUT"):
-        value = getattr(conf, key)
-        if not finite(value):
-            messages.append(_error("awa_django.E074", f"AWA_{key} must be a number of seconds >= 0, got {value!r}"))
-    timeout = conf.TASK_TIMEOUT
-    if timeout is not None and (not finite(timeout) or timeout <= 0):
-        messages.append(
-            _error("awa_django.E074", f"AWA_TASK_TIMEOUT must be None (off) or seconds > 0, got {timeout!r}")
-        )
-    return messages
 
 # Checks of production setups (poolers, health and metrics settings) live in
 # their own module; importing it registers them.

@@ -1,102 +1,333 @@
 """Typed access to awa_django's settings.
 
-Every value is read from ``django.conf.settings`` on access, so
-``override_settings`` works in tests. Durations are seconds (int or float).
-The library never reads environment variables itself.
+Every setting is one row of :data:`SETTINGS`: its name, default, kind (the
+type and range it must have) and the system check id that reports a value
+outside that range. The settings checks loop over this table; :class:`AwaSettings`
+has one typed property per row. Values are read from ``django.conf.settings``
+on access, so ``override_settings`` works in tests. Durations are seconds
+(int or float). The library never reads environment variables itself.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, cast
 
 from django.conf import settings as django_settings
 
-DEFAULTS: dict[str, Any] = {
+
+def _seconds(value: object) -> bool:
+    """A finite, non-negative int or float (a bool is not a number here)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _whole(value: object, low: int, high: int | None = None) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return value >= low and (high is None or value <= high)
+
+
+def _module_paths(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(m, str) and m.strip() and not m.startswith(".") for m in value
+    )
+
+
+class Kind(Enum):
+    """What a setting's value must be; the value is the phrase of its error message."""
+
+    SECONDS = "a number of seconds >= 0"
+    INTERVAL = "a number of seconds > 0"
+    COUNT = "a whole number >= 1"
+    ATTEMPTS = "a whole number 1-1000"
+    SECONDS_OR_NONE = "None (off) or seconds > 0"
+    MODULE_PATHS = "a list of module paths"
+    BOOL = "a bool"
+    # Validated by dedicated checks, because their validity depends on more
+    # than the value (DATABASES, AWA_AUTHORITATIVE, the schedule validator).
+    SCHEDULES = "a dict of name -> options"
+    ALIAS = "an alias of DATABASES"
+    ALIAS_OR_NONE = "None or an alias of DATABASES"
+    LABEL_OR_NONE = "None or a label"
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` is in range; kinds with a dedicated check accept anything here."""
+        if self is Kind.SECONDS:
+            return _seconds(value)
+        if self is Kind.INTERVAL:
+            return _seconds(value) and cast(float, value) > 0
+        if self is Kind.COUNT:
+            return _whole(value, 1)
+        if self is Kind.ATTEMPTS:
+            return _whole(value, 1, 1000)
+        if self is Kind.SECONDS_OR_NONE:
+            return value is None or (_seconds(value) and cast(float, value) > 0)
+        if self is Kind.MODULE_PATHS:
+            return _module_paths(value)
+        if self is Kind.BOOL:
+            return isinstance(value, bool)
+        return True
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``AWA_*`` setting: its default, its kind and the check id reporting a bad value."""
+
+    name: str
+    default: Any
+    kind: Kind
+    check_id: str
+
+    def value(self) -> object:
+        return getattr(django_settings, self.name, self.default)
+
+    def problem(self) -> str | None:
+        """The check message for the current value, or None when it is in range."""
+        value = self.value()
+        if self.kind.accepts(value):
+            return None
+        shown = f"{value!r:.80}" if self.kind is Kind.MODULE_PATHS else repr(value)
+        return f"{self.name} must be {self.kind.value}, got {shown}"
+
+
+SETTINGS: tuple[Setting, ...] = (
     # Schedules declared in settings: {name: {"cron": ..., "task": ..., ...}}.
-    "AWA_SCHEDULES": {},
+    Setting("AWA_SCHEDULES", {}, Kind.SCHEDULES, "awa_django.E001"),
     # How often the leader evaluates due schedules at most (it sleeps less when a
     # fire is due sooner, and wakes on NOTIFY when schedules change).
-    "AWA_EVALUATE_INTERVAL": 1.0,
+    Setting("AWA_EVALUATE_INTERVAL", 1.0, Kind.INTERVAL, "awa_django.E020"),
     # How often the leader re-upserts code-declared schedules into the table.
-    "AWA_SYNC_INTERVAL": 60.0,
+    Setting("AWA_SYNC_INTERVAL", 60.0, Kind.INTERVAL, "awa_django.E020"),
     # How often a standby retries the leader election.
-    "AWA_ELECTION_INTERVAL": 10.0,
+    Setting("AWA_ELECTION_INTERVAL", 10.0, Kind.INTERVAL, "awa_django.E020"),
     # How often the leader pings its lock connection (SELECT 1).
-    "AWA_LEADER_CHECK_INTERVAL": 30.0,
+    Setting("AWA_LEADER_CHECK_INTERVAL", 30.0, Kind.INTERVAL, "awa_django.E020"),
     # How often every runtime writes its snapshot (reconciliation evidence).
-    "AWA_SNAPSHOT_INTERVAL": 10.0,
+    Setting("AWA_SNAPSHOT_INTERVAL", 10.0, Kind.INTERVAL, "awa_django.E020"),
     # At most this many catch-up fires per schedule per evaluation pass.
-    "AWA_CATCH_UP_LIMIT": 1000,
+    Setting("AWA_CATCH_UP_LIMIT", 1000, Kind.COUNT, "awa_django.E020"),
     # Owner-scoped reconciliation (opt-in).
-    "AWA_OWNER": None,
-    "AWA_AUTHORITATIVE": False,
-    "AWA_REVISION": None,
-    "AWA_RECONCILE_GRACE": 60.0,
+    Setting("AWA_OWNER", None, Kind.LABEL_OR_NONE, "awa_django.E040"),
+    Setting("AWA_AUTHORITATIVE", False, Kind.BOOL, "awa_django.E042"),
+    Setting("AWA_REVISION", None, Kind.LABEL_OR_NONE, "awa_django.E041"),
+    Setting("AWA_RECONCILE_GRACE", 60.0, Kind.SECONDS, "awa_django.E020"),
     # Database alias for the leader's session lock and LISTEN connection. It must
     # reach the same *database* as "default" (advisory locks and NOTIFY are per
     # database), over a direct connection (never a transaction-pooling PgBouncer).
-    "AWA_LEADER_DATABASE": "default",
+    Setting("AWA_LEADER_DATABASE", "default", Kind.ALIAS, "awa_django.E022"),
     # Database alias for runtasks' LISTEN (wake-up) connection; None = the
     # database the worker serves. Like the leader alias, a direct connection.
-    "AWA_LISTEN_DATABASE": None,
+    Setting("AWA_LISTEN_DATABASE", None, Kind.ALIAS_OR_NONE, "awa_django.E100"),
     # Health probes (`manage.py awa health`): a process whose last pass is older
     # than this is unhealthy (at least 3x its snapshot interval is always
     # allowed), and a schedule whose next fire is this late is overdue.
-    "AWA_HEALTH_MAX_PASS_AGE": 60.0,
-    "AWA_HEALTH_OVERDUE_AFTER": 60.0,
+    Setting("AWA_HEALTH_MAX_PASS_AGE", 60.0, Kind.INTERVAL, "awa_django.E020"),
+    Setting("AWA_HEALTH_OVERDUE_AFTER", 60.0, Kind.INTERVAL, "awa_django.E020"),
     # Metrics: the database-derived gauges are read at scrape time, in one
     # query bounded by this timeout (seconds).
-    "AWA_METRICS_QUERY_TIMEOUT": 5.0,
+    Setting("AWA_METRICS_QUERY_TIMEOUT", 5.0, Kind.INTERVAL, "awa_django.E020"),
     # Task worker.
-    "AWA_HEARTBEAT_INTERVAL": 5.0,
-    "AWA_RESCUE_AFTER": 60.0,
-    "AWA_MAX_ATTEMPTS": 3,
-    "AWA_JOB_RETENTION": 7 * 24 * 3600.0,
+    Setting("AWA_HEARTBEAT_INTERVAL", 5.0, Kind.INTERVAL, "awa_django.E020"),
+    Setting("AWA_RESCUE_AFTER", 60.0, Kind.INTERVAL, "awa_django.E020"),
+    Setting("AWA_MAX_ATTEMPTS", 3, Kind.ATTEMPTS, "awa_django.E020"),
+    Setting("AWA_JOB_RETENTION", 7 * 24 * 3600.0, Kind.SECONDS, "awa_django.E020"),
     # Worker: fallback poll when no NOTIFY arrives, retry backoff (base and cap),
     # and how long a stopping worker waits for running tasks.
-    "AWA_POLL_INTERVAL": 1.0,
-    "AWA_RETRY_BACKOFF": 1.0,
-    "AWA_RETRY_BACKOFF_MAX": 3600.0,
-    "AWA_SHUTDOWN_TIMEOUT": 30.0,
+    Setting("AWA_POLL_INTERVAL", 1.0, Kind.INTERVAL, "awa_django.E020"),
+    Setting("AWA_RETRY_BACKOFF", 1.0, Kind.SECONDS, "awa_django.E020"),
+    Setting("AWA_RETRY_BACKOFF_MAX", 3600.0, Kind.SECONDS, "awa_django.E020"),
+    Setting("AWA_SHUTDOWN_TIMEOUT", 30.0, Kind.SECONDS, "awa_django.E020"),
     # Admin: a schedule is "overdue" when a live leader exists and its next fire
     # is this many seconds in the past.
-    "AWA_OVERDUE_AFTER": 60.0,
+    Setting("AWA_OVERDUE_AFTER", 60.0, Kind.INTERVAL, "awa_django.E090"),
     # Hostile input: the largest args (and metadata) of a schedule, in bytes
     # of JSON. Larger declarations are refused; larger stored rows are parked.
-    "AWA_MAX_ARGS_BYTES": 1024 * 1024,
+    Setting("AWA_MAX_ARGS_BYTES", 1024 * 1024, Kind.COUNT, "awa_django.E060"),
     # Bounded waits: the longest wait for a lock another process holds (the
     # protocol lock, schedule rows) and the longest statement, in runcron and
     # awa sessions and in every process's snapshot transaction. 0 = no limit.
-    "AWA_LOCK_TIMEOUT": 5.0,
-    "AWA_STATEMENT_TIMEOUT": 60.0,
+    Setting("AWA_LOCK_TIMEOUT", 5.0, Kind.SECONDS, "awa_django.E061"),
+    Setting("AWA_STATEMENT_TIMEOUT", 60.0, Kind.SECONDS, "awa_django.E061"),
     # TCP keepalives on every connection the processes open (seconds, count):
     # a silently dead peer or partition is noticed after about 30 + 10 * 3 s.
-    "AWA_TCP_KEEPALIVES_IDLE": 30,
-    "AWA_TCP_KEEPALIVES_INTERVAL": 10,
-    "AWA_TCP_KEEPALIVES_COUNT": 3,
+    Setting("AWA_TCP_KEEPALIVES_IDLE", 30, Kind.COUNT, "awa_django.E062"),
+    Setting("AWA_TCP_KEEPALIVES_INTERVAL", 10, Kind.COUNT, "awa_django.E062"),
+    Setting("AWA_TCP_KEEPALIVES_COUNT", 3, Kind.COUNT, "awa_django.E062"),
     # Worker (issue 9): module prefixes, besides installed apps, whose tasks
     # runtasks may import; how long a job whose task module is absent here is
     # handed back for another deployment before it fails (0: fail at once);
     # how long completion/failure/heartbeat reports are retried on a fresh
     # connection; a per-attempt time limit (None: no limit).
-    "AWA_TASK_MODULES": [],
-    "AWA_UNKNOWN_TASK_TIMEOUT": 600.0,
-    "AWA_REPORT_RETRY_TIMEOUT": 60.0,
-    "AWA_TASK_TIMEOUT": None,
-}
+    Setting("AWA_TASK_MODULES", [], Kind.MODULE_PATHS, "awa_django.E074"),
+    Setting("AWA_UNKNOWN_TASK_TIMEOUT", 600.0, Kind.SECONDS, "awa_django.E074"),
+    Setting("AWA_REPORT_RETRY_TIMEOUT", 60.0, Kind.SECONDS, "awa_django.E074"),
+    Setting("AWA_TASK_TIMEOUT", None, Kind.SECONDS_OR_NONE, "awa_django.E074"),
+)
+
+# Name -> default, for code that needs a fallback when a setting is out of range.
+DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS}
+
+
+def _value(name: str) -> Any:
+    return getattr(django_settings, name, DEFAULTS[name])
 
 
 class AwaSettings:
-    """Attribute access to the ``AWA_*`` settings with their defaults.
+    """One typed property per ``AWA_*`` setting, read on access.
 
-    ``conf.EVALUATE_INTERVAL`` reads ``settings.AWA_EVALUATE_INTERVAL``.
+    ``conf.EVALUATE_INTERVAL`` reads ``settings.AWA_EVALUATE_INTERVAL``. The
+    types are what the system checks enforce at startup (the value is returned
+    as configured, not converted, so code that guards against a bad value
+    still sees it).
     """
 
-    def __getattr__(self, name: str) -> Any:
-        key = f"AWA_{name}"
-        if key not in DEFAULTS:
-            raise AttributeError(f"unknown awa_django setting {key}")
-        return getattr(django_settings, key, DEFAULTS[key])
+    @property
+    def SCHEDULES(self) -> Mapping[str, Any]:
+        return cast("Mapping[str, Any]", _value("AWA_SCHEDULES"))
+
+    @property
+    def EVALUATE_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_EVALUATE_INTERVAL"))
+
+    @property
+    def SYNC_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_SYNC_INTERVAL"))
+
+    @property
+    def ELECTION_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_ELECTION_INTERVAL"))
+
+    @property
+    def LEADER_CHECK_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_LEADER_CHECK_INTERVAL"))
+
+    @property
+    def SNAPSHOT_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_SNAPSHOT_INTERVAL"))
+
+    @property
+    def CATCH_UP_LIMIT(self) -> int:
+        return cast(int, _value("AWA_CATCH_UP_LIMIT"))
+
+    @property
+    def OWNER(self) -> str | None:
+        return cast("str | None", _value("AWA_OWNER"))
+
+    @property
+    def AUTHORITATIVE(self) -> bool:
+        return cast(bool, _value("AWA_AUTHORITATIVE"))
+
+    @property
+    def REVISION(self) -> str | None:
+        return cast("str | None", _value("AWA_REVISION"))
+
+    @property
+    def RECONCILE_GRACE(self) -> float:
+        return cast(float, _value("AWA_RECONCILE_GRACE"))
+
+    @property
+    def LEADER_DATABASE(self) -> str:
+        return cast(str, _value("AWA_LEADER_DATABASE"))
+
+    @property
+    def LISTEN_DATABASE(self) -> str | None:
+        return cast("str | None", _value("AWA_LISTEN_DATABASE"))
+
+    @property
+    def HEALTH_MAX_PASS_AGE(self) -> float:
+        return cast(float, _value("AWA_HEALTH_MAX_PASS_AGE"))
+
+    @property
+    def HEALTH_OVERDUE_AFTER(self) -> float:
+        return cast(float, _value("AWA_HEALTH_OVERDUE_AFTER"))
+
+    @property
+    def METRICS_QUERY_TIMEOUT(self) -> float:
+        return cast(float, _value("AWA_METRICS_QUERY_TIMEOUT"))
+
+    @property
+    def HEARTBEAT_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_HEARTBEAT_INTERVAL"))
+
+    @property
+    def RESCUE_AFTER(self) -> float:
+        return cast(float, _value("AWA_RESCUE_AFTER"))
+
+    @property
+    def MAX_ATTEMPTS(self) -> int:
+        return cast(int, _value("AWA_MAX_ATTEMPTS"))
+
+    @property
+    def JOB_RETENTION(self) -> float:
+        return cast(float, _value("AWA_JOB_RETENTION"))
+
+    @property
+    def POLL_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_POLL_INTERVAL"))
+
+    @property
+    def RETRY_BACKOFF(self) -> float:
+        return cast(float, _value("AWA_RETRY_BACKOFF"))
+
+    @property
+    def RETRY_BACKOFF_MAX(self) -> float:
+        return cast(float, _value("AWA_RETRY_BACKOFF_MAX"))
+
+    @property
+    def SHUTDOWN_TIMEOUT(self) -> float:
+        return cast(float, _value("AWA_SHUTDOWN_TIMEOUT"))
+
+    @property
+    def OVERDUE_AFTER(self) -> float:
+        return cast(float, _value("AWA_OVERDUE_AFTER"))
+
+    @property
+    def MAX_ARGS_BYTES(self) -> int:
+        return cast(int, _value("AWA_MAX_ARGS_BYTES"))
+
+    @property
+    def LOCK_TIMEOUT(self) -> float:
+        return cast(float, _value("AWA_LOCK_TIMEOUT"))
+
+    @property
+    def STATEMENT_TIMEOUT(self) -> float:
+        return cast(float, _value("AWA_STATEMENT_TIMEOUT"))
+
+    @property
+    def TCP_KEEPALIVES_IDLE(self) -> int:
+        return cast(int, _value("AWA_TCP_KEEPALIVES_IDLE"))
+
+    @property
+    def TCP_KEEPALIVES_INTERVAL(self) -> int:
+        return cast(int, _value("AWA_TCP_KEEPALIVES_INTERVAL"))
+
+    @property
+    def TCP_KEEPALIVES_COUNT(self) -> int:
+        return cast(int, _value("AWA_TCP_KEEPALIVES_COUNT"))
+
+    @property
+    def TASK_MODULES(self) -> Sequence[str]:
+        return cast("Sequence[str]", _value("AWA_TASK_MODULES"))
+
+    @property
+    def UNKNOWN_TASK_TIMEOUT(self) -> float:
+        return cast(float, _value("AWA_UNKNOWN_TASK_TIMEOUT"))
+
+    @property
+    def REPORT_RETRY_TIMEOUT(self) -> float:
+        return cast(float, _value("AWA_REPORT_RETRY_TIMEOUT"))
+
+    @property
+    def TASK_TIMEOUT(self) -> float | None:
+        return cast("float | None", _value("AWA_TASK_TIMEOUT"))
 
 
 conf = AwaSettings()

@@ -38,9 +38,9 @@ def keepalive_options() -> dict[str, int]:
     """libpq keepalive parameters from the ``AWA_TCP_KEEPALIVES_*`` settings."""
     return {
         "keepalives": 1,
-        "keepalives_idle": int(conf.TCP_KEEPALIVES_IDLE),
-        "keepalives_interval": int(conf.TCP_KEEPALIVES_INTERVAL),
-        "keepalives_count": int(conf.TCP_KEEPALIVES_COUNT),
+        "keepalives_idle": conf.TCP_KEEPALIVES_IDLE,
+        "keepalives_interval": conf.TCP_KEEPALIVES_INTERVAL,
+        "keepalives_count": conf.TCP_KEEPALIVES_COUNT,
     }
 
 

@@ -30,8 +30,7 @@ SESSIONLESS_POOL_MODES = ("transaction", "statement")
 
 def leader_alias() -> str:
     """The alias of the leader's lock and ``awa_cron`` LISTEN connection."""
-    alias: str = conf.LEADER_DATABASE
-    return alias
+    return conf.LEADER_DATABASE
 
 
 def listen_alias(serving: str) -> str:
@@ -39,7 +38,7 @@ def listen_alias(serving: str) -> str:
 
     ``AWA_LISTEN_DATABASE`` when set, otherwise the served database itself.
     """
-    alias: str | None = conf.LISTEN_DATABASE
+    alias = conf.LISTEN_DATABASE
     return serving if alias is None else alias
 
 

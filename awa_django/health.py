@@ -205,8 +205,8 @@ def probe(
         raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
     host = hostname or socket.gethostname()
     report = HealthReport(role=role, hostname=host)
-    max_age = float(conf.HEALTH_MAX_PASS_AGE)
-    overdue_after = float(conf.HEALTH_OVERDUE_AFTER)
+    max_age = conf.HEALTH_MAX_PASS_AGE
+    overdue_after = conf.HEALTH_OVERDUE_AFTER
     try:
         with transaction.atomic(using=using), connections[using].cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(PROBE_TIMEOUT_MS)])

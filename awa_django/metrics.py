@@ -171,7 +171,7 @@ if prometheus_client is not None:
             # (already open) is left to Django.
             opened_here = connection.connection is None
             try:
-                timeout_ms = str(int(float(conf.METRICS_QUERY_TIMEOUT) * 1000))
+                timeout_ms = str(int(conf.METRICS_QUERY_TIMEOUT * 1000))
                 with transaction.atomic(using=self.using), connection.cursor() as cursor:
                     cursor.execute("SELECT current_setting('statement_timeout')")
                     previous = cursor.fetchone()[0]

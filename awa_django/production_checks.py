@@ -1,5 +1,5 @@
-"""System checks for production setups: connection poolers (E100, W100-W104)
-and the health/metrics settings (E020).
+"""System checks for production setups: connection poolers (E100, W100-W104).
+The health/metrics settings are checked with the others, from ``conf.SETTINGS``.
 
 Imported by :mod:`awa_django.checks`, which registers every check; ids are
 documented in docs/reference/checks.md.
@@ -12,9 +12,8 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from .checks import HINTS, _error
-from .conf import DEFAULTS, conf
-from .schedules import finite
+from .checks import HINTS
+from .conf import conf
 
 POOLER_HINTS = {
     "awa_django.E100": "Set AWA_LISTEN_DATABASE to None or to a PostgreSQL alias of DATABASES.",
@@ -27,19 +26,7 @@ POOLER_HINTS = {
 
 # E-ids carry their hint in HINTS too (every documented error id has one).
 HINTS["awa_django.E100"] = POOLER_HINTS["awa_django.E100"]
-# Settings of issue 13, validated like the other durations (E020).
-OBSERVABILITY_SETTINGS = ("AWA_HEALTH_MAX_PASS_AGE", "AWA_HEALTH_OVERDUE_AFTER", "AWA_METRICS_QUERY_TIMEOUT")
-
-
-@register(Tags.compatibility)
-def check_observability_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Health and metrics durations are numbers of seconds > 0."""
-    messages: list[CheckMessage] = []
-    for key in OBSERVABILITY_SETTINGS:
-        value = getattr(settings, key, DEFAULTS[key])
-        if not finite(value) or value <= 0:
-            messages.append(_error("awa_django.E020", f"{key} must be a number of seconds > 0, got {value!r}"))
-    return messages
+# The health/metrics settings of issue 13 are rows of conf.SETTINGS (E020).
 
 
 def _served_aliases() -> list[str]:

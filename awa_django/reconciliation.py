@@ -71,7 +71,7 @@ def configured() -> ReconciliationConfig | None:
     """The config from settings, or None when the deployment is additive."""
     if not conf.AUTHORITATIVE:
         return None
-    grace = float(conf.RECONCILE_GRACE)
+    grace = conf.RECONCILE_GRACE
     if grace < 0:
         raise ValueError("AWA_RECONCILE_GRACE must be >= 0 seconds")
     return ReconciliationConfig(

@@ -91,7 +91,7 @@ class RuntimeReporter:
 
     def write(self, *, check: bool = False, shutting_down: bool = False) -> None:
         """One snapshot transaction: lock, snapshot, publication, optional check."""
-        interval_ms = int(float(conf.SNAPSHOT_INTERVAL) * 1000)
+        interval_ms = int(conf.SNAPSHOT_INTERVAL * 1000)
         leading = bool(self.is_leader())
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
             bound_transaction_waits(cursor)  # a frozen peer may hold the lock
@@ -128,12 +128,12 @@ class RuntimeReporter:
 
     def _loop(self) -> None:
         try:
-            due = time.monotonic() + float(conf.SNAPSHOT_INTERVAL)
+            due = time.monotonic() + conf.SNAPSHOT_INTERVAL
             while not self._stop.wait(max(0.0, min(LEADERSHIP_POLL, due - time.monotonic()))):
                 leading = bool(self.is_leader())
                 if time.monotonic() < due and leading == self._reported_leader:
                     continue
-                due = time.monotonic() + float(conf.SNAPSHOT_INTERVAL)
+                due = time.monotonic() + conf.SNAPSHOT_INTERVAL
                 # A failed write is retried at the next interval, not every poll.
                 self._reported_leader = leading
                 try:

@@ -482,6 +482,62 @@ def test_check_sql_objects__e050_reports_a_dropped_or_replaced_function() -> Non
     assert all(m.hint for m in messages)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_check_sql_objects__e050_reports_a_body_replaced_by_hand_with_the_same_comment() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_functiondef('awa_cron_protocol_version()'::regprocedure)")
+        original = cursor.fetchone()[0]
+        # CREATE OR REPLACE keeps the version comment: only the body tells.
+        cursor.execute(
+            "CREATE OR REPLACE FUNCTION awa_cron_protocol_version() RETURNS integer "
+            "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 2 $$"
+        )
+        cursor.execute("SELECT obj_description('awa_cron_protocol_version()'::regprocedure, 'pg_proc')")
+        comment = cursor.fetchone()[0]
+    try:
+        messages = checks.check_sql_objects(databases=["default"])
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(original)
+    assert comment == "awa_django 0004_reconciliation"
+    assert [(m.id, m.msg) for m in messages] == [
+        (
+            "awa_django.E050",
+            "SQL function awa_cron_protocol_version is not as shipped in 0004_reconciliation.sql "
+            "(replaced by hand) in database 'default'",
+        )
+    ]
+    assert checks.check_sql_objects(databases=["default"]) == []
+
+
+@pytest.mark.django_db
+def test_check_sql_objects__a_faithful_install_matches_every_shipped_body() -> None:
+    from django.db import connection
+
+    from awa_django.sqlfiles import (
+        SQL_DIR,
+        body_hash,
+        declared_functions,
+        migration_sql_files,
+        shipped_function_hashes,
+    )
+
+    shipped: dict[str, str] = {}
+    declared: set[str] = set()
+    for files in migration_sql_files().values():
+        for file_name in files:
+            shipped.update(shipped_function_hashes(file_name))
+            declared.update(declared_functions(SQL_DIR / f"{file_name}.sql"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT proname, prosrc FROM pg_proc WHERE proname = ANY(%s)", [list(shipped)])
+        installed = {name: body_hash(source) for name, source in cursor.fetchall()}
+    assert set(shipped) == declared and len(shipped) >= 25
+    assert installed == shipped
+    assert checks.check_sql_objects(databases=["default"]) == []
+
+
 # --- E090: the admin's overdue threshold ------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from awa_django.sqlfiles import SQL_DIR
+from awa_django.sqlfiles import SQL_DIR, migration_sql_files, run_sql_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,10 +58,30 @@ def test_migrations__no_model_changes_without_a_migration() -> None:
 
 
 def test_migrations__every_sql_file_has_a_reverse_and_a_migration() -> None:
-    migrations = "".join(p.read_text() for p in (SQL_DIR.parent / "migrations").glob("0*.py"))
+    named = [name for files in migration_sql_files().values() for name in files]
+    assert sorted(named) == sorted(path.stem for path in FORWARD_FILES)  # each file exactly once
     for path in FORWARD_FILES:
         assert (SQL_DIR / f"{path.stem}.reverse.sql").exists(), path.name
-        assert f'run_sql_file("{path.stem}")' in migrations, path.name
+
+
+def test_migration_sql_files__read_from_the_operations_of_each_migration() -> None:
+    mapping = migration_sql_files()
+
+    assert mapping["0001_initial"] == ()
+    assert mapping["0004_reconciliation"] == ("0004_reconciliation",)
+    assert mapping["0007_release_and_prune_index"] == ("0007_release",)
+    # Inside SeparateDatabaseAndState(database_operations=[...]) too.
+    assert mapping["0009_task_outcomes"] == ("0009_task_outcomes",)
+    assert list(mapping) == sorted(mapping)
+
+
+def test_run_sql_file__deconstructs_by_file_name() -> None:
+    operation = run_sql_file("0007_release")
+
+    assert operation.file_name == "0007_release"
+    assert operation.sql == (SQL_DIR / "0007_release.sql").read_text()
+    assert operation.reverse_sql == (SQL_DIR / "0007_release.reverse.sql").read_text()
+    assert operation.deconstruct() == ("SqlFile", ["0007_release"], {})
 
 
 @pytest.mark.parametrize("path", FORWARD_FILES, ids=lambda p: p.stem)

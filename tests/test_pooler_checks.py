@@ -76,12 +76,12 @@ def test_check_poolers__e100_for_a_listen_alias_that_is_not_postgresql() -> None
         assert ids(AWA_LISTEN_DATABASE="other") == ["awa_django.E100"]
 
 
-def test_check_observability_settings__e020_for_non_positive_durations() -> None:
-    from awa_django.production_checks import check_observability_settings
+def test_check_setting_limits__e020_for_non_positive_observability_durations() -> None:
+    from awa_django.checks import check_setting_limits
 
-    assert check_observability_settings() == []
+    assert check_setting_limits() == []
     with override_settings(AWA_HEALTH_MAX_PASS_AGE=0, AWA_METRICS_QUERY_TIMEOUT="5"):
-        messages = check_observability_settings()
+        messages = check_setting_limits()
     assert [m.id for m in messages] == ["awa_django.E020", "awa_django.E020"]
     assert "AWA_HEALTH_MAX_PASS_AGE must be a number of seconds > 0, got 0" in messages[0].msg
 

@@ -74,7 +74,7 @@ def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str])
     info.next_fire = upcoming[0] if upcoming else None
     if leader and row.paused_at is None and row.retired_at is None:
         due = _due(row)
-        if due is not None and due < now - timedelta(seconds=float(conf.OVERDUE_AFTER)):
+        if due is not None and due < now - timedelta(seconds=conf.OVERDUE_AFTER):
             info.overdue_since = due
     return info
 

@@ -1,0 +1,89 @@
+"""conf.SETTINGS: one row per setting (default, kind, check id) and one typed property each."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from awa_django import checks
+from awa_django.conf import DEFAULTS, SETTINGS, AwaSettings, Kind, conf
+
+# Kinds the table check validates; the others have dedicated checks (E001, E022, E040/E041, E100).
+CHECKED_KINDS = (
+    Kind.SECONDS,
+    Kind.INTERVAL,
+    Kind.COUNT,
+    Kind.ATTEMPTS,
+    Kind.SECONDS_OR_NONE,
+    Kind.MODULE_PATHS,
+    Kind.BOOL,
+)
+
+
+def test_conf__every_setting_has_one_typed_property() -> None:
+    properties = {
+        name: member for name, member in vars(AwaSettings).items() if isinstance(member, property)
+    }
+    assert sorted(f"AWA_{name}" for name in properties) == sorted(s.name for s in SETTINGS)
+    for name, member in properties.items():
+        annotation = inspect.signature(member.fget).return_annotation  # type: ignore[arg-type]
+        assert annotation not in (inspect.Signature.empty, "Any", Any), name
+
+
+def test_conf__defaults_come_from_the_table_and_are_in_range() -> None:
+    assert {s.name: s.default for s in SETTINGS} == DEFAULTS
+    assert len(DEFAULTS) == len(SETTINGS)  # no name twice
+    for setting in SETTINGS:
+        with override_settings(**{setting.name: setting.default}):
+            assert setting.problem() is None, setting.name
+        assert getattr(conf, setting.name.removeprefix("AWA_")) == setting.default
+
+
+def test_conf__properties_read_on_access() -> None:
+    assert conf.SNAPSHOT_INTERVAL == 10.0
+    with override_settings(AWA_SNAPSHOT_INTERVAL=2.5, AWA_LISTEN_DATABASE="default"):
+        assert conf.SNAPSHOT_INTERVAL == 2.5
+        assert conf.LISTEN_DATABASE == "default"
+    assert conf.SNAPSHOT_INTERVAL == 10.0
+
+
+def test_conf__unknown_names_are_not_settings() -> None:
+    with pytest.raises(AttributeError):
+        conf.NO_SUCH_SETTING  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_conf__every_check_id_of_the_table_is_documented() -> None:
+    assert {s.check_id for s in SETTINGS} <= set(checks.HINTS)
+
+
+@pytest.mark.parametrize(
+    "setting", [s for s in SETTINGS if s.kind in CHECKED_KINDS], ids=lambda s: s.name
+)
+def test_check_setting_limits__reports_each_row_out_of_range_with_its_id(setting: Any) -> None:
+    assert checks.check_setting_limits() == []
+    with override_settings(**{setting.name: "bad"}):
+        messages = checks.check_setting_limits()
+    assert [(m.id, m.msg) for m in messages] == [
+        (setting.check_id, f"{setting.name} must be {setting.kind.value}, got 'bad'")
+    ]
+    assert messages[0].hint == checks.HINTS[setting.check_id]
+
+
+@pytest.mark.parametrize(
+    ("kind", "good", "bad"),
+    [
+        (Kind.SECONDS, [0, 0.25, 7], [-1, True, None, float("nan"), float("inf"), "5"]),
+        (Kind.INTERVAL, [0.25, 7], [0, -1, True, None, float("inf"), "5"]),
+        (Kind.COUNT, [1, 50], [0, 1.5, True, None, "3"]),
+        (Kind.ATTEMPTS, [1, 1000], [0, 1001, True, "3"]),
+        (Kind.SECONDS_OR_NONE, [None, 0.5], [0, -1, True, float("nan"), "5"]),
+        (Kind.MODULE_PATHS, [[], ["a.b"], ("a",)], ["a.b", [".rel"], [""], [3]]),
+        (Kind.BOOL, [True, False], [1, "yes", None]),
+    ],
+)
+def test_kind__accepts_its_range_only(kind: Kind, good: list[Any], bad: list[Any]) -> None:
+    assert all(kind.accepts(v) for v in good)
+    assert not any(kind.accepts(v) for v in bad)
