@@ -570,18 +570,28 @@ class Campaign:
         causes: Counter[str] = Counter()
         effects = self.sql("SELECT job_id, attempt, pid, extract(epoch FROM created_at)::float8 "
                            "FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'started' ORDER BY job_id, id")
+        # Runs whose task body finished (its 'done' effect committed): a rerun
+        # of such a run can only come from a completion report that was lost.
+        finished = {(job_id, attempt, pid) for job_id, attempt, pid in self.sql(
+            "SELECT job_id, attempt, pid FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'done'")}
         by_job: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
         for job_id, attempt, pid, at in effects:
             by_job[job_id].append((attempt, pid, at))
-        for runs in by_job.values():
-            for (_attempt, pid, at), _again in zip(runs, runs[1:], strict=False):
+        for job_id, runs in by_job.items():
+            for (attempt, pid, at), _again in zip(runs, runs[1:], strict=False):
                 if pid in self.record.killed and self.record.killed[pid] >= at:
                     causes["worker killed"] += 1
                 elif any(lo <= at + RESCUE_AFTER + 2 and hi - lo >= RESCUE_AFTER
                          for lo, hi in self.record.frozen.get(pid, []) if hi >= at):
                     causes["worker frozen past rescue"] += 1
                 elif any(at - 1 <= f <= at + RECOVERY for f in self.record.connection_faults):
-                    causes["lost report"] += 1
+                    if (job_id, attempt, pid) in finished:
+                        causes["lost report"] += 1
+                    else:
+                        # The task itself could not reach the database (its effect
+                        # failed, so the attempt failed and was retried), or the
+                        # outage outlasted AWA_RESCUE_AFTER and the attempt was rescued.
+                        causes["attempt cut off by a database outage"] += 1
                 else:
                     causes["unexplained"] += 1
         return causes
@@ -626,7 +636,8 @@ def table(rec: Record, res: dict[str, Any], elapsed: float) -> str:
         ("jobs not completed", str(res["not completed"])),
         ("re-executions: worker killed", str(reexec["worker killed"])),
         ("re-executions: worker frozen past rescue", str(reexec["worker frozen past rescue"])),
-        ("re-executions: lost report", str(reexec["lost report"])),
+        ("re-executions: lost report (task finished, report lost)", str(reexec["lost report"])),
+        ("re-executions: attempt cut off by a database outage", str(reexec["attempt cut off by a database outage"])),
         ("re-executions: unexplained", str(reexec["unexplained"])),
         ("lateness outside fault windows (p50 / max, fires)",
          "n/a" if res["max lateness"] is None else
