@@ -13,6 +13,7 @@ re-evaluates parked rows at every maintenance run (``reevaluate_parked``).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from contextlib import nullcontext
@@ -70,6 +71,31 @@ SELECT_DUE = """
      ORDER BY name
 """.format(columns=_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH))
 
+# One batch of SELECT_DUE: the due rows after a name (keyset), at most a limit.
+# A large due set is fired batch by batch, each batch its own fire statement
+# (committed at once in autocommit), so the first jobs land while later rows
+# are still being planned and the leader never holds every due row in memory.
+# Rows whose CAS is lost keep next_fire_at NULL; the keyset (name > last) is
+# what stops a pass from reading them again.
+SELECT_DUE_BATCH = """
+    SELECT {columns}
+      FROM awa_cron_jobs
+     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
+       AND name > %(after)s
+    UNION ALL
+    SELECT {columns}
+      FROM awa_cron_jobs
+     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL
+       AND name > %(after)s
+     ORDER BY name
+     LIMIT %(limit)s
+""".format(columns=_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH))
+# Rows per fire statement: large enough that the per-statement round trip is
+# noise, small enough that a batch commits within tens of milliseconds.
+FIRE_BATCH_SIZE = 500
+# Parsed expressions kept by the evaluator (one per distinct expression text).
+PARSE_CACHE_SIZE = 4096
+
 # Seconds until the earliest stored next fire, and whether any row awaits a
 # (re)computation (a concurrent change, or a CAS this pass lost).
 SELECT_NEXT_DUE = """
@@ -125,15 +151,34 @@ def row_problem(row: dict[str, Any]) -> str | None:
     problem = validation.kind_problem(row["kind"])
     if problem:
         return f"kind {problem}"
-    problem = validation.expression_problem(row["cron_expr"])
+    problem = _expression_problem(row["cron_expr"])
     if problem:
         return f"cron_expr {problem}"
-    problem = validation.timezone_problem(row["timezone"])
+    problem = _timezone_problem(row["timezone"])
     if problem:
         return f"timezone {problem}"
     if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
         return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
     return None
+
+
+# The checks and the parse of an expression depend on its text alone, and a
+# pass sees the same few texts on thousands of rows: each is done once per
+# process, not once per row per pass (issue 10: it was half the cost of a row).
+# The zone is parsed per row through cronexpr.parse_timezone (ZoneInfo keeps
+# its own cache), so a leader whose tz database changes is not misled.
+_expression_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.expression_problem)
+_timezone_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.timezone_problem)
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _parsed_expression(text: str) -> cronexpr.CronExpression | str:
+    """``cronexpr.parse_cron(text)``, or the CronError's message (cached either
+    way: parse_cron is pure, its result depends on the text alone)."""
+    try:
+        return cronexpr.parse_cron(text)
+    except cronexpr.CronError as exc:
+        return str(exc)
 
 
 def _entry(row: dict[str, Any]) -> dict[str, Any]:
@@ -187,8 +232,10 @@ def plan_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
 
 def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
     entry = _entry(row)
+    expression = _parsed_expression(row["cron_expr"])
+    if isinstance(expression, str):
+        return park_entry(row, expression)
     try:
-        expression = cronexpr.parse_cron(row["cron_expr"])
         zone = cronexpr.parse_timezone(row["timezone"])
     except cronexpr.CronError as exc:
         return park_entry(row, str(exc))
@@ -292,12 +339,17 @@ def evaluate(using: str = "default") -> PassResult:
     result = PassResult()
     limit = int(conf.CATCH_UP_LIMIT)
     with connections[using].cursor() as cursor:
-        cursor.execute(SELECT_DUE)
-        columns = [c.name for c in cursor.description]
-        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-        result.evaluated = len(rows)
-        if rows:
-            result.jobs = fire_plan(cursor, [plan_row(row, limit) for row in rows])
+        after = ""
+        while True:
+            cursor.execute(SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE})
+            columns = [c.name for c in cursor.description]
+            rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+            result.evaluated += len(rows)
+            if rows:
+                result.jobs.extend(fire_plan(cursor, [plan_row(row, limit) for row in rows]))
+            if len(rows) < FIRE_BATCH_SIZE:
+                break
+            after = rows[-1]["name"]
         cursor.execute(SELECT_NEXT_DUE)
         result.next_due_in, result.pending = cursor.fetchone()
     for job in result.jobs:

@@ -175,3 +175,71 @@ def test_evaluate__due_rows_are_found_through_the_partial_index() -> None:
         plan = "\n".join(r[0] for r in cursor.fetchall())
     # Both arms (due, and awaiting computation) scan the partial index.
     assert plan.count("awa_cron_jobs_due") == 2, plan
+
+
+def test_evaluate__a_large_due_set_fires_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awa_django import evaluator
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    for i in range(5):
+        make(f"batch-{i}", cron_expr="* * * * * *")
+    with CaptureQueriesContext(connection) as queries:
+        result = evaluate()
+    fire_statements = [q for q in queries.captured_queries if "awa_cron_fire_v3" in q["sql"]]
+    assert result.evaluated == 5
+    assert len(fire_statements) == 3  # 2 + 2 + 1 rows
+    assert sorted(len(fired(f"batch-{i}")) for i in range(5)) == [1] * 5
+    assert evaluate().evaluated == 0  # nothing doubled
+
+
+def test_evaluate__rows_left_pending_are_not_read_twice_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A row whose next_fire_at stays NULL after its batch (lost CAS) must not
+    make the keyset loop spin: each row is read at most once per pass."""
+    from awa_django import evaluator
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 1)
+    for i in range(3):
+        make(f"pending-{i}", cron_expr="* * * * * *")
+    real = evaluator.fire_plan
+    monkeypatch.setattr(evaluator, "fire_plan", lambda cursor, plan: [])  # every CAS "lost"
+    result = evaluate()
+    assert result.evaluated == 3 and result.pending
+    monkeypatch.setattr(evaluator, "fire_plan", real)
+
+
+def test_evaluate__due_batches_are_found_through_the_partial_index() -> None:
+    from awa_django.evaluator import SELECT_DUE_BATCH
+
+    CronJobFactory.create_batch(20, cron_expr="0 0 1 1 *")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE awa_cron_jobs")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + SELECT_DUE_BATCH, {"after": "", "limit": 500})
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+    assert plan.count("awa_cron_jobs_due") == 2, plan
+
+
+def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django import cronexpr, evaluator
+
+    evaluator._parsed_expression.cache_clear()
+    calls: list[str] = []
+    real = cronexpr.parse_cron
+
+    def counting(text: str) -> Any:
+        calls.append(text)
+        return real(text)
+
+    for i in range(4):
+        make(f"cached-{i}", cron_expr="*/1 * * * * *")
+    monkeypatch.setattr(cronexpr, "parse_cron", counting)
+    evaluate()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = NULL")
+    evaluate()
+    assert calls == ["*/1 * * * * *"]
+    evaluator._parsed_expression.cache_clear()
