@@ -215,17 +215,44 @@ def park_entry(row: dict[str, Any], reason: str) -> dict[str, Any]:
     return entry
 
 
-def plan_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
+# What a row's fires and next fire depend on. cronexpr's functions are pure,
+# so rows sharing these inputs (the same expression, zone and policy, fired
+# at the same slot: typical after the first pass) share the computation.
+FireKey = tuple[Any, ...]
+
+
+def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
+    last = row["last_enqueued_at"]
+    return (row["cron_expr"], row["timezone"], row["missed_fire_policy"], last,
+            row["created_at"] if last is None else None, row["now"], limit)
+
+
+def plan_row(row: dict[str, Any], limit: int,
+             memo: dict[FireKey, tuple[list[str], str]] | None = None) -> dict[str, Any]:
     """Compute the fires and the next fire of one row read by ``SELECT_DUE``.
 
-    Never raises: a row that cannot be evaluated, for whatever reason, gets a
-    parking entry instead, so it fails alone.
+    ``memo`` (one per batch) holds the fire times already computed for the
+    same inputs (see ``_fire_key``). Never raises: a row that cannot be
+    evaluated, for whatever reason, gets a parking entry instead, so it fails
+    alone.
     """
     try:
         problem = row_problem(row)
         if problem:
             return park_entry(row, problem)
-        return _plan_valid_row(row, limit)
+        if memo is None:
+            return _plan_valid_row(row, limit)
+        key = _fire_key(row, limit)
+        known = memo.get(key)
+        if known is None:
+            entry = _plan_valid_row(row, limit)
+            if entry["park"] is None:
+                memo[key] = (entry["fires"], entry["next_fire_at"])
+            return entry
+        entry = _entry(row)
+        entry["fires"], entry["next_fire_at"] = list(known[0]), known[1]
+        _warn_catch_up_limit(row, len(known[0]), limit)
+        return entry
     except Exception as exc:  # one row must never fail the pass
         return park_entry(row, f"cannot be evaluated: {type(exc).__name__}: {exc}")
 
@@ -249,13 +276,7 @@ def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
         catch_up=row["missed_fire_policy"] == "catch_up",
         limit=limit,
     )
-    if row["missed_fire_policy"] == "catch_up" and last is not None and len(fires) >= limit:
-        logger.warning(
-            "schedule %s hit the catch-up limit (%d); the rest follow next pass",
-            row["name"],
-            limit,
-            extra={"event": "cron.catch_up_limited", "schedule": row["name"]},
-        )
+    _warn_catch_up_limit(row, len(fires), limit)
     # The next fire strictly after the new CAS token; for a never-fired row with
     # nothing due, after the (inclusive) first-fire search bound.
     after = fires[-1] if fires else last
@@ -265,6 +286,16 @@ def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
     entry["fires"] = [f.isoformat() for f in fires]
     entry["next_fire_at"] = upcoming.isoformat() if upcoming else NEVER
     return entry
+
+
+def _warn_catch_up_limit(row: dict[str, Any], count: int, limit: int) -> None:
+    if row["missed_fire_policy"] == "catch_up" and row["last_enqueued_at"] is not None and count >= limit:
+        logger.warning(
+            "schedule %s hit the catch-up limit (%d); the rest follow next pass",
+            row["name"],
+            limit,
+            extra={"event": "cron.catch_up_limited", "schedule": row["name"]},
+        )
 
 
 def job_row(columns: list[str], values: Any) -> dict[str, Any]:
@@ -345,8 +376,11 @@ def evaluate(using: str = "default") -> PassResult:
             columns = [c.name for c in cursor.description]
             rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
             result.evaluated += len(rows)
+            # Per batch: every row of a batch shares its "now", so that is
+            # where inputs repeat; nothing is kept across batches.
+            memo: dict[FireKey, tuple[list[str], str]] = {}
             if rows:
-                result.jobs.extend(fire_plan(cursor, [plan_row(row, limit) for row in rows]))
+                result.jobs.extend(fire_plan(cursor, [plan_row(row, limit, memo) for row in rows]))
             if len(rows) < FIRE_BATCH_SIZE:
                 break
             after = rows[-1]["name"]

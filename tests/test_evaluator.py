@@ -243,3 +243,28 @@ def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
     evaluate()
     assert calls == ["*/1 * * * * *"]
     evaluator._parsed_expression.cache_clear()
+
+
+def test_evaluate__rows_with_the_same_inputs_share_one_fire_computation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django import cronexpr
+
+    now = db_now()
+    for i in range(4):
+        make(f"same-{i}", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 3))
+    make("other", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 1))
+    calls: list[Any] = []
+    real = cronexpr.due_fires
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["last_enqueued_at"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cronexpr, "due_fires", counting)
+    evaluate()
+    assert len(calls) == 2  # one per distinct (expression, zone, policy, last fire, now)
+    assert [fired(f"same-{i}") for i in range(4)] == [[iso(midnight(now))]] * 4
+    assert fired("other") == [iso(midnight(now))]
+    stored = {row.name: row.next_fire_at for row in CronJob.objects.all()}
+    assert len(set(stored.values())) == 1 and None not in stored.values()

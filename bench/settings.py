@@ -1,0 +1,32 @@
+"""Django settings of awa_django's side of the benchmark (``bench/run.py``).
+
+The database comes from ``BENCH_DATABASE_URL``; the harness creates it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import environ
+
+env = environ.Env()
+
+SECRET_KEY = "awa-django-bench"
+DEBUG = False  # DEBUG would keep every query in memory
+USE_TZ = True
+TIME_ZONE = "UTC"
+INSTALLED_APPS = ["django.contrib.contenttypes", "awa_django", "bench.benchapp"]
+DATABASES = {"default": env.db("BENCH_DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/awa_bench")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+TASKS = {"default": {"BACKEND": "awa_django.backend.AwaBackend"}}
+AWA_TASK_MODULES = ["bench.benchapp.tasks"]
+AWA_SCHEDULES: dict[str, object] = {}
+# The benchmark inserts its schedules with SQL: nothing is declared, nothing reconciled.
+AWA_SYNC_INTERVAL = 3600.0
+AWA_POLL_INTERVAL = float(os.environ.get("BENCH_POLL_INTERVAL", "1.0"))
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"awa_django": {"handlers": ["console"], "level": "WARNING"}},
+}
