@@ -57,3 +57,13 @@ docs: $(STAMP)
 # Re-take the admin screenshots of the operator guide (docs/images/) in headless chromium.
 screenshots: $(STAMP)
 	AWA_SCREENSHOTS=1 $(PY) scripts/with_db.py $(PY) -m pytest tests/test_admin_browser.py -q
+
+# The benchmark (bench/): its own databases and its own virtualenv for the
+# peers under .cache/. bench-quick is the CI smoke run (fails only on a broken
+# benchmark, never on a timing); bench is the published run (docs/benchmarks.md).
+.PHONY: bench bench-quick
+bench: $(STAMP)
+	$(PY) bench/run.py --publish
+
+bench-quick: $(STAMP)
+	$(PY) bench/run.py --quick

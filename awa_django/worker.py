@@ -132,7 +132,8 @@ class _Runner(threading.Thread):
                 if attempt is None:
                     return
                 self.worker._execute(attempt)
-                self.worker._runner_idle(self)
+                if not self.worker._runner_idle(self):
+                    return  # the worker has stopped (e.g. an attempt that outlived its timeout)
         finally:
             close_old_connections()
             connections.close_all()
@@ -184,6 +185,7 @@ class Worker:
         # database connection between attempts (a new thread per attempt
         # opened and closed one per job: most of a no-op job's cost).
         self._idle_runners: list[_Runner] = []
+        self._runners_closed = False
         self._listen: psycopg.Connection[Any] | None = None
         self.completed = 0
         self.failed = 0  # attempts whose task raised (or timed out, or could not run)
@@ -323,9 +325,13 @@ class Worker:
             runner.start()
         runner.handoff.put(attempt)
 
-    def _runner_idle(self, runner: _Runner) -> None:
+    def _runner_idle(self, runner: _Runner) -> bool:
+        """Put ``runner`` back in the pool; False once the worker has stopped."""
         with self._lock:
+            if self._runners_closed:
+                return False
             self._idle_runners.append(runner)
+            return True
 
     def _runner_retire(self, runner: _Runner) -> bool:
         """Take an idle ``runner`` out of the pool; False if an attempt was just handed to it."""
@@ -338,6 +344,7 @@ class Worker:
     def _stop_idle_runners(self) -> None:
         """Let idle task threads close their connections and end (bounded)."""
         with self._lock:
+            self._runners_closed = True
             runners, self._idle_runners = self._idle_runners, []
         for runner in runners:
             runner.handoff.put(None)
