@@ -40,7 +40,7 @@ conformance: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/conformance.py $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check awa_django tests scripts example_project conformance
+	$(VENV)/bin/ruff check awa_django tests scripts example_project conformance bench
 	$(VENV)/bin/mypy awa_django
 
 check: $(STAMP)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import os
+import queue
 import random
 import socket
 import threading
