@@ -95,7 +95,6 @@ SELECT_DUE_BATCH = f"""
                 AND next_fire_at IS NULL AND name > %(after)s
               ORDER BY name LIMIT %(limit)s)
         ) AS due ORDER BY name LIMIT %(limit)s))
-       AND paused_at IS NULL AND retired_at IS NULL
      ORDER BY name
 """
 # Rows per fire statement: large enough that the per-statement round trip is

@@ -218,7 +218,10 @@ def test_evaluate__due_batches_are_found_through_the_partial_index() -> None:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("EXPLAIN " + SELECT_DUE_BATCH, {"after": "", "limit": 500})
         plan = "\n".join(r[0] for r in cursor.fetchall())
+    # Both arms (due, and awaiting computation) scan the partial index; the
+    # batch's rows are then looked up by name (an index, never a scan).
     assert plan.count("awa_cron_jobs_due") == 2, plan
+    assert "Seq Scan" not in plan, plan
 
 
 def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
