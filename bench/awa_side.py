@@ -218,7 +218,28 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
             "wal_bytes_per_job": (wal_lsn() - wal_before) / jobs}
 
 
-WORKLOADS = {"w1_idle": w1_idle, "w1_plan": w1_plan, "w2_burst": w2_burst,
+# -- W5: runcron start-up with N declared schedules -----------------------------
+def w5_startup(n: int) -> dict[str, Any]:
+    """``runcron --once`` with ``n`` schedules declared in settings: first on an
+    empty table (every row inserted), then again (every row unchanged).
+    Wall time of the whole command, and its peak RSS."""
+    reset()
+    env = dict(env_for_processes(), BENCH_DECLARED=str(n))
+    out: dict[str, Any] = {"n": n}
+    for label in ("first", "unchanged"):
+        start = time.monotonic()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "django", "runcron", "--once"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        out[f"{label}_s"] = time.monotonic() - start
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+        out[f"{label}_peak_rss_mb"] = int(proc.stderr.strip().splitlines()[-1]) / 1024
+    rows = sql("SELECT count(*) FROM awa_cron_jobs")[0][0]
+    assert rows == n, f"{rows} of {n} declared schedules stored"
+    return out
+
+
+WORKLOADS = {"w5_startup": w5_startup, "w1_idle": w1_idle, "w1_plan": w1_plan, "w2_burst": w2_burst,
              "w4_every_second": w4_every_second, "enqueue_rates": enqueue_rates, "w3_worker": w3_worker}
 
 if __name__ == "__main__":

@@ -86,6 +86,16 @@ def markdown(results: dict[str, Any], plot: bool = False) -> str:
         f"{int(w4['expected_fires']):,} | {int(w4['fired_in_window']):,} | {int(w4['skipped']):,} | "
         f"{int(w4['doubled'])} |",
         "",
+        "## W5: `runcron --once` start-up with N schedules declared in settings",
+        "",
+        "The whole command (Django start-up, system checks, sync, one pass). *First*: every row "
+        "inserted; *unchanged*: the same declarations again.",
+        "",
+        "| N | first (s) | unchanged (s) | peak RSS (MB) |",
+        "|---:|---:|---:|---:|",
+        *[f"| {int(r['n']):,} | {_f(r['first_s'], 1)} | {_f(r['unchanged_s'], 1)} | "
+          f"{_f(r['first_peak_rss_mb'], 0)} |" for r in w.get("w5_startup", {}).get("awa_django", [])],
+        "",
         "## W3: worker and enqueue throughput",
         "",
         "No-op jobs; one task at a time per process (`runtasks --burst`, `db_worker --batch`); "
@@ -111,7 +121,8 @@ def markdown(results: dict[str, Any], plot: bool = False) -> str:
         "## Not measured yet",
         "",
         "celery-beat's `DatabaseScheduler` and procrastinate (W1, W2, W4) are not in this run yet, "
-        "nor `runcron` start-up time, peak RSS, and queries per fire; see issue 10.",
+        "nor queries and WAL bytes per fire and per task (WAL is cluster-wide and the server was "
+        "shared), nor `runcron`'s peak RSS during a 100,000-row burst; see issue 10.",
         "",
     ]
     return "\n".join(lines)

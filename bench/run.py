@@ -35,11 +35,12 @@ PEER_REQUIREMENTS = ["django>=6.0,<6.1", "psycopg[binary]>=3.2", "django-tasks-d
 
 QUICK: dict[str, Any] = {
     "w1_idle": {"n": [100, 1000, 10000], "reps": 5},
-    "w1_plan": {"n": [1000, 10000]},
+    "w1_plan": {"n": [1000]},
     "w2_burst": {"n": [1000], "reps": 1, "lead": 5, "timeout": 30},
     "w3_worker": {"jobs": 200, "processes": [1], "reps": 1},
     "enqueue": {"count": 200, "reps": 1},
-    "w4": {"n": 100, "seconds": 5},
+    "w4": {"n": 100, "seconds": 4},
+    "w5_startup": {"n": [100]},
 }
 FULL: dict[str, Any] = {
     "w1_idle": {"n": [100, 1000, 10000, 100000], "reps": 20},
@@ -48,6 +49,7 @@ FULL: dict[str, Any] = {
     "w3_worker": {"jobs": 2000, "processes": [1, 2], "reps": 3},
     "enqueue": {"count": 2000, "reps": 5},
     "w4": {"n": 1000, "seconds": 60},
+    "w5_startup": {"n": [1000, 10000]},
 }
 
 
@@ -194,6 +196,9 @@ def run(mode: str) -> dict[str, Any]:
     if w4["doubled"]:
         raise BrokenBenchmark(f"W4: {w4['doubled']} slots fired twice")
     w["w4_every_second"] = {"awa_django": w4}
+
+    log("W5 runcron start-up")
+    w["w5_startup"] = {"awa_django": [awa("w5_startup", n=n) for n in config["w5_startup"]["n"]]}
 
     results["versions"] = versions(awa_python, peer_python)
     results["elapsed_s"] = time.monotonic() - started
