@@ -132,7 +132,11 @@ class _Runner(threading.Thread):
                 if attempt is None:
                     return
                 self.worker._execute(attempt)
-                if not self.worker._runner_idle(self):
+                # Back in the pool before the slot is announced, so the next
+                # claim finds this thread (and its connection) idle.
+                idle = self.worker._runner_idle(self)
+                self.worker._slot_freed.set()
+                if not idle:
                     return  # the worker has stopped (e.g. an attempt that outlived its timeout)
         finally:
             close_old_connections()
@@ -363,7 +367,6 @@ class Worker:
             with self._lock:
                 if self._running.get(attempt.key) is attempt:
                     self._running.pop(attempt.key, None)
-            self._slot_freed.set()
             _drop_unusable_connections()
 
     def _enforce_timeout(self) -> None:
