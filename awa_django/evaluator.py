@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -130,7 +131,8 @@ class PassResult:
     """What one evaluation pass did."""
 
     evaluated: int = 0
-    jobs: list[dict[str, Any]] = field(default_factory=list)
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # empty when on_fired took them
+    fired: int = 0  # jobs enqueued by the pass
     next_due_in: float | None = None  # seconds; None = nothing scheduled
     pending: bool = False  # some row awaits evaluation right now
 
@@ -378,8 +380,14 @@ def _isolated(cursor: Any) -> Any:
     return nullcontext()
 
 
-def evaluate(using: str = "default") -> PassResult:
-    """Run one evaluation pass on database ``using``; return what happened."""
+def evaluate(using: str = "default",
+             on_fired: Callable[[list[dict[str, Any]]], None] | None = None) -> PassResult:
+    """Run one evaluation pass on database ``using``; return what happened.
+
+    With ``on_fired``, each batch's jobs are handed to it as soon as the
+    batch's fire statement has run (committed, in autocommit) and are not kept
+    in the result: a pass over 100,000 due rows holds one batch, not all jobs.
+    """
     result = PassResult()
     limit = int(conf.CATCH_UP_LIMIT)
     with connections[using].cursor() as cursor:
@@ -393,13 +401,23 @@ def evaluate(using: str = "default") -> PassResult:
             # where inputs repeat; nothing is kept across batches.
             memo: dict[FireKey, tuple[list[str], str]] = {}
             if rows:
-                result.jobs.extend(fire_plan(cursor, [plan_row(row, limit, memo) for row in rows]))
+                fired = fire_plan(cursor, [plan_row(row, limit, memo) for row in rows])
+                result.fired += len(fired)
+                _log_fired(fired)
+                if on_fired is None:
+                    result.jobs.extend(fired)
+                else:
+                    on_fired(fired)
             if len(rows) < FIRE_BATCH_SIZE:
                 break
             after = rows[-1]["name"]
         cursor.execute(SELECT_NEXT_DUE)
         result.next_due_in, result.pending = cursor.fetchone()
-    for job in result.jobs:
+    return result
+
+
+def _log_fired(jobs: list[dict[str, Any]]) -> None:
+    for job in jobs:
         metadata = job["metadata"] if isinstance(job["metadata"], dict) else {}
         logger.info(
             "schedule %s fired for %s (job %s)",
@@ -413,7 +431,6 @@ def evaluate(using: str = "default") -> PassResult:
                 "job_id": job["id"],
             },
         )
-    return result
 
 
 def reevaluate_parked(using: str = "default") -> int:

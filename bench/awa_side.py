@@ -134,12 +134,24 @@ def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
             if done >= n:
                 break
             time.sleep(0.2)
+        peak_rss_mb = peak_rss(runcron.pid)
     finally:
         runcron.send_signal(signal.SIGTERM)
         runcron.wait(60)
     result = lateness()
-    result.update(n=n, dropped=n - result["jobs"], wal_bytes_per_fire=(wal_lsn() - wal_before) / max(1, n))
+    result.update(n=n, runcron_peak_rss_mb=peak_rss_mb, dropped=n - result["jobs"], wal_bytes_per_fire=(wal_lsn() - wal_before) / max(1, n))
     return result
+
+
+def peak_rss(pid: int) -> float | None:
+    """Peak resident set size of a running process (Linux), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
 
 # -- W4: lateness of many every-second schedules --------------------------------

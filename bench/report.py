@@ -69,12 +69,13 @@ def markdown(results: dict[str, Any], plot: bool = False) -> str:
         "A real `runcron` (started before the slot) fires them; lateness is the job's `created_at` "
         "minus the slot; dropped counts schedules without their job at the end of the wait.",
         "",
-        "| N | p50 (ms) | p99 (ms) | max (ms) | dropped | reps |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| N | p50 (ms) | p99 (ms) | max (ms) | dropped | runcron peak RSS (MB) | reps |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in w["w2_burst"]["awa_django"]:
         lines.append(f"| {int(r['n']):,} | {_f(r['ms_p50'], 0)} | {_f(r['ms_p99'], 0)} | "
-                     f"{_f(r['ms_max'], 0)} | {_f(r['dropped'], 0)} | {r['reps']} |")
+                     f"{_f(r['ms_max'], 0)} | {_f(r['dropped'], 0)} | "
+                     f"{_f(r.get('runcron_peak_rss_mb'), 0)} | {r['reps']} |")
     w4 = w["w4_every_second"]["awa_django"]
     lines += [
         "",

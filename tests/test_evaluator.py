@@ -271,3 +271,17 @@ def test_evaluate__rows_with_the_same_inputs_share_one_fire_computation(
     assert fired("other") == [iso(midnight(now))]
     stored = {row.name: row.next_fire_at for row in CronJob.objects.all()}
     assert len(set(stored.values())) == 1 and None not in stored.values()
+
+
+def test_evaluate__on_fired_gets_each_batch_and_the_pass_keeps_no_jobs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django import evaluator
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    for i in range(5):
+        make(f"handed-{i}", cron_expr="* * * * * *")
+    batches: list[list[str]] = []
+    result = evaluate(on_fired=lambda jobs: batches.append([j["metadata"]["cron_name"] for j in jobs]))
+    assert batches == [["handed-0", "handed-1"], ["handed-2", "handed-3"], ["handed-4"]]
+    assert result.jobs == [] and result.fired == 5 and result.evaluated == 5
