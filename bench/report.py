@@ -54,13 +54,20 @@ def markdown(results: dict[str, Any], plot: bool = False) -> str:
         "*Idle*: N schedules, none due: the pass `runcron` makes between fires. *Planning*: N rows "
         "awaiting computation (after a deploy): every row is read, planned and stored, none fires.",
         "",
-        "| N | idle pass (ms) | queries | planning pass (s) | µs per row |",
-        "|---:|---:|---:|---:|---:|",
+        "django-celery-beat: one `DatabaseScheduler.tick()` with nothing due (sends recorded "
+        "in-process, no broker).",
+        "",
+        "| N | idle pass (ms) | queries | celery-beat tick (ms) | celery-beat time / awa_django time "
+        "| planning pass (s) | µs per row |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     plans = {p["n"]: p for p in w["w1_plan"]["awa_django"]}
+    beat = {r["n"]: r for r in w["w1_idle"].get("django-celery-beat", [])}
     for idle in w["w1_idle"]["awa_django"]:
         plan = plans.get(idle["n"], {})
+        tick = beat.get(idle["n"], {}).get("ms_p50")
         lines.append(f"| {idle['n']:,} | {_f(idle['ms_p50'], 2)} | {_f(idle['queries'], 0)} | "
+                     f"{_f(tick, 2)} | {_ratio(tick, idle['ms_p50'])} | "
                      f"{_f(plan.get('s'), 2)} | {_f(plan.get('us_per_row'), 0)} |")
     lines += [
         "",
@@ -146,7 +153,7 @@ def markdown(results: dict[str, Any], plot: bool = False) -> str:
         "",
         "## Not measured yet",
         "",
-        "celery-beat's `DatabaseScheduler` and procrastinate (W1, W2, W4) are not in this run yet, "
+        "celery-beat in W2 and W4, and procrastinate in every workload, are not in this run yet, "
         "nor queries and WAL bytes per fire and per task (WAL is cluster-wide and the server was "
         "shared), nor `runcron`'s peak RSS during a 100,000-row burst; see issue 10.",
         "",
@@ -166,7 +173,11 @@ def write_plot(results: dict[str, Any], path: Path) -> None:
     plan = w["w1_plan"]["awa_django"]
     axes[0].loglog([r["n"] for r in idle], [r["ms_p50"] for r in idle], "o-", label="idle pass")
     axes[0].loglog([r["n"] for r in plan], [r["s"] * 1000 for r in plan], "s-", label="planning pass")
-    axes[0].set(title="W1: one pass (awa_django)", xlabel="schedules (N)", ylabel="ms")
+    beat = w["w1_idle"].get("django-celery-beat", [])
+    if beat:
+        axes[0].loglog([r["n"] for r in beat], [r["ms_p50"] for r in beat], "^--",
+                       label="celery-beat idle tick")
+    axes[0].set(title="W1: one pass", xlabel="schedules (N)", ylabel="ms")
     burst = w["w2_burst"]["awa_django"]
     axes[1].loglog([r["n"] for r in burst], [max(float(r["ms_max"]), 1.0) for r in burst], "o-",
                    label="max lateness")

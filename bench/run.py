@@ -31,7 +31,7 @@ CACHE = ROOT / ".cache"
 BENCH_VENV = CACHE / "bench-venv"
 # Pinned: a published number names the version it was measured with.
 PEER_REQUIREMENTS = ["django>=6.0,<6.1", "psycopg[binary]>=3.2", "django-tasks-db==0.13.0",
-                     "matplotlib>=3.8"]
+                     "django-celery-beat==2.9.0", "matplotlib>=3.8"]
 
 QUICK: dict[str, Any] = {
     "w1_idle": {"n": [100, 1000, 10000], "reps": 5},
@@ -135,11 +135,14 @@ def run(mode: str) -> dict[str, Any]:
     awa_python = sys.executable
     subprocess.run([awa_python, "-m", "django", "migrate", "-v0"], cwd=ROOT, env=project_env(), check=True)
     peer_python = ensure_bench_venv()
-    peers: dict[str, str] = {}
+    peers: dict[str, str] = {}  # system -> the python that runs it
     if peer_python:
-        subprocess.run([peer_python, "-m", "django", "migrate", "-v0"], cwd=ROOT, env=peer_env(peer_db),
+        # One database for both peers (their tables do not overlap).
+        subprocess.run([peer_python, "-m", "django", "migrate", "-v0"], cwd=ROOT,
+                       env=dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings"),
                        check=True)
         peers["django-tasks-db"] = peer_python
+        peers["django-celery-beat"] = peer_python
 
     def awa(workload: str, **kwargs: Any) -> dict[str, Any]:
         return run_side(awa_python, "bench.awa_side", project_env(), workload, **kwargs)
@@ -153,9 +156,16 @@ def run(mode: str) -> dict[str, Any]:
     w: dict[str, Any] = results["workloads"]
     started = time.monotonic()
 
+    def celery_beat(workload: str, **kwargs: Any) -> dict[str, Any]:
+        env = dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings")
+        return run_side(peers["django-celery-beat"], "bench.peers.celery_beat_side", env, workload, **kwargs)
+
     log("W1 idle pass")
-    w["w1_idle"] = {"awa_django": [awa("w1_idle", n=n, reps=config["w1_idle"]["reps"])
-                                   for n in config["w1_idle"]["n"]]}
+    w["w1_idle"] = {"awa_django": [], **({"django-celery-beat": []} if "django-celery-beat" in peers else {})}
+    for n in config["w1_idle"]["n"]:
+        w["w1_idle"]["awa_django"].append(awa("w1_idle", n=n, reps=config["w1_idle"]["reps"]))
+        if "django-celery-beat" in peers:
+            w["w1_idle"]["django-celery-beat"].append(celery_beat("w1_idle", n=n, reps=config["w1_idle"]["reps"]))
     log("W1 planning pass (rows awaiting computation)")
     w["w1_plan"] = {"awa_django": [awa("w1_plan", n=n) for n in config["w1_plan"]["n"]]}
 
@@ -171,9 +181,10 @@ def run(mode: str) -> dict[str, Any]:
         w["w2_burst"]["awa_django"].append(median_of(runs))
 
     log("W3 worker throughput")
-    w["w3_worker"] = {"awa_django": [], **{p: [] for p in peers}}
+    worker_peers = [p for p in peers if p == "django-tasks-db"]  # the peers with a task worker
+    w["w3_worker"] = {"awa_django": [], **{p: [] for p in worker_peers}}
     for processes in config["w3_worker"]["processes"]:
-        runs: dict[str, list[dict[str, Any]]] = {"awa_django": [], **{p: [] for p in peers}}
+        runs: dict[str, list[dict[str, Any]]] = {"awa_django": [], **{p: [] for p in worker_peers}}
         for _ in range(config["w3_worker"]["reps"]):  # interleaved: a slow moment hits both
             runs["awa_django"].append(awa("w3_worker", jobs=config["w3_worker"]["jobs"],
                                           processes=processes, concurrency=1))
@@ -184,7 +195,7 @@ def run(mode: str) -> dict[str, Any]:
             w["w3_worker"][system].append(median_of(system_runs))
 
     log("W3 enqueue rates")
-    runs = {"awa_django": [], **{p: [] for p in peers}}
+    runs = {"awa_django": [], **{p: [] for p in worker_peers}}
     for _ in range(config["enqueue"]["reps"]):
         runs["awa_django"].append(awa("enqueue_rates", count=config["enqueue"]["count"]))
         if "django-tasks-db" in peers:
