@@ -152,3 +152,24 @@ def sleeps_then_returns(seconds: float = 1.0, label: str = "sleeper") -> str:
     _effect(label, "started")
     time.sleep(seconds)
     return label
+
+
+@task
+def backend_pid() -> int:
+    """The PostgreSQL backend pid of the connection this task thread uses."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid: int = cursor.fetchone()[0]
+    return pid
+
+
+@task
+def leaves_a_transaction_open() -> int:
+    """Return this connection's backend pid, leaving autocommit off (a task bug)."""
+    from django.db import transaction
+
+    pid = backend_pid.call()
+    transaction.set_autocommit(False)
+    return pid
