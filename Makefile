@@ -40,7 +40,7 @@ conformance: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/conformance.py $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check awa_django tests scripts example_project conformance
+	$(VENV)/bin/ruff check awa_django tests scripts example_project conformance bench
 	$(VENV)/bin/mypy awa_django
 
 check: $(STAMP)
@@ -77,3 +77,13 @@ chaos-quick: $(STAMP)
 chaos: $(STAMP)
 	$(PY) bench/chaos.py --duration $(CHAOS_SECONDS) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
 		--record docs/explanation/chaos-results.md
+
+# The benchmark (bench/): its own databases and its own virtualenv for the
+# peers under .cache/. bench-quick is the CI smoke run (fails only on a broken
+# benchmark, never on a timing); bench is the published run (docs/benchmarks.md).
+.PHONY: bench bench-quick
+bench: $(STAMP)
+	$(PY) bench/run.py --publish
+
+bench-quick: $(STAMP)
+	$(PY) bench/run.py --quick

@@ -69,6 +69,32 @@ class AwaBackend(BaseTaskBackend):
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any, Any]:
         """Insert a job in the current transaction; ``task_enqueued`` is sent on commit."""
+        # One statement: the INSERT returns the columns the database computed
+        # (run_at, created_at, state), so no refresh SELECT follows.
+        job = self._new_job(task, args, kwargs)
+        job.save(using=self.database, force_insert=True)
+        result = self.result_for(job, task)
+        self.announce([result])
+        return result
+
+    def enqueue_many(
+        self, calls: Iterable[tuple[Task[Any, Any], Any, Any]]
+    ) -> list[TaskResult[Any, Any]]:
+        """Enqueue many ``(task, args, kwargs)`` calls in one INSERT statement.
+
+        Every call is validated first, as by ``enqueue``: one bad call raises
+        and nothing is inserted. ``task_enqueued`` is sent for each on commit.
+        """
+        pairs = [(task, self._new_job(task, args, kwargs)) for task, args, kwargs in calls]
+        if not pairs:
+            return []
+        Job.objects.using(self.database).bulk_create([job for _, job in pairs])
+        results = [self.result_for(job, task) for task, job in pairs]
+        self.announce(results)
+        return results
+
+    def _new_job(self, task: Task[Any, Any], args: Any, kwargs: Any) -> Job:
+        """The unsaved job row of one validated call."""
         self.validate_task(task)
         require_runnable_here(task)
         payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
@@ -83,7 +109,7 @@ class AwaBackend(BaseTaskBackend):
         if surrogate:
             raise ValueError(f"task arguments cannot be stored: {surrogate} (PostgreSQL jsonb rejects it)")
         run_after = task.run_after
-        job = Job.objects.using(self.database).create(
+        return Job(
             kind=task.module_path,
             queue=task.queue_name,
             args=payload,
@@ -102,10 +128,6 @@ class AwaBackend(BaseTaskBackend):
             # The .using() overrides get_result() restores (run_at moves on retries).
             metadata={"run_after": run_after.isoformat()} if run_after is not None else {},
         )
-        job.refresh_from_db(fields=["run_at", "created_at", "state"])
-        result = self.result_for(job, task)
-        self.announce([result])
-        return result
 
     def announce(self, results: Iterable[TaskResult[Any, Any]]) -> None:
         """Send ``task_enqueued`` for ``results`` once their transaction commits."""

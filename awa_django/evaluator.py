@@ -13,8 +13,10 @@ re-evaluates parked rows at every maintenance run (``reevaluate_parked``).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -70,6 +72,38 @@ SELECT_DUE = """
      ORDER BY name
 """.format(columns=_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH))
 
+# One batch of SELECT_DUE: the due rows after a name (keyset), at most a limit.
+# A large due set is fired batch by batch, each batch its own fire statement
+# (committed at once in autocommit), so the first jobs land while later rows
+# are still being planned and the leader never holds every due row in memory.
+# Rows whose CAS is lost keep next_fire_at NULL; the keyset (name > last) is
+# what stops a pass from reading them again.
+SELECT_DUE_BATCH = f"""
+    SELECT {_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH)}
+      FROM awa_cron_jobs
+     WHERE name = ANY(ARRAY(
+        -- Names first (each arm stops at the limit, through an index), the
+        -- described columns only for the batch: computing them for every
+        -- due row before the LIMIT made a pass quadratic in the due rows.
+        SELECT name FROM (
+            (SELECT name FROM awa_cron_jobs
+              WHERE paused_at IS NULL AND retired_at IS NULL
+                AND next_fire_at <= statement_timestamp() AND name > %(after)s
+              ORDER BY name LIMIT %(limit)s)
+            UNION ALL
+            (SELECT name FROM awa_cron_jobs
+              WHERE paused_at IS NULL AND retired_at IS NULL
+                AND next_fire_at IS NULL AND name > %(after)s
+              ORDER BY name LIMIT %(limit)s)
+        ) AS due ORDER BY name LIMIT %(limit)s))
+     ORDER BY name
+"""
+# Rows per fire statement: large enough that the per-statement round trip is
+# noise, small enough that a batch commits within tens of milliseconds.
+FIRE_BATCH_SIZE = 500
+# Parsed expressions kept by the evaluator (one per distinct expression text).
+PARSE_CACHE_SIZE = 4096
+
 # Seconds until the earliest stored next fire, and whether any row awaits a
 # (re)computation (a concurrent change, or a CAS this pass lost).
 SELECT_NEXT_DUE = """
@@ -97,9 +131,18 @@ class PassResult:
     """What one evaluation pass did."""
 
     evaluated: int = 0
-    jobs: list[dict[str, Any]] = field(default_factory=list)
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # empty when on_fired took them
+    fired: int = 0  # jobs enqueued by the pass
     next_due_in: float | None = None  # seconds; None = nothing scheduled
     pending: bool = False  # some row awaits evaluation right now
+
+
+def _max_args_bytes() -> int:
+    limit = conf.MAX_ARGS_BYTES
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        # A settings mistake (reported by check E060) must not park every row.
+        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
+    return int(limit)
 
 
 def row_problem(row: dict[str, Any]) -> str | None:
@@ -114,26 +157,43 @@ def row_problem(row: dict[str, Any]) -> str | None:
         return 'args is not {"args": [...], "kwargs": {...}}'
     if row["metadata_type"] != "object":
         return f"metadata is a JSON {row['metadata_type']}, not an object"
-    limit = conf.MAX_ARGS_BYTES
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        # A settings mistake (reported by check E060) must not park every row.
-        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
+    limit = _max_args_bytes()
     for column in ("args", "metadata"):
         problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
         if problem:
             return f"{column} {problem}"
-    problem = validation.kind_problem(row["kind"])
+    problem = _kind_problem(row["kind"])
     if problem:
         return f"kind {problem}"
-    problem = validation.expression_problem(row["cron_expr"])
+    problem = _expression_problem(row["cron_expr"])
     if problem:
         return f"cron_expr {problem}"
-    problem = validation.timezone_problem(row["timezone"])
+    problem = _timezone_problem(row["timezone"])
     if problem:
         return f"timezone {problem}"
     if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
         return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
     return None
+
+
+# The checks and the parse of an expression depend on its text alone, and a
+# pass sees the same few texts on thousands of rows: each is done once per
+# process, not once per row per pass (issue 10: it was half the cost of a row).
+# The zone is parsed per row through cronexpr.parse_timezone (ZoneInfo keeps
+# its own cache), so a leader whose tz database changes is not misled.
+_expression_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.expression_problem)
+_timezone_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.timezone_problem)
+_kind_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.kind_problem)
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _parsed_expression(text: str) -> cronexpr.CronExpression | str:
+    """``cronexpr.parse_cron(text)``, or the CronError's message (cached either
+    way: parse_cron is pure, its result depends on the text alone)."""
+    try:
+        return cronexpr.parse_cron(text)
+    except cronexpr.CronError as exc:
+        return str(exc)
 
 
 def _entry(row: dict[str, Any]) -> dict[str, Any]:
@@ -170,25 +230,54 @@ def park_entry(row: dict[str, Any], reason: str) -> dict[str, Any]:
     return entry
 
 
-def plan_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
+# What a row's fires and next fire depend on. cronexpr's functions are pure,
+# so rows sharing these inputs (the same expression, zone and policy, fired
+# at the same slot: typical after the first pass) share the computation.
+FireKey = tuple[Any, ...]
+
+
+def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
+    last = row["last_enqueued_at"]
+    return (row["cron_expr"], row["timezone"], row["missed_fire_policy"], last,
+            row["created_at"] if last is None else None, row["now"], limit)
+
+
+def plan_row(row: dict[str, Any], limit: int,
+             memo: dict[FireKey, tuple[list[str], str]] | None = None) -> dict[str, Any]:
     """Compute the fires and the next fire of one row read by ``SELECT_DUE``.
 
-    Never raises: a row that cannot be evaluated, for whatever reason, gets a
-    parking entry instead, so it fails alone.
+    ``memo`` (one per batch) holds the fire times already computed for the
+    same inputs (see ``_fire_key``). Never raises: a row that cannot be
+    evaluated, for whatever reason, gets a parking entry instead, so it fails
+    alone.
     """
     try:
         problem = row_problem(row)
         if problem:
             return park_entry(row, problem)
-        return _plan_valid_row(row, limit)
+        if memo is None:
+            return _plan_valid_row(row, limit)
+        key = _fire_key(row, limit)
+        known = memo.get(key)
+        if known is None:
+            entry = _plan_valid_row(row, limit)
+            if entry["park"] is None:
+                memo[key] = (entry["fires"], entry["next_fire_at"])
+            return entry
+        entry = _entry(row)
+        entry["fires"], entry["next_fire_at"] = list(known[0]), known[1]
+        _warn_catch_up_limit(row, len(known[0]), limit)
+        return entry
     except Exception as exc:  # one row must never fail the pass
         return park_entry(row, f"cannot be evaluated: {type(exc).__name__}: {exc}")
 
 
 def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
     entry = _entry(row)
+    expression = _parsed_expression(row["cron_expr"])
+    if isinstance(expression, str):
+        return park_entry(row, expression)
     try:
-        expression = cronexpr.parse_cron(row["cron_expr"])
         zone = cronexpr.parse_timezone(row["timezone"])
     except cronexpr.CronError as exc:
         return park_entry(row, str(exc))
@@ -202,13 +291,7 @@ def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
         catch_up=row["missed_fire_policy"] == "catch_up",
         limit=limit,
     )
-    if row["missed_fire_policy"] == "catch_up" and last is not None and len(fires) >= limit:
-        logger.warning(
-            "schedule %s hit the catch-up limit (%d); the rest follow next pass",
-            row["name"],
-            limit,
-            extra={"event": "cron.catch_up_limited", "schedule": row["name"]},
-        )
+    _warn_catch_up_limit(row, len(fires), limit)
     # The next fire strictly after the new CAS token; for a never-fired row with
     # nothing due, after the (inclusive) first-fire search bound.
     after = fires[-1] if fires else last
@@ -218,6 +301,16 @@ def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
     entry["fires"] = [f.isoformat() for f in fires]
     entry["next_fire_at"] = upcoming.isoformat() if upcoming else NEVER
     return entry
+
+
+def _warn_catch_up_limit(row: dict[str, Any], count: int, limit: int) -> None:
+    if row["missed_fire_policy"] == "catch_up" and row["last_enqueued_at"] is not None and count >= limit:
+        logger.warning(
+            "schedule %s hit the catch-up limit (%d); the rest follow next pass",
+            row["name"],
+            limit,
+            extra={"event": "cron.catch_up_limited", "schedule": row["name"]},
+        )
 
 
 def job_row(columns: list[str], values: Any) -> dict[str, Any]:
@@ -287,20 +380,44 @@ def _isolated(cursor: Any) -> Any:
     return nullcontext()
 
 
-def evaluate(using: str = "default") -> PassResult:
-    """Run one evaluation pass on database ``using``; return what happened."""
+def evaluate(using: str = "default",
+             on_fired: Callable[[list[dict[str, Any]]], None] | None = None) -> PassResult:
+    """Run one evaluation pass on database ``using``; return what happened.
+
+    With ``on_fired``, each batch's jobs are handed to it as soon as the
+    batch's fire statement has run (committed, in autocommit) and are not kept
+    in the result: a pass over 100,000 due rows holds one batch, not all jobs.
+    """
     result = PassResult()
     limit = int(conf.CATCH_UP_LIMIT)
     with connections[using].cursor() as cursor:
-        cursor.execute(SELECT_DUE)
-        columns = [c.name for c in cursor.description]
-        rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-        result.evaluated = len(rows)
-        if rows:
-            result.jobs = fire_plan(cursor, [plan_row(row, limit) for row in rows])
+        after = ""
+        while True:
+            cursor.execute(SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE})
+            columns = [c.name for c in cursor.description]
+            rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
+            result.evaluated += len(rows)
+            # Per batch: every row of a batch shares its "now", so that is
+            # where inputs repeat; nothing is kept across batches.
+            memo: dict[FireKey, tuple[list[str], str]] = {}
+            if rows:
+                fired = fire_plan(cursor, [plan_row(row, limit, memo) for row in rows])
+                result.fired += len(fired)
+                _log_fired(fired)
+                if on_fired is None:
+                    result.jobs.extend(fired)
+                else:
+                    on_fired(fired)
+            if len(rows) < FIRE_BATCH_SIZE:
+                break
+            after = rows[-1]["name"]
         cursor.execute(SELECT_NEXT_DUE)
         result.next_due_in, result.pending = cursor.fetchone()
-    for job in result.jobs:
+    return result
+
+
+def _log_fired(jobs: list[dict[str, Any]]) -> None:
+    for job in jobs:
         metadata = job["metadata"] if isinstance(job["metadata"], dict) else {}
         logger.info(
             "schedule %s fired for %s (job %s)",
@@ -314,7 +431,6 @@ def evaluate(using: str = "default") -> PassResult:
                 "job_id": job["id"],
             },
         )
-    return result
 
 
 def reevaluate_parked(using: str = "default") -> int:

@@ -253,9 +253,9 @@ class Leader:
         """One evaluation pass; database errors are logged, not fatal."""
         started = time.monotonic()
         try:
-            result = evaluate(using=self.using)
-            # The fire statement has committed (autocommit): tell listeners.
-            announce_each(result.jobs)
+            # Each batch's fire statement has committed (autocommit): its jobs
+            # are announced as it goes, and not kept for the whole pass.
+            result = evaluate(using=self.using, on_fired=announce_each)
             self.progress.mark()
             metrics.observe_pass(result, time.monotonic() - started)
         except (DatabaseError, InterfaceError) as exc:
@@ -289,7 +289,7 @@ class Leader:
                 # A pass that read due rows but fired nothing while rows stay
                 # due: they are locked by another session (skipped) or lost
                 # their CAS. Back off briefly instead of spinning.
-                contended = result.evaluated > 0 and not result.jobs
+                contended = result.evaluated > 0 and not result.fired
                 if result.pending and not contended:
                     continue
                 wait = float(conf.EVALUATE_INTERVAL)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import random
 import socket
 import threading
@@ -97,6 +98,53 @@ class Attempt:
         return (int(self.row["id"]), int(self.row["attempt"]))
 
 
+# How long a task thread waits for its next attempt before it ends.
+RUNNER_IDLE_TIMEOUT = 30.0
+
+
+def _drop_unusable_connections() -> None:
+    """After an attempt, close this thread's connections a task may have left
+    unusable (broken, inside a transaction, autocommit off); keep healthy ones
+    for the next attempt."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None:
+            continue
+        if conn.in_atomic_block or not conn.get_autocommit() or (
+                conn.errors_occurred and not conn.is_usable()):
+            conn.close()
+
+
+class _Runner(threading.Thread):
+    """A task thread: runs the attempts handed to it, one at a time."""
+
+    def __init__(self, worker: Worker) -> None:
+        super().__init__(daemon=True, name="awa-task")
+        self.worker = worker
+        self.handoff: queue.SimpleQueue[Attempt | None] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        try:
+            while True:
+                try:
+                    attempt = self.handoff.get(timeout=RUNNER_IDLE_TIMEOUT)
+                except queue.Empty:
+                    if self.worker._runner_retire(self):
+                        return
+                    continue  # an attempt was handed over just now
+                if attempt is None:
+                    return
+                self.worker._execute(attempt)
+                # Back in the pool before the slot is announced, so the next
+                # claim finds this thread (and its connection) idle.
+                idle = self.worker._runner_idle(self)
+                self.worker._slot_freed.set()
+                if not idle:
+                    return  # the worker has stopped (e.g. an attempt that outlived its timeout)
+        finally:
+            close_old_connections()
+            connections.close_all()
+
+
 class Worker:
     """Run jobs from ``awa_jobs``. ``runtasks`` is a thin wrapper around this class."""
 
@@ -135,6 +183,15 @@ class Worker:
         self._drained = threading.Event()  # set once no task can still be running
         self._running: dict[tuple[int, int], Attempt] = {}
         self._lock = threading.Lock()
+        # Set whenever an attempt gives its slot back, so the claim loop
+        # refills it at once instead of at its next polling slice (issue 10:
+        # the 50 ms slice capped every slot at ~20 jobs/s).
+        self._slot_freed = threading.Event()
+        # Task threads waiting for their next attempt. A thread keeps its
+        # database connection between attempts (a new thread per attempt
+        # opened and closed one per job: most of a no-op job's cost).
+        self._idle_runners: list[_Runner] = []
+        self._runners_closed = False
         self._listen: psycopg.Connection[Any] | None = None
         # After a failed LISTEN connect, poll until then (no reconnect storm
         # while the database is down or failing over).
@@ -174,6 +231,8 @@ class Worker:
                     self.rescue()
                     next_rescue = time.monotonic() + float(conf.HEARTBEAT_INTERVAL)
                 self._enforce_timeout()
+                # Cleared before counting: a slot freed from here on wakes _wait.
+                self._slot_freed.clear()
                 free = self.concurrency - len(self._running)
                 if self.max_tasks is not None:
                     free = min(free, self.max_tasks - self.claimed_total)
@@ -193,6 +252,7 @@ class Worker:
             self.stop_requested.set()
             self.abandoned = self._drain()
             self._drained.set()
+            self._stop_idle_runners()
             self._close_listen()
             # Task threads are daemons: past the shutdown timeout the caller
             # exits the process without them, and rescue retries them.
@@ -233,10 +293,13 @@ class Worker:
     def _wait(self, busy: bool) -> None:
         """Sleep until a NOTIFY, a freed slot, or the poll interval."""
         deadline = time.monotonic() + (WAIT_SLICE if busy else float(conf.POLL_INTERVAL))
-        start_running = len(self._running)
         while not self.stop_requested.is_set() and time.monotonic() < deadline:
-            if len(self._running) < start_running and start_running >= self.concurrency:
-                return  # a slot freed up
+            if self._slot_freed.is_set():
+                return  # a slot freed up (or, in burst mode, maybe the last one)
+            if len(self._running) >= self.concurrency:
+                # Every slot is busy: a NOTIFY could not be acted on anyway.
+                self._slot_freed.wait(max(0.0, min(WAIT_SLICE, deadline - time.monotonic())))
+                continue
             conn = self._listen_connection()
             if conn is None:
                 time.sleep(WAIT_SLICE)
@@ -268,14 +331,43 @@ class Worker:
 
     # -- running -------------------------------------------------------------
     def _submit(self, row: dict[str, Any]) -> None:
-        # One thread per attempt (not a fixed pool): an attempt that outlived
-        # AWA_TASK_TIMEOUT gives its slot back while its thread runs on.
+        # An idle task thread if there is one, else a new one (not a fixed
+        # pool): an attempt that outlived AWA_TASK_TIMEOUT gives its slot back
+        # while its thread runs on, and the next attempt gets another thread.
         attempt = Attempt(row)
         with self._lock:
             self._running[attempt.key] = attempt
-        thread = threading.Thread(target=self._execute, args=(attempt,), daemon=True,
-                                  name=f"awa-task-{attempt.key[0]}")
-        thread.start()
+            runner = self._idle_runners.pop() if self._idle_runners else None
+        if runner is None:
+            runner = _Runner(self)
+            runner.start()
+        runner.handoff.put(attempt)
+
+    def _runner_idle(self, runner: _Runner) -> bool:
+        """Put ``runner`` back in the pool; False once the worker has stopped."""
+        with self._lock:
+            if self._runners_closed:
+                return False
+            self._idle_runners.append(runner)
+            return True
+
+    def _runner_retire(self, runner: _Runner) -> bool:
+        """Take an idle ``runner`` out of the pool; False if an attempt was just handed to it."""
+        with self._lock:
+            if runner in self._idle_runners:
+                self._idle_runners.remove(runner)
+                return True
+            return False
+
+    def _stop_idle_runners(self) -> None:
+        """Let idle task threads close their connections and end (bounded)."""
+        with self._lock:
+            self._runners_closed = True
+            runners, self._idle_runners = self._idle_runners, []
+        for runner in runners:
+            runner.handoff.put(None)
+        for runner in runners:
+            runner.join(timeout=5)
 
     def _execute(self, attempt: Attempt) -> None:
         try:
@@ -289,7 +381,7 @@ class Worker:
             with self._lock:
                 if self._running.get(attempt.key) is attempt:
                     self._running.pop(attempt.key, None)
-            close_old_connections()
+            _drop_unusable_connections()
 
     def _enforce_timeout(self) -> None:
         """Fail attempts running longer than ``AWA_TASK_TIMEOUT`` and free their slots.
@@ -306,6 +398,8 @@ class Worker:
             for attempt in expired:
                 attempt.timed_out = True
                 self._running.pop(attempt.key, None)
+        if expired:
+            self._slot_freed.set()
         for attempt in expired:
             row = attempt.row
             exc = TaskTimeout(f"attempt {row['attempt']} of job {row['id']} ({row['kind']}) "

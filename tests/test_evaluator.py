@@ -175,3 +175,113 @@ def test_evaluate__due_rows_are_found_through_the_partial_index() -> None:
         plan = "\n".join(r[0] for r in cursor.fetchall())
     # Both arms (due, and awaiting computation) scan the partial index.
     assert plan.count("awa_cron_jobs_due") == 2, plan
+
+
+def test_evaluate__a_large_due_set_fires_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awa_django import evaluator
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    for i in range(5):
+        make(f"batch-{i}", cron_expr="* * * * * *")
+    with CaptureQueriesContext(connection) as queries:
+        result = evaluate()
+    fire_statements = [q for q in queries.captured_queries if "awa_cron_fire_v3" in q["sql"]]
+    assert result.evaluated == 5
+    assert len(fire_statements) == 3  # 2 + 2 + 1 rows
+    assert sorted(len(fired(f"batch-{i}")) for i in range(5)) == [1] * 5
+    assert evaluate().evaluated == 0  # nothing doubled
+
+
+def test_evaluate__rows_left_pending_are_not_read_twice_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A row whose next_fire_at stays NULL after its batch (lost CAS) must not
+    make the keyset loop spin: each row is read at most once per pass."""
+    from awa_django import evaluator
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 1)
+    for i in range(3):
+        make(f"pending-{i}", cron_expr="* * * * * *")
+    real = evaluator.fire_plan
+    monkeypatch.setattr(evaluator, "fire_plan", lambda cursor, plan: [])  # every CAS "lost"
+    result = evaluate()
+    assert result.evaluated == 3 and result.pending
+    monkeypatch.setattr(evaluator, "fire_plan", real)
+
+
+def test_evaluate__due_batches_are_found_through_the_partial_index() -> None:
+    from awa_django.evaluator import SELECT_DUE_BATCH
+
+    CronJobFactory.create_batch(20, cron_expr="0 0 1 1 *")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE awa_cron_jobs")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + SELECT_DUE_BATCH, {"after": "", "limit": 500})
+        plan = "\n".join(r[0] for r in cursor.fetchall())
+    # Both arms (due, and awaiting computation) scan the partial index; the
+    # batch's rows are then looked up by name (an index, never a scan).
+    assert plan.count("awa_cron_jobs_due") == 2, plan
+    assert "Seq Scan" not in plan, plan
+
+
+def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django import cronexpr, evaluator
+
+    evaluator._parsed_expression.cache_clear()
+    calls: list[str] = []
+    real = cronexpr.parse_cron
+
+    def counting(text: str) -> Any:
+        calls.append(text)
+        return real(text)
+
+    for i in range(4):
+        make(f"cached-{i}", cron_expr="*/1 * * * * *")
+    monkeypatch.setattr(cronexpr, "parse_cron", counting)
+    evaluate()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = NULL")
+    evaluate()
+    assert calls == ["*/1 * * * * *"]
+    evaluator._parsed_expression.cache_clear()
+
+
+def test_evaluate__rows_with_the_same_inputs_share_one_fire_computation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django import cronexpr
+
+    now = db_now()
+    for i in range(4):
+        make(f"same-{i}", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 3))
+    make("other", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 1))
+    calls: list[Any] = []
+    real = cronexpr.due_fires
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["last_enqueued_at"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cronexpr, "due_fires", counting)
+    evaluate()
+    assert len(calls) == 2  # one per distinct (expression, zone, policy, last fire, now)
+    assert [fired(f"same-{i}") for i in range(4)] == [[iso(midnight(now))]] * 4
+    assert fired("other") == [iso(midnight(now))]
+    stored = {row.name: row.next_fire_at for row in CronJob.objects.all()}
+    assert len(set(stored.values())) == 1 and None not in stored.values()
+
+
+def test_evaluate__on_fired_gets_each_batch_and_the_pass_keeps_no_jobs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django import evaluator
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    for i in range(5):
+        make(f"handed-{i}", cron_expr="* * * * * *")
+    batches: list[list[str]] = []
+    result = evaluate(on_fired=lambda jobs: batches.append([j["metadata"]["cron_name"] for j in jobs]))
+    assert batches == [["handed-0", "handed-1"], ["handed-2", "handed-3"], ["handed-4"]]
+    assert result.jobs == [] and result.fired == 5 and result.evaluated == 5

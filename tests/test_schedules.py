@@ -643,3 +643,26 @@ def test_cron_py__invalid_declaration_fails_manage_py_check() -> None:
     assert "InvalidSchedule" in proc.stderr
     assert "schedule 'broken': field 'cron'" in proc.stderr
     assert "System check identified no issues" not in proc.stdout
+
+
+def test_build_schedule__an_expression_is_parsed_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awa_django import cronexpr, schedules
+
+    schedules._parse_cron.cache_clear()
+    calls: list[str] = []
+    real = cronexpr.parse_cron
+
+    def counting(text: str) -> Any:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(cronexpr, "parse_cron", counting)
+    for i in range(3):
+        schedules.build_schedule(f"parsed-once-{i}", "*/7 * * * *", "tests.testapp.tasks.record")
+    with pytest.raises(schedules.InvalidSchedule):
+        schedules.build_schedule("bad", "61 * * * *", "tests.testapp.tasks.record")
+    with pytest.raises(schedules.InvalidSchedule):
+        schedules.build_schedule("bad", "61 * * * *", "tests.testapp.tasks.record")
+    # Once for the valid text; an invalid one is parsed (and refused) every time.
+    assert calls == ["*/7 * * * *", "61 * * * *", "61 * * * *"]
+    schedules._parse_cron.cache_clear()

@@ -161,3 +161,24 @@ def logs_progress(label: str = "progress") -> str:
 
     logging.getLogger(__name__).info("task %s working", label, extra={"event": "test.task_log"})
     return label
+
+
+@task
+def backend_pid() -> int:
+    """The PostgreSQL backend pid of the connection this task thread uses."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid: int = cursor.fetchone()[0]
+    return pid
+
+
+@task
+def leaves_a_transaction_open() -> int:
+    """Return this connection's backend pid, leaving autocommit off (a task bug)."""
+    from django.db import transaction
+
+    pid = backend_pid.call()
+    transaction.set_autocommit(False)
+    return pid

@@ -1,0 +1,258 @@
+"""awa_django's side of the benchmark: every workload through its public API.
+
+Run by ``bench/run.py`` in the project's virtualenv as
+``python -m bench.awa_side WORKLOAD JSON-ARGS``; prints one JSON object.
+Schedules are inserted with SQL (nothing is declared, so ``runcron``'s sync
+leaves them alone); fires go through the real evaluator or a real ``runcron``
+process, jobs through ``Task.enqueue`` and real ``runtasks`` processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+django.setup()
+
+from django.db import connection, transaction  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from awa_django.evaluator import evaluate  # noqa: E402
+from bench.benchapp.tasks import noop  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+KIND = "bench.benchapp.tasks.noop"
+
+
+def sql(statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def reset() -> None:
+    sql("TRUNCATE awa_cron_jobs, awa_jobs")
+
+
+def wal_lsn() -> int:
+    return int(sql("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")[0][0])
+
+
+def insert_schedules(n: int, cron_expr: str, next_fire_sql: str | None) -> None:
+    """``n`` schedules named bench-000000...; ``next_fire_sql`` stored as their next fire
+    (NULL: the evaluator computes it on its next pass, as after a deploy)."""
+    sql(
+        "INSERT INTO awa_cron_jobs (name, cron_expr, kind, args, metadata, missed_fire_policy, "
+        " queue, priority, max_attempts, tags) "
+        "SELECT 'bench-' || lpad(i::text, 6, '0'), %s, %s, '{\"args\": [], \"kwargs\": {}}', '{}', "
+        " 'coalesce', 'default', 0, 3, '{}' FROM generate_series(1, %s) AS i",
+        [cron_expr, KIND, n],
+    )
+    if next_fire_sql is not None:
+        sql(f"UPDATE awa_cron_jobs SET next_fire_at = {next_fire_sql}")
+    sql("VACUUM ANALYZE awa_cron_jobs")
+
+
+def env_for_processes() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    env["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    return env
+
+
+def manage(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "django", *args], cwd=ROOT, env=env_for_processes())
+
+
+# -- W1: idle pass, and the planning pass (per-row cost) -----------------------
+def w1_idle(n: int, reps: int) -> dict[str, Any]:
+    reset()
+    insert_schedules(n, "0 0 1 1 *", "now() + interval '300 days'")
+    evaluate()  # warm the connection and caches
+    times, queries = [], []
+    for _ in range(reps):
+        with CaptureQueriesContext(connection) as captured:
+            start = time.perf_counter()
+            result = evaluate()
+            times.append((time.perf_counter() - start) * 1000)
+        assert result.evaluated == 0 and not result.jobs, "an idle pass fired something"
+        queries.append(len(captured.captured_queries))
+    return {"n": n, "ms_p50": statistics.median(times), "ms_min": min(times),
+            "queries": statistics.median(queries)}
+
+
+def w1_plan(n: int) -> dict[str, Any]:
+    """One pass over ``n`` rows awaiting computation (after a deploy or a sync):
+    every row is read and planned, none fires. Its cost per row is the
+    evaluator's Python per row."""
+    reset()
+    insert_schedules(n, "0 0 1 1 *", None)
+    start = time.perf_counter()
+    result = evaluate()
+    elapsed = time.perf_counter() - start
+    assert result.evaluated == n and not result.jobs
+    return {"n": n, "s": elapsed, "us_per_row": elapsed / n * 1e6}
+
+
+# -- W2: a due burst, fired by a real runcron -----------------------------------
+def lateness(since_id: int = 0) -> dict[str, Any]:
+    row = sql(
+        "SELECT count(*), "
+        " percentile_cont(0.5) WITHIN GROUP (ORDER BY l), percentile_cont(0.99) WITHIN GROUP (ORDER BY l),"
+        " max(l) FROM (SELECT EXTRACT(EPOCH FROM created_at - (metadata->>'cron_fire_at')::timestamptz)"
+        " * 1000 AS l FROM awa_jobs WHERE id > %s AND metadata ? 'cron_fire_at') s",
+        [since_id],
+    )[0]
+    return {"jobs": row[0], "ms_p50": row[1], "ms_p99": row[2], "ms_max": row[3]}
+
+
+def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
+    """``n`` schedules all due at one slot ``lead`` seconds ahead; a real
+    ``runcron`` (started before the slot) fires them. Lateness = job
+    created_at - slot; dropped = schedules without their job by ``timeout``."""
+    reset()
+    slot = sql(f"SELECT date_trunc('second', statement_timestamp()) + interval '{lead} seconds'")[0][0]
+    expr = f"{slot.second} {slot.minute} {slot.hour} * * *"  # daily, at the slot (UTC)
+    insert_schedules(n, expr, f"'{slot.isoformat()}'::timestamptz")
+    wal_before = wal_lsn()
+    runcron = manage("runcron")
+    try:
+        deadline = time.monotonic() + lead + timeout
+        done = 0
+        while time.monotonic() < deadline:
+            done = sql("SELECT count(*) FROM awa_jobs")[0][0]
+            if done >= n:
+                break
+            time.sleep(0.2)
+        peak_rss_mb = peak_rss(runcron.pid)
+    finally:
+        runcron.send_signal(signal.SIGTERM)
+        runcron.wait(60)
+    result = lateness()
+    result.update(n=n, runcron_peak_rss_mb=peak_rss_mb, dropped=n - result["jobs"], wal_bytes_per_fire=(wal_lsn() - wal_before) / max(1, n))
+    return result
+
+
+def peak_rss(pid: int) -> float | None:
+    """Peak resident set size of a running process (Linux), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+# -- W4: lateness of many every-second schedules --------------------------------
+def w4_every_second(n: int, seconds: float) -> dict[str, Any]:
+    reset()
+    insert_schedules(n, "* * * * * *", None)
+    runcron = manage("runcron")
+    try:
+        time.sleep(5)  # start-up, and the first pass that plans every row
+        first = sql("SELECT coalesce(max(id), 0), statement_timestamp() FROM awa_jobs")[0]
+        time.sleep(seconds)
+        last = sql("SELECT statement_timestamp()")[0][0]
+    finally:
+        runcron.send_signal(signal.SIGTERM)
+        runcron.wait(60)
+    result = lateness(first[0])
+    # Slots strictly inside the window that every schedule should have fired.
+    slots = sql(
+        "SELECT count(DISTINCT metadata->>'cron_fire_at'), count(*) FROM awa_jobs WHERE id > %s"
+        " AND (metadata->>'cron_fire_at')::timestamptz > %s + interval '1 second'"
+        " AND (metadata->>'cron_fire_at')::timestamptz <= %s - interval '2 seconds'",
+        [first[0], first[1], last],
+    )[0]
+    expected = max(0, int((last - first[1]).total_seconds()) - 3) * n
+    doubled = sql(
+        "SELECT count(*) FROM (SELECT 1 FROM awa_jobs WHERE metadata ? 'cron_fire_at'"
+        " GROUP BY metadata->>'cron_name', metadata->>'cron_fire_at' HAVING count(*) > 1) d"
+    )[0][0]
+    result.update(n=n, seconds=seconds, expected_fires=expected, fired_in_window=slots[1],
+                  skipped=max(0, expected - slots[1]), doubled=doubled)
+    return result
+
+
+# -- W3: worker throughput and enqueue rates -------------------------------------
+def enqueue_rates(count: int) -> dict[str, Any]:
+    reset()
+    start = time.perf_counter()
+    for _ in range(count):
+        noop.enqueue()
+    single = count / (time.perf_counter() - start)
+    start = time.perf_counter()
+    with transaction.atomic():
+        for _ in range(count):
+            noop.enqueue()
+    batch = count / (time.perf_counter() - start)
+    out = {"single_per_s": single, "one_transaction_per_s": batch}
+    backend = noop.get_backend()
+    if hasattr(backend, "enqueue_many"):
+        start = time.perf_counter()
+        backend.enqueue_many([(noop, (), {})] * count)
+        out["enqueue_many_per_s"] = count / (time.perf_counter() - start)
+    return out
+
+
+def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
+    reset()
+    sql(
+        "INSERT INTO awa_jobs (kind, queue, args, state, priority, max_attempts, metadata, tags) "
+        "SELECT %s, 'default', '{\"args\": [], \"kwargs\": {}}', 'available', 0, 3, '{}', '{}' "
+        "FROM generate_series(1, %s)",
+        [KIND, jobs],
+    )
+    wal_before = wal_lsn()
+    start = time.monotonic()
+    workers = [manage("runtasks", "--burst", "--concurrency", str(concurrency)) for _ in range(processes)]
+    for worker in workers:
+        worker.wait(600)
+    wall = time.monotonic() - start
+    done, span = sql(
+        "SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(attempted_at)) FROM awa_jobs"
+        " WHERE state = 'completed'"
+    )[0]
+    assert done == jobs, f"{done} of {jobs} jobs completed"
+    return {"jobs": jobs, "processes": processes, "concurrency": concurrency,
+            "jobs_per_s": jobs / float(span), "wall_s": wall,
+            "wal_bytes_per_job": (wal_lsn() - wal_before) / jobs}
+
+
+# -- W5: runcron start-up with N declared schedules -----------------------------
+def w5_startup(n: int) -> dict[str, Any]:
+    """``runcron --once`` with ``n`` schedules declared in settings: first on an
+    empty table (every row inserted), then again (every row unchanged).
+    Wall time of the whole command, and its peak RSS."""
+    reset()
+    env = dict(env_for_processes(), BENCH_DECLARED=str(n))
+    out: dict[str, Any] = {"n": n}
+    for label in ("first", "unchanged"):
+        start = time.monotonic()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "django", "runcron", "--once"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        out[f"{label}_s"] = time.monotonic() - start
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+        out[f"{label}_peak_rss_mb"] = int(proc.stderr.strip().splitlines()[-1]) / 1024
+    rows = sql("SELECT count(*) FROM awa_cron_jobs")[0][0]
+    assert rows == n, f"{rows} of {n} declared schedules stored"
+    return out
+
+
+WORKLOADS = {"w5_startup": w5_startup, "w1_idle": w1_idle, "w1_plan": w1_plan, "w2_burst": w2_burst,
+             "w4_every_second": w4_every_second, "enqueue_rates": enqueue_rates, "w3_worker": w3_worker}
+
+if __name__ == "__main__":
+    print(json.dumps(WORKLOADS[sys.argv[1]](**json.loads(sys.argv[2])), default=str))

@@ -1,0 +1,73 @@
+"""django-tasks-db's side of the worker benchmark (W3), through its public API:
+``Task.enqueue`` and the ``db_worker`` command. Run in the benchmark's own
+virtualenv by ``bench/run.py``; prints one JSON object."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.peers.tasks_db_settings")
+django.setup()
+
+from django.db import connection, transaction  # noqa: E402
+
+from bench.benchapp.tasks import noop  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sql(statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def reset() -> None:
+    sql("TRUNCATE django_tasks_database_dbtaskresult")
+
+
+def enqueue_rates(count: int) -> dict[str, Any]:
+    reset()
+    start = time.perf_counter()
+    for _ in range(count):
+        noop.enqueue()
+    single = count / (time.perf_counter() - start)
+    start = time.perf_counter()
+    with transaction.atomic():
+        for _ in range(count):
+            noop.enqueue()
+    return {"single_per_s": single, "one_transaction_per_s": count / (time.perf_counter() - start)}
+
+
+def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
+    del concurrency  # db_worker runs one task at a time per process
+    reset()
+    with transaction.atomic():
+        for _ in range(jobs):
+            noop.enqueue()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    start = time.monotonic()
+    workers = [subprocess.Popen([sys.executable, "-m", "django", "db_worker", "--batch",
+                                 "--no-startup-delay", "--interval", "0.1"], cwd=ROOT, env=env)
+               for _ in range(processes)]
+    for worker in workers:
+        worker.wait(900)
+    wall = time.monotonic() - start
+    done, span = sql("SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(started_at))"
+                     " FROM django_tasks_database_dbtaskresult WHERE status = 'SUCCESSFUL'")[0]
+    assert done == jobs, f"{done} of {jobs} tasks succeeded"
+    return {"jobs": jobs, "processes": processes, "jobs_per_s": jobs / float(span), "wall_s": wall}
+
+
+WORKLOADS = {"enqueue_rates": enqueue_rates, "w3_worker": w3_worker}
+
+if __name__ == "__main__":
+    print(json.dumps(WORKLOADS[sys.argv[1]](**json.loads(sys.argv[2])), default=str))

@@ -1,0 +1,39 @@
+"""Task threads are reused with their connection (issue 10), never a broken one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from awa_django.models import Job
+from awa_django.worker import Worker
+from tests.testapp import tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def results(enqueued: list[Any]) -> list[Any]:
+    return [Job.objects.get(id=int(r.id)).result for r in enqueued]
+
+
+@override_settings(AWA_POLL_INTERVAL=0.05)
+def test_worker__consecutive_tasks_reuse_one_thread_and_its_connection() -> None:
+    enqueued = [tasks.backend_pid.enqueue() for _ in range(5)]
+    worker = Worker(burst=True, concurrency=1)
+    worker.run()
+    assert worker.completed == 5
+    pids = results(enqueued)
+    assert len(set(pids)) == 1, pids  # a new thread per attempt opened a new connection each
+
+
+@override_settings(AWA_POLL_INTERVAL=0.05)
+def test_worker__a_connection_a_task_left_in_a_transaction_is_not_reused() -> None:
+    first = tasks.leaves_a_transaction_open.enqueue()
+    then = [tasks.backend_pid.enqueue() for _ in range(2)]
+    worker = Worker(burst=True, concurrency=1)
+    worker.run()
+    assert worker.completed == 3
+    left_open, *after = results([first, *then])
+    assert left_open not in after and after[0] == after[1]
