@@ -528,8 +528,8 @@ FIRE_SQL = Path(__file__).resolve().parent.parent / "awa_django" / "sql" / "0008
 # CAS and created_at guards sit in the CASE arm for a firing entry (no "AND"
 # before the first), so they become TRUE; the parking arm compares the text
 # read (prev_text, created_text) and is not exercised here: every row the
-# machine makes is valid, so nothing parks (tests/test_poisoned_rows.py and
-# tests/test_fire_sql.py cover parking).
+# machine makes is valid, so nothing parks (tests/test_poisoned_rows.py covers
+# parking, tests/test_bounded_waits.py SKIP LOCKED).
 GUARDS = {
     "cas": ("c.last_enqueued_at IS NOT DISTINCT FROM p.prev\n", "TRUE\n"),
     "pause": ("AND c.paused_at IS NULL", ""),
