@@ -560,7 +560,7 @@ def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(test_clock: Any, guard: str) -> None:
     """The property test can fail: with one guard of awa_cron_fire_v3 removed,
-    the same seeded run must find a difference from the model. (The retired
+    the seeded run (100 examples) must find a difference from the model. (The retired
     guard is not listed: the schedule fence alone already stops such a fire.
     Neither is SKIP LOCKED: one session never meets a row another holds.)"""
     original = fire_v3_definition()
