@@ -3,7 +3,8 @@
  *
  * Stands for: the runcron leader loop (awa_django/leader.py), one evaluation
  * pass (awa_django/evaluator.py: SELECT_DUE, plan_row) and the fire statement
- * awa_cron_fire_v2 (awa_django/sql/0006_fire_in_name_order.sql), with the
+ * awa_cron_fire_v3 (awa_django/sql/0008_parked_rows.sql; README.md says how
+ * its parking and SKIP LOCKED map onto these steps), with the
  * unique slot index awa_jobs_cron_slot (sql/0002_cron_core.sql), operator
  * pause/resume/remove (awa_django/operations.py) and the database clock.
  * verification/README.md maps every variable and step to its SQL.
@@ -62,7 +63,7 @@ bool token_moves_forward = false;              /* ghosts for assertion messages 
 bool only_recreated_rows_reach_index = false;
 byte first = 0;                 /* ghost: the first slot ever enqueued            */
 
-/* The WHERE clause of the mark UPDATE in awa_cron_fire_v2. */
+/* The WHERE clause of the mark UPDATE in awa_cron_fire_v3 (a firing entry). */
 #ifdef NO_CAS
 #define CAS_MATCHES  true
 #else
@@ -116,7 +117,7 @@ proctype Runcron(byte me)
            fi
        }
 
-    /* awa_cron_fire_v2: one statement, so one atomic step. Crash = neither. */
+    /* awa_cron_fire_v3: one statement, so one atomic step. Crash = neither. */
     :: atomic {
            planned ->
            if

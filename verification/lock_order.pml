@@ -59,7 +59,8 @@ inline commit()
     }
 }
 
-/* awa_cron_fire_v2 (two leaders overlap after a failover): the CTE's
+/* awa_cron_fire_v2 (two leaders overlap after a failover; v3 skips a held
+   row instead of waiting, see README.md): the CTE's
    relations are locked as the statement is parsed (awa_cron_jobs first, from
    the WITH clause, then the INSERT target awa_jobs), then "locked" takes the
    rows FOR UPDATE in name order, then the INSERT writes awa_jobs. */

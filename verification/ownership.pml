@@ -6,7 +6,7 @@
  * -> reconciliation.publish -> evaluate_locked / sync_definitions), the leader's
  * reconcile pass (reconciliation.reconcile), operator retire/restore
  * (ownership.operate), manual trigger (awa_cron_trigger_v1), the current fire
- * statement (awa_cron_fire_v2), and the triggers of sql/0004_reconciliation.sql:
+ * statement (awa_cron_fire_v3), and the triggers of sql/0004_reconciliation.sql:
  * the schedule fence (awa_cron_schedule_fence_v1), the protocol lock and the
  * unknown-runtime reset (awa_cron_unknown_runtime_v1). See README.md.
  *
@@ -115,7 +115,7 @@ inline evaluate_persist(m)
     fi
 }
 
-/* The fire of a row by a current writer (awa_cron_fire_v2: retired guard). */
+/* The fire of a row by a current writer (awa_cron_fire_v3: retired guard). */
 #define FIRE_CURRENT(n)  atomic { present[n] && !retired[n] -> assert(!retired[n]) }
 
 proctype Current(byte i)
