@@ -59,6 +59,12 @@ def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Conne
     return psycopg.connect(autocommit=True, **params)
 
 
+def _fired(jobs: Sequence[dict[str, Any]]) -> None:
+    """One committed batch of fires: tell listeners, count it in the metrics."""
+    announce_each(jobs)
+    metrics.observe_fires(jobs)
+
+
 def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
     """``task_enqueued`` for each committed fire, one job at a time.
 
@@ -255,7 +261,7 @@ class Leader:
         try:
             # Each batch's fire statement has committed (autocommit): its jobs
             # are announced as it goes, and not kept for the whole pass.
-            result = evaluate(using=self.using, on_fired=announce_each)
+            result = evaluate(using=self.using, on_fired=_fired)
             self.progress.mark()
             metrics.observe_pass(result, time.monotonic() - started)
         except (DatabaseError, InterfaceError) as exc:

@@ -237,7 +237,16 @@ def observe_pass(result: PassResult | None, duration: float) -> None:
     PASSES.labels("error" if result is None else "ok").inc()
     if result is None:
         return
-    for job in result.jobs:
+    # Jobs left in the result (a pass run without on_fired); the leader counts
+    # each committed batch through observe_fires as it goes.
+    observe_fires(result.jobs)
+
+
+def observe_fires(jobs: Sequence[dict[str, Any]]) -> None:
+    """These fires committed: count them by schedule and record their lateness."""
+    if prometheus_client is None:
+        return
+    for job in jobs:
         meta = job.get("metadata") or {}
         FIRES.labels(str(meta.get("cron_name", ""))).inc()
         created, fire_at = job.get("created_at"), meta.get("cron_fire_at")
