@@ -94,6 +94,28 @@ def resume_queue(queue: str, actor: str, using: str = "default") -> bool:
     return bool(changed)
 
 
+def _cancel(where: str, params: list[Any], actor: str, using: str) -> list[int]:
+    """Cancel the not-yet-running jobs matching ``where``; return their ids, sorted.
+
+    The state is re-checked by the UPDATE itself, so a job a worker claimed
+    meanwhile is left to its worker.
+    """
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE awa_jobs
+               SET state = 'cancelled', finished_at = clock_timestamp(),
+                   errors = errors || jsonb_build_array(jsonb_build_object(
+                       'exception_class_path', 'awa_django.exceptions.JobCancelled',
+                       'traceback', 'cancelled by ' || %s))
+             WHERE {where} AND state = ANY (%s)
+            RETURNING id
+            """,
+            [actor, *params, list(CANCELLABLE)],
+        )
+        return sorted(r[0] for r in cursor.fetchall())
+
+
 def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list[int]:
     """Cancel every not-yet-running job of schedule ``cron_name``; return their ids.
 
@@ -101,21 +123,7 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
     "kill running work too?"). Pause the schedule first to stop new fires.
     """
     actor = _actor(actor)
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            """
-            UPDATE awa_jobs
-               SET state = 'cancelled', finished_at = clock_timestamp(),
-                   errors = errors || jsonb_build_array(jsonb_build_object(
-                       'exception_class_path', 'awa_django.exceptions.JobCancelled',
-                       'traceback', 'cancelled by ' || %s))
-             WHERE metadata ->> 'cron_name' = %s AND metadata ? 'cron_name'
-               AND state = ANY (%s)
-            RETURNING id
-            """,
-            [actor, cron_name, list(CANCELLABLE)],
-        )
-        ids = sorted(r[0] for r in cursor.fetchall())
+    ids = _cancel("metadata ->> 'cron_name' = %s AND metadata ? 'cron_name'", [cron_name], actor, using)
     logger.info("%d job(s) of schedule %s cancelled by %s", len(ids), cron_name, actor,
                 extra={"event": "jobs.cancelled", "schedule": cron_name, "actor": actor})
     return ids
@@ -205,20 +213,7 @@ def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[
     running, finished and missing jobs are left alone and not returned.
     """
     actor = _actor(actor)
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            """
-            UPDATE awa_jobs
-               SET state = 'cancelled', finished_at = clock_timestamp(),
-                   errors = errors || jsonb_build_array(jsonb_build_object(
-                       'exception_class_path', 'awa_django.exceptions.JobCancelled',
-                       'traceback', 'cancelled by ' || %s))
-             WHERE id = ANY (%s) AND state = ANY (%s)
-            RETURNING id
-            """,
-            [actor, [int(i) for i in job_ids], list(CANCELLABLE)],
-        )
-        ids = sorted(r[0] for r in cursor.fetchall())
+    ids = _cancel("id = ANY (%s)", [[int(i) for i in job_ids]], actor, using)
     if ids:
         logger.info("%d job(s) cancelled by %s", len(ids), actor,
                     extra={"event": "jobs.cancelled", "job_ids": ids, "actor": actor})

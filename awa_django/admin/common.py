@@ -125,3 +125,25 @@ def confirmation(request: HttpRequest, model_admin: admin.ModelAdmin[Any], *, ti
         "cancel_url": cancel_url,
     }
     return TemplateResponse(request, "admin/awa_django/confirm_action.html", context)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The base of every awa_django admin: rows are never added, edited or deleted.
+
+    Schedule definitions come from code and lifecycle changes are actions that
+    go through the service layer; retired and owned schedule rows must never be
+    deleted (the fence refuses it); jobs are pruned by retention, runtimes clean
+    up their own stale rows, and queues and owners change only through actions.
+    """
+
+    class Media:
+        css = {"all": ["awa_django/admin.css"]}
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

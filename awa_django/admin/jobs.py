@@ -25,7 +25,7 @@ from django.utils.safestring import SafeString
 
 from .. import queues
 from ..models import CronJob, Job, QueueMeta
-from .common import actor, badge, has_awa_perm, run_each
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each
 
 # Above this many matching rows the list says "more than N" instead of counting.
 COUNT_CAP = 10_000
@@ -118,7 +118,7 @@ def _pretty(value: Any) -> SafeString:
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class JobAdmin(ReadOnlyAdmin):
     list_display = ["id", "kind", "queue", "state_badge", "attempts", "schedule", "run_at", "finished_at"]
     list_filter = ["state", QueueFilter, KindFilter, CronNameFilter]
     list_per_page = 50
@@ -135,19 +135,6 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ("Times", {"fields": [("run_at", "created_at"), ("attempted_at", "finished_at", "heartbeat_at")]}),
     ]
     readonly_fields = ["schedule", "attempts", "arguments", "outcome", "attempt_errors", "meta"]
-
-    class Media:
-        css = {"all": ["awa_django/admin.css"]}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Finished jobs are pruned by retention (awa jobs prune), not by hand.
-        return False
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "cancel_job")

@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString
 
 from .. import ownership, reconciliation
 from ..models import CronJob, CronOwner
-from .common import OPERATOR_ERRORS, actor, badge, confirmation, has_awa_perm
+from .common import OPERATOR_ERRORS, ReadOnlyAdmin, actor, badge, confirmation, has_awa_perm
 
 
 def plan_for(owner_id: str, using: str = "default") -> reconciliation.Plan | str:
@@ -65,25 +65,13 @@ class AdoptForm(forms.Form):
 
 
 @admin.register(CronOwner)
-class CronOwnerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class CronOwnerAdmin(ReadOnlyAdmin):
     list_display = ["owner_id", "status", "grace_left", "would_retire", "declarations", "schedules"]
     search_fields = ["owner_id"]
     list_per_page = 20
     change_form_template = "admin/awa_django/cronowner/change_form.html"
     change_list_template = "admin/awa_django/cronowner/change_list.html"
     fields = ["owner_id", "synced_hash", "agreed_hash", "agreed_since", "evidence_until"]
-
-    class Media:
-        css = {"all": ["awa_django/admin.css"]}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return OwnerChangeList

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin
@@ -14,11 +13,11 @@ from django.utils.safestring import SafeString
 
 from .. import queues
 from ..models import Queue
-from .common import actor, badge, has_awa_perm, run_each, utc
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, utc
 
 
 @admin.register(Queue)
-class QueueAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class QueueAdmin(ReadOnlyAdmin):
     list_display = ["queue", "status", "available", "scheduled", "running", "retryable", "failed",
                     "completed", "cancelled", "links"]
     list_per_page = 100
@@ -26,18 +25,6 @@ class QueueAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     fields = ["queue", "status", "paused_at", "paused_by", "available", "scheduled", "running", "retryable",
               "completed", "failed", "cancelled", "links"]
     readonly_fields = ["status", "links"]
-
-    class Media:
-        css = {"all": ["awa_django/admin.css"]}
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_queue")

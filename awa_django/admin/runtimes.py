@@ -10,7 +10,7 @@ from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 
 from ..models import RuntimeInstance
-from .common import badge
+from .common import ReadOnlyAdmin, badge
 
 # The freshness rule reconciliation uses (reconciliation.FRESH_FOR): a row
 # counts for max(30 s, 3 x its snapshot interval).
@@ -34,7 +34,7 @@ class FreshFilter(admin.SimpleListFilter):
 
 
 @admin.register(RuntimeInstance)
-class RuntimeInstanceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class RuntimeInstanceAdmin(ReadOnlyAdmin):
     list_display = ["hostname", "pid", "role", "version", "leader_badge", "cron_protocol", "freshness",
                     "last_seen_at", "started_at", "instance_id"]
     list_filter = ["role", "leader", FreshFilter, "shutting_down"]
@@ -42,22 +42,9 @@ class RuntimeInstanceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_per_page = 100
     readonly_fields = ["freshness"]
 
-    class Media:
-        css = {"all": ["awa_django/admin.css"]}
-
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuntimeInstance]:
         queryset: QuerySet[RuntimeInstance] = super().get_queryset(request)
         return queryset.annotate(is_fresh=RawSQL(FRESH_SQL, [], output_field=BooleanField()))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Stale rows are cleaned up by the runtimes themselves after a day.
-        return False
 
     @admin.display(description="leader", ordering="leader")
     def leader_badge(self, row: RuntimeInstance) -> str:

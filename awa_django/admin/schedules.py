@@ -24,7 +24,17 @@ from ..conf import conf
 from ..humanize import describe_cron
 from ..models import CronJob, QueueMeta
 from ..schedules import registry
-from .common import OPERATOR_ERRORS, actor, badge, confirmation, has_awa_perm, live_leader, run_each, utc
+from .common import (
+    OPERATOR_ERRORS,
+    ReadOnlyAdmin,
+    actor,
+    badge,
+    confirmation,
+    has_awa_perm,
+    live_leader,
+    run_each,
+    utc,
+)
 from .fires import dst_marked_fires, last_fires, zone_of
 
 # The newest job of each schedule on the page: one index scan per name
@@ -134,7 +144,7 @@ def _local_and_utc(moment: datetime, zone: ZoneInfo | None) -> SafeString:
 
 
 @admin.register(CronJob)
-class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class CronJobAdmin(ReadOnlyAdmin):
     """Read-only schedule rows (definitions come from code) with operator actions."""
 
     list_display = ["name", "expression", "zone", "next_fire", "last_fire", "owner", "badges"]
@@ -161,21 +171,6 @@ class CronJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ]}),
     ]
     readonly_fields = ["description", "declared_in", "created_at", "updated_at", "next_fire_at"]
-
-    class Media:
-        css = {"all": ["awa_django/admin.css"]}
-
-    # -- read-only -------------------------------------------------------------
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Definitions come from code; lifecycle changes are actions.
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Retired rows are tombstones and owned rows are retired, never deleted.
-        return False
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_cronjob")
