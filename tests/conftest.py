@@ -182,7 +182,7 @@ def leader_pid() -> int | None:
     return row[0] if row else None
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 15, interval: float = 0.05) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 60, interval: float = 0.05) -> Any:
     """Poll ``predicate`` until truthy; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:

@@ -40,7 +40,7 @@ def test_fire__locks_rows_in_name_order(function: str) -> None:
         time.sleep(0.5)  # the fire now waits for "a" and must hold nothing else
         other.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'b' FOR UPDATE")  # must not block
         other.rollback()
-        thread.join(timeout=10)
+        thread.join(timeout=60)
         assert done.is_set()
     finally:
         other.close()

@@ -278,10 +278,10 @@ def test_trigger__refuses_retired_and_unknown_rows() -> None:
 def test_notify__schedule_changes_wake_listeners(second_connection: psycopg.Connection[Any]) -> None:
     second_connection.execute("LISTEN awa_cron")
     name = CronJobFactory().name  # insert
-    assert list(second_connection.notifies(timeout=2, stop_after=1)), "insert did not notify"
+    assert list(second_connection.notifies(timeout=30, stop_after=1)), "insert did not notify"
     CronJob.objects.filter(name=name).update(paused_at=T0)
     CronJob.objects.filter(name=name).update(paused_at=None)  # resume
-    assert list(second_connection.notifies(timeout=2, stop_after=1)), "resume did not notify"
+    assert list(second_connection.notifies(timeout=30, stop_after=1)), "resume did not notify"
     list(second_connection.notifies(timeout=0.3))  # drain (pause notified too)
     # The leader's own fire statement stores next_fire_at: no self-wake-up.
     fire(plan_entry(fresh(name), [T0]))

@@ -51,7 +51,7 @@ class LeaderThread:
 
     def stop(self) -> None:
         self.leader.stop()
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=60)
         assert not self.thread.is_alive(), "leader did not stop"
         assert self.error is None, self.error
 
@@ -111,9 +111,9 @@ def test_leader__steps_down_when_its_lock_session_is_terminated(
     second_connection.execute("SELECT pg_terminate_backend(%s)", [first_backend])
     # It notices at once (the LISTEN wait errors), steps down and is re-elected
     # on a new session, since no rival is running.
-    new_backend = wait_for(lambda: (p := leader_pid()) and p != first_backend and p, timeout=10)
+    new_backend = wait_for(lambda: (p := leader_pid()) and p != first_backend and p, timeout=60)
     assert new_backend != first_backend
-    wait_for(lambda: t.leader.is_leader, timeout=5)  # set right after the lock is taken
+    wait_for(lambda: t.leader.is_leader, timeout=60)  # set right after the lock is taken
     t.stop()
     assert leader_pid() is None
 
@@ -126,7 +126,7 @@ def test_leader__standby_takes_over_when_the_leader_stops(leader_threads: Any) -
     time.sleep(0.5)
     assert not b.leader.is_leader  # standby while a leads
     a.stop()
-    wait_for(lambda: b.leader.is_leader, timeout=5)
+    wait_for(lambda: b.leader.is_leader, timeout=60)
 
 
 @override_settings(AWA_EVALUATE_INTERVAL=30, AWA_LEADER_CHECK_INTERVAL=60, AWA_ELECTION_INTERVAL=0.1)
@@ -137,7 +137,7 @@ def test_leader__notify_wakes_a_sleeping_leader(leader_threads: Any) -> None:
     wait_for(lambda: passes)  # first pass done; next wake would be in 30 s
     time.sleep(0.3)
     CronJobFactory(name="minutely", cron_expr="* * * * *")  # NOTIFY awa_cron
-    job = wait_for(lambda: Job.objects.filter(metadata__cron_name="minutely").first(), timeout=5)
+    job = wait_for(lambda: Job.objects.filter(metadata__cron_name="minutely").first(), timeout=60)
     assert job is not None
     t.stop()
 
@@ -159,7 +159,7 @@ def test_leader__survives_a_dropped_evaluation_connection(
     )
     connections["default"].close()  # our own Django session may have been among them
     count = Job.objects.filter(metadata__cron_name="ticker").count()
-    wait_for(lambda: Job.objects.filter(metadata__cron_name="ticker").count() >= count + 2, timeout=10)
+    wait_for(lambda: Job.objects.filter(metadata__cron_name="ticker").count() >= count + 2, timeout=60)
     t.stop()
     slots = list(Job.objects.filter(metadata__cron_name="ticker").values_list("metadata__cron_fire_at", flat=True))
     assert len(slots) == len(set(slots))
@@ -174,7 +174,7 @@ def test_leader__standby_syncs_its_own_declarations(
     second_connection.execute("SELECT pg_advisory_lock(%s)", [LEADER_LOCK_KEY])
     schedule = build_schedule("standby-declared", "0 0 1 1 *", "tests.testapp.tasks.record")
     t = leader_threads(schedules=[schedule])
-    wait_for(lambda: CronJob.objects.filter(name="standby-declared").exists(), timeout=5)
+    wait_for(lambda: CronJob.objects.filter(name="standby-declared").exists(), timeout=60)
     assert not t.leader.is_leader
     assert Job.objects.count() == 0  # a standby never fires
     t.stop()

@@ -82,4 +82,4 @@ def test_cli_jobs_prune__dry_run_counts_without_deleting() -> None:
     out = StringIO()
     call_command("awa", "jobs", "prune", "--older-than=3600", stdout=out)
     assert "2 finished job(s) deleted" in out.getvalue()
-    wait_for(lambda: Job.objects.count() == 1, timeout=5)
+    wait_for(lambda: Job.objects.count() == 1, timeout=60)

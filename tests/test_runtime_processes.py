@@ -41,8 +41,8 @@ def test_snapshots__every_process_reports_independent_of_leadership(runcron: Any
     assert rows[procs[2].pid].queues == ["mail"]
     # Standbys write too: every row keeps advancing.
     first = {pid: r.last_seen_at for pid, r in rows.items()}
-    wait_for(lambda: all(r.last_seen_at > first[r.pid] for r in RuntimeInstance.objects.all()), timeout=10)
-    wait_for(lambda: RuntimeInstance.objects.filter(leader=True).count() == 1, timeout=10)
+    wait_for(lambda: all(r.last_seen_at > first[r.pid] for r in RuntimeInstance.objects.all()), timeout=60)
+    wait_for(lambda: RuntimeInstance.objects.filter(leader=True).count() == 1, timeout=60)
     for p in procs:
         p.signal(signal.SIGTERM)
     assert [p.wait() for p in procs] == [0, 0, 0]
@@ -54,9 +54,9 @@ def test_authoritative__runcron_and_runtasks_publish_one_manifest(runcron: Any, 
     procs = [runcron({}, env=env), runtasks(env=env)]
     wait_for(lambda: CronDeclaration.objects.count() == 2, timeout=30)
     assert CronManifest.objects.count() == 1
-    row = wait_for(lambda: CronJob.objects.filter(name="invoice").first(), timeout=10)
+    row = wait_for(lambda: CronJob.objects.filter(name="invoice").first(), timeout=60)
     assert row.owner_id == "billing"
-    wait_for(lambda: CronOwner.objects.get(owner_id="billing").agreed_since is not None, timeout=10)
+    wait_for(lambda: CronOwner.objects.get(owner_id="billing").agreed_since is not None, timeout=60)
     for p in procs:
         p.signal(signal.SIGTERM)
     assert [p.wait() for p in procs] == [0, 0]
@@ -124,7 +124,7 @@ def test_migration__locks_cron_jobs_before_anything_and_never_cycles_with_a_fire
 
         thread = threading.Thread(target=insert)
         thread.start()
-        thread.join(timeout=5)
+        thread.join(timeout=60)
         assert done.is_set(), "the fire blocked behind the migration: lock cycle"
         fire_tx.commit()
         output, _ = migrator.communicate(timeout=60)
@@ -158,7 +158,7 @@ def test_legacy_writer__statement_trigger_serialises_it_behind_the_protocol_lock
         time.sleep(0.5)
         assert not finished.is_set()  # waiting for the protocol lock
         holder.commit()
-        thread.join(timeout=5)
+        thread.join(timeout=60)
         assert finished.is_set()
     finally:
         holder.close()

