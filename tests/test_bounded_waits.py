@@ -32,6 +32,26 @@ from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+def assert_gives_up_on_the_lock(action: Callable[[], Any]) -> None:
+    """Run ``action`` in a thread (its own connection) and require that it stops
+    waiting with a lock timeout, well within a generous deadline."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            action()
+        except OperationalError as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "still waiting on the lock"
+    assert errors and "lock timeout" in str(errors[0]), errors
+
+
 RECORD = "tests.testapp.tasks.record"
 
 
@@ -79,21 +99,7 @@ def test_evaluate__a_row_locked_by_another_session_is_skipped_and_fires_later() 
 @override_settings(AWA_LOCK_TIMEOUT=0.5)
 def test_snapshot_write__gives_up_after_the_lock_timeout(protocol_lock_holder: Any) -> None:
     reporter = RuntimeReporter("runtasks", [])
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            reporter.write()
-        except OperationalError as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=30)
-    assert not thread.is_alive()
-    assert errors and "lock timeout" in str(errors[0])
+    assert_gives_up_on_the_lock(reporter.write)
 
 
 @override_settings(AWA_LOCK_TIMEOUT=0.5)
@@ -269,20 +275,7 @@ def test_operator_pause__gives_up_on_a_row_held_by_a_frozen_peer() -> None:
     holder = raw_connection(autocommit=False)
     try:
         holder.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'held' FOR UPDATE")
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                operations.pause("held", "ops")
-            except OperationalError as exc:
-                errors.append(exc)
-            finally:
-                connections.close_all()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        thread.join(timeout=30)
-        assert not thread.is_alive() and errors and "lock timeout" in str(errors[0])
+        assert_gives_up_on_the_lock(lambda: operations.pause("held", "ops"))
     finally:
         holder.rollback()
         holder.close()
