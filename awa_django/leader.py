@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
-from django.db import DatabaseError, InterfaceError, connections
+from django.db import connections
 
-from . import metrics
+from . import db, metrics
 from .backend import announce_fires
 from .conf import conf
 from .evaluator import PassResult, evaluate, reevaluate_parked
@@ -40,8 +40,6 @@ logger = logging.getLogger(__name__)
 # pg_advisory_lock key: the bytes "AWADJLDR" as a signed 64-bit integer.
 LEADER_LOCK_KEY = int.from_bytes(b"AWADJLDR", "big", signed=True)
 NOTIFY_CHANNEL = "awa_cron"
-# Longest single blocking wait, so a stop request is honoured promptly.
-WAIT_SLICE = 0.25
 # Pause after a pass that fired nothing while rows it read stay due (locked
 # by another session, skipped): short, but no busy loop.
 CONTENTION_BACKOFF = 0.05
@@ -49,14 +47,7 @@ CONTENTION_BACKOFF = 0.05
 
 def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Connection[Any]:
     """Open a dedicated autocommit connection to the server behind ``alias``."""
-    wrapper = connections[alias]
-    params = dict(wrapper.get_connection_params())
-    # Django-specific entries are not libpq parameters.
-    for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
-        params.pop(key, None)
-    # The pid lets operators (and tests) map the lock holder to a process.
-    params["application_name"] = f"awa_django {role} pid={os.getpid()}"
-    return psycopg.connect(autocommit=True, **params)
+    return db.dedicated_connection(alias, role)
 
 
 def _fired(jobs: Sequence[dict[str, Any]]) -> None:
@@ -102,6 +93,7 @@ class Leader:
         self.stop_requested = threading.Event()
         self.is_leader = False
         self._lock_conn: psycopg.Connection[Any] | None = None
+        self._listener: db.Listener | None = None
         self.progress = Progress()  # health probes (see health.py)
         metrics.track_leader(self)
 
@@ -109,6 +101,9 @@ class Leader:
     def stop(self) -> None:
         """Ask the loop to finish its current pass, release the lock and return."""
         self.stop_requested.set()
+        listener = self._listener
+        if listener is not None:
+            listener.wake()  # end a wait now, not at its next slice
 
     def install_signal_handlers(self) -> None:
         """First SIGTERM/SIGINT stops gracefully; a second one exits at once."""
@@ -189,12 +184,13 @@ class Leader:
             if not acquired or not acquired[0]:
                 conn.close()
                 return False
-            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            listener = db.Listener.on(conn, NOTIFY_CHANNEL)
         except psycopg.Error as exc:
             logger.warning("election failed: %s", exc, extra={"event": "leader.error"})
             conn.close()
             return False
         self._lock_conn = conn
+        self._listener = listener
         self.is_leader = True
         logger.info("elected leader (pid %s)", os.getpid(), extra={"event": "leader.elected"})
         return True
@@ -202,7 +198,10 @@ class Leader:
     def release(self) -> None:
         """Unlock (best effort) and close the lock connection."""
         conn, self._lock_conn = self._lock_conn, None
+        listener, self._listener = self._listener, None
         was_leader, self.is_leader = self.is_leader, False
+        if listener is not None:
+            listener.close()
         if conn is None:
             return
         try:
@@ -221,11 +220,8 @@ class Leader:
             sync_schedules(self.schedules, using=self.using)
 
     def _sync_safely(self) -> None:
-        try:
+        with db.reconnect_on_error(self.using, "sync", logger, "cron.error"):
             self.sync()
-        except (DatabaseError, InterfaceError) as exc:
-            logger.error("sync failed: %s", exc, extra={"event": "cron.error"})
-            connections[self.using].close()
 
     def maintain(self) -> None:
         """The leader's periodic work besides firing: sync, reconcile, clean up.
@@ -243,32 +239,25 @@ class Leader:
         ]
         first_error: BaseException | None = None
         for label, step in steps:
-            try:
+            # Inside a caller's transaction the error propagates (it is
+            # aborted anyway); otherwise the next step gets a fresh connection.
+            with db.reconnect_on_error(self.using, f"maintenance step {label}", logger, "cron.error") as guard:
                 step()
-            except (DatabaseError, InterfaceError) as exc:
-                logger.error("maintenance step %s failed: %s", label, exc, extra={"event": "cron.error"})
-                first_error = first_error or exc
-                if connections[self.using].in_atomic_block:
-                    raise  # inside a caller's transaction: it is aborted anyway
-                # A fresh connection for the next step (Django reconnects on use).
-                connections[self.using].close()
+            first_error = first_error or guard.error
         if first_error is not None:
             raise first_error
 
     def evaluate_pass(self) -> PassResult:
         """One evaluation pass; database errors are logged, not fatal."""
         started = time.monotonic()
-        try:
+        with db.reconnect_on_error(self.using, "evaluation", logger, "cron.error") as guard:
             # Each batch's fire statement has committed (autocommit): its jobs
             # are announced as it goes, and not kept for the whole pass.
             result = evaluate(using=self.using, on_fired=_fired)
             self.progress.mark()
             metrics.observe_pass(result, time.monotonic() - started)
-        except (DatabaseError, InterfaceError) as exc:
+        if guard.error is not None:
             metrics.observe_pass(None, time.monotonic() - started)
-            logger.error("evaluation failed: %s", exc, extra={"event": "cron.error"})
-            # Drop the broken connection; Django reconnects on next use.
-            connections[self.using].close()
             result = PassResult(next_due_in=float(conf.EVALUATE_INTERVAL))
         if self.on_pass is not None:
             self.on_pass(result)
@@ -318,12 +307,9 @@ class Leader:
         """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
         try:
             while True:
-                try:
+                with db.reconnect_on_error(self.using, "maintenance (sync, reconcile, cleanup, prune)",
+                                           logger, "cron.error"):
                     self.maintain()
-                except (DatabaseError, InterfaceError) as exc:
-                    logger.error("maintenance (sync, reconcile, cleanup, prune) failed: %s", exc,
-                                 extra={"event": "cron.error"})
-                    connections[self.using].close()
                 if stop.wait(float(conf.SYNC_INTERVAL)):
                     return
         finally:
@@ -340,11 +326,5 @@ class Leader:
         Errors on the lock connection (e.g. the session was terminated)
         propagate, so the leader steps down immediately.
         """
-        assert self._lock_conn is not None
-        while not self.stop_requested.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            for _notify in self._lock_conn.notifies(timeout=min(remaining, WAIT_SLICE), stop_after=1):
-                # Drain whatever else arrived, then re-evaluate.
-                return
+        assert self._listener is not None
+        self._listener.wait(deadline - time.monotonic(), self.stop_requested)

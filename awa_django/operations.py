@@ -20,6 +20,7 @@ from django.db.models.query import ModelIterable
 from . import cronexpr, validation
 from .backend import announce_fires
 from .connection_guards import bound_transaction_waits
+from .db import database_now
 from .evaluator import job_row
 from .exceptions import OperationRefused, ScheduleNotFound
 from .models import CronJob
@@ -135,14 +136,6 @@ def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = N
         fires.append(nxt)
         start = nxt
     return fires
-
-
-def database_now(using: str = "default") -> datetime:
-    """The database clock: the one every scheduling decision uses."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT statement_timestamp()")
-        now: datetime = cursor.fetchone()[0]
-    return now
 
 
 def pause(name: str, actor: str, using: str = "default") -> ActionResult:

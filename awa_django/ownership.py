@@ -17,9 +17,10 @@ from typing import Any
 
 from django.db import connections, transaction
 
+from . import db
 from .connection_guards import bound_transaction_waits
 from .exceptions import OperationRefused, ScheduleNotFound
-from .reconciliation import _read_only, _set_context, validate_label
+from .reconciliation import validate_label
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def operate(
         raise ValueError(f"{action} needs a schedule name")
 
     if not apply:
-        with _read_only(using), connections[using].cursor() as cursor:
+        with db.read_only_snapshot(using), connections[using].cursor() as cursor:
             rows = _select(cursor, action, name, owner_id, lock=False)
             _check(action, rows, owner_id, expected_owner)
             return ActionPlan(action, _affected(action, rows), applied=False)
@@ -109,7 +110,7 @@ def operate(
         _check(action, rows, owner_id, expected_owner)
         names = _affected(action, rows)
         involved = {r[1] for r in rows if r[1] is not None}
-        _set_context(cursor, "awa.cron_admin", "on")
+        db.set_local(cursor, "awa.cron_admin", "on")
         if action == "adopt":
             cursor.execute("INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [owner_id])
             cursor.execute(
@@ -131,7 +132,7 @@ def operate(
                 "WHERE name = ANY(%s) AND retired_at IS NOT NULL",
                 [names],
             )
-        _set_context(cursor, "awa.cron_admin", "")
+        db.set_local(cursor, "awa.cron_admin", "")
         if involved:
             cursor.execute(
                 "UPDATE awa_cron_owners SET synced_hash = NULL, agreed_hash = NULL, agreed_since = NULL, "

@@ -24,6 +24,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
+from . import db
 from .conf import conf
 from .connection_guards import bound_transaction_waits
 from .manifest import DEFINITION_KEYS, Manifest, build_manifest
@@ -114,12 +115,6 @@ def _fetch(cursor: Any, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
     return list(cursor.fetchall())
 
 
-def _set_context(cursor: Any, name: str, value: str) -> None:
-    # Transaction-local (is_local = true): gone at commit/rollback. Internal
-    # coordination between awa_django and its fence trigger, not an API.
-    cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
-
-
 def _definition(row: CronJob) -> dict[str, Any]:
     return {k: getattr(row, k) if k != "tags" else list(row.tags or []) for k in DEFINITION_KEYS}
 
@@ -182,7 +177,7 @@ def sync_definitions(cursor: Any, owner: str, desired_hash: str) -> None:
     Missing names are inserted owned; owned active rows get the desired
     definition; rows of other owners and retired rows are never touched.
     """
-    _set_context(cursor, "awa.cron_owner", owner)
+    db.set_local(cursor, "awa.cron_owner", owner)
     cursor.execute(
         INSERT_FROM_MANIFEST
         + """
@@ -203,7 +198,7 @@ def sync_definitions(cursor: Any, owner: str, desired_hash: str) -> None:
         [owner, desired_hash],
     )
     cursor.execute("UPDATE awa_cron_owners SET synced_hash = %s WHERE owner_id = %s", [desired_hash, owner])
-    _set_context(cursor, "awa.cron_owner", "")
+    db.set_local(cursor, "awa.cron_owner", "")
 
 
 def evaluate_locked(
@@ -336,13 +331,13 @@ def evaluate_locked(
                     "AND name = ANY(%s) ORDER BY name FOR UPDATE",
                     [owner, plan.retirements],
                 )
-                _set_context(cursor, "awa.cron_admin", "on")
+                db.set_local(cursor, "awa.cron_admin", "on")
                 cursor.execute(
                     "UPDATE awa_cron_jobs SET retired_at = %s, retired_by = %s, retired_revision = %s, "
                     "updated_at = %s WHERE owner_id = %s AND retired_at IS NULL AND name = ANY(%s)",
                     [now, owner, revisions, now, owner, plan.retirements],
                 )
-                _set_context(cursor, "awa.cron_admin", "")
+                db.set_local(cursor, "awa.cron_admin", "")
                 logger.info("owner %s: retired %s", owner, ", ".join(plan.retirements),
                             extra={"event": "cron.retired", "owner": owner, "schedules": plan.retirements})
             plan.applied = True
@@ -434,28 +429,9 @@ def reconcile_all(using: str = "default") -> list[Plan]:
     return plans
 
 
-def _read_only(using: str) -> Any:
-    """A REPEATABLE READ READ ONLY transaction: one snapshot, no protocol lock."""
-    atomic = transaction.atomic(using=using)
-
-    nested = connections[using].in_atomic_block
-
-    class _Snapshot:
-        def __enter__(self) -> None:
-            atomic.__enter__()
-            if not nested:  # inside a caller's transaction its snapshot rules apply
-                with connections[using].cursor() as cursor:
-                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-
-        def __exit__(self, *exc: Any) -> Any:
-            return atomic.__exit__(*exc)
-
-    return _Snapshot()
-
-
 def plan(owner: str, using: str = "default") -> Plan:
     """Explain what reconciliation of ``owner`` would do now (writes nothing)."""
-    with _read_only(using):
+    with db.read_only_snapshot(using):
         return evaluate_locked(owner, persist=False, apply=False, using=using)
 
 
@@ -463,5 +439,5 @@ def preview(owner: str, definitions: list[dict[str, Any]], using: str = "default
     """Explain what publishing ``definitions`` for ``owner`` would change (writes nothing)."""
     validate_label(owner, "owner")
     proposed = build_manifest(definitions)
-    with _read_only(using):
+    with db.read_only_snapshot(using):
         return evaluate_locked(owner, persist=False, apply=False, proposed=proposed, using=using)

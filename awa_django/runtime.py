@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
 
-from . import __version__
+from . import __version__, db
 from .conf import conf
 from .connection_guards import bound_transaction_waits, lock_wait_timed_out
 from .health import Progress, record_progress
@@ -136,11 +136,8 @@ class RuntimeReporter:
                 due = time.monotonic() + conf.SNAPSHOT_INTERVAL
                 # A failed write is retried at the next interval, not every poll.
                 self._reported_leader = leading
-                try:
+                with db.reconnect_on_error(self.using, "snapshot", logger, "runtime.error"):
                     self.write()
-                except (DatabaseError, InterfaceError) as exc:
-                    logger.error("snapshot failed: %s", exc, extra={"event": "runtime.error"})
-                    connections[self.using].close()
         finally:
             connections[self.using].close()
 

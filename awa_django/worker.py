@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-import psycopg
 from django.db import (
     DatabaseError,
     DataError,
@@ -38,7 +37,7 @@ from django.tasks.base import TaskContext, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from django.utils.json import normalize_json
 
-from . import jobcontext, metrics
+from . import db, jobcontext, metrics
 from .backend import AwaBackend, job_from_row, unstorable_reason
 from .conf import conf
 from .connections import listen_alias
@@ -138,6 +137,7 @@ class _Runner(threading.Thread):
                 # claim finds this thread (and its connection) idle.
                 idle = self.worker._runner_idle(self)
                 self.worker._slot_freed.set()
+                self.worker._listener.wake()
                 if not idle:
                     return  # the worker has stopped (e.g. an attempt that outlived its timeout)
         finally:
@@ -192,10 +192,14 @@ class Worker:
         # opened and closed one per job: most of a no-op job's cost).
         self._idle_runners: list[_Runner] = []
         self._runners_closed = False
-        self._listen: psycopg.Connection[Any] | None = None
-        # After a failed LISTEN connect, poll until then (no reconnect storm
-        # while the database is down or failing over).
-        self._listen_retry_at = 0.0
+        # Wakes the claim loop on a NOTIFY of new jobs, a freed slot or a stop.
+        # After a failed LISTEN connect it polls for AWA_POLL_INTERVAL (no
+        # reconnect storm while the database is down or failing over).
+        self._listener = db.Listener(
+            NOTIFY_CHANNEL,
+            lambda: leader_connection(listen_alias(self.using), role="runtasks listener"),
+            retry_after=float(conf.POLL_INTERVAL),
+        )
         self.completed = 0
         self.failed = 0  # attempts whose task raised (or timed out, or could not run)
         self.abandoned = 0  # tasks still running when the shutdown timeout expired
@@ -209,6 +213,7 @@ class Worker:
     def stop(self) -> None:
         """Stop claiming; running tasks finish (bounded by the shutdown timeout)."""
         self.stop_requested.set()
+        self._listener.wake()
 
     def install_signal_handlers(self) -> None:
         """First SIGTERM/SIGINT drains; a second one exits at once."""
@@ -253,7 +258,7 @@ class Worker:
             self.abandoned = self._drain()
             self._drained.set()
             self._stop_idle_runners()
-            self._close_listen()
+            self._listener.close()
             # Task threads are daemons: past the shutdown timeout the caller
             # exits the process without them, and rescue retries them.
         heartbeat.join(timeout=5)
@@ -263,71 +268,37 @@ class Worker:
     # -- claiming ------------------------------------------------------------
     def claim(self, limit: int) -> list[dict[str, Any]]:
         """Claim up to ``limit`` ready jobs (one new attempt each)."""
-        try:
+        with db.reconnect_on_error(self.using, "claim", logger, "worker.error"):
             with connections[self.using].cursor() as cursor:
                 cursor.execute("SELECT * FROM awa_claim_v1(%s, %s, %s)", [self.queues, limit, self.worker_id])
                 columns = [c.name for c in cursor.description]
                 return [job_row(columns, r) for r in cursor.fetchall()]
-        except (DatabaseError, InterfaceError) as exc:
-            logger.error("claim failed: %s", exc, extra={"event": "worker.error"})
-            connections[self.using].close()
-            time.sleep(min(1.0, float(conf.POLL_INTERVAL)))
-            return []
+        time.sleep(min(1.0, float(conf.POLL_INTERVAL)))
+        return []
 
     def rescue(self) -> None:
         """Return attempts whose worker stopped heartbeating to the queue."""
-        try:
-            with connections[self.using].cursor() as cursor:
-                cursor.execute(
-                    "SELECT id, attempt, state FROM awa_rescue_v1(%s)",
-                    [timedelta(seconds=float(conf.RESCUE_AFTER))],  # type: ignore[list-item]
-                )
-                for job_id, attempt, state in cursor.fetchall():
-                    metrics.observe_rescued(state)
-                    logger.warning("job %s attempt %s rescued -> %s", job_id, attempt, state,
-                                   extra={"event": "job.rescued", "job_id": job_id})
-        except (DatabaseError, InterfaceError) as exc:
-            logger.error("rescue failed: %s", exc, extra={"event": "worker.error"})
-            connections[self.using].close()
+        with db.reconnect_on_error(self.using, "rescue", logger, "worker.error"), \
+                connections[self.using].cursor() as cursor:
+            cursor.execute(
+                "SELECT id, attempt, state FROM awa_rescue_v1(%s)",
+                [timedelta(seconds=float(conf.RESCUE_AFTER))],  # type: ignore[list-item]
+            )
+            for job_id, attempt, state in cursor.fetchall():
+                metrics.observe_rescued(state)
+                logger.warning("job %s attempt %s rescued -> %s", job_id, attempt, state,
+                               extra={"event": "job.rescued", "job_id": job_id})
 
     def _wait(self, busy: bool) -> None:
-        """Sleep until a NOTIFY, a freed slot, or the poll interval."""
-        deadline = time.monotonic() + (WAIT_SLICE if busy else float(conf.POLL_INTERVAL))
-        while not self.stop_requested.is_set() and time.monotonic() < deadline:
-            if self._slot_freed.is_set():
-                return  # a slot freed up (or, in burst mode, maybe the last one)
-            if len(self._running) >= self.concurrency:
-                # Every slot is busy: a NOTIFY could not be acted on anyway.
-                self._slot_freed.wait(max(0.0, min(WAIT_SLICE, deadline - time.monotonic())))
-                continue
-            conn = self._listen_connection()
-            if conn is None:
-                time.sleep(WAIT_SLICE)
-                continue
-            try:
-                for _ in conn.notifies(timeout=WAIT_SLICE, stop_after=1):
-                    return
-            except psycopg.Error:
-                self._close_listen()
-
-    def _listen_connection(self) -> psycopg.Connection[Any] | None:
-        if self._listen is None:
-            if time.monotonic() < self._listen_retry_at:
-                return None
-            try:
-                conn = leader_connection(listen_alias(self.using), role="runtasks listener")
-                conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                self._listen = conn
-            except psycopg.Error as exc:
-                self._listen_retry_at = time.monotonic() + float(conf.POLL_INTERVAL)
-                logger.warning("cannot LISTEN (%s); polling", exc, extra={"event": "worker.error"})
-                return None
-        return self._listen
-
-    def _close_listen(self) -> None:
-        conn, self._listen = self._listen, None
-        if conn is not None:
-            conn.close()
+        """Sleep until a NOTIFY, a freed slot, a stop request or the poll interval."""
+        timeout = WAIT_SLICE if busy else float(conf.POLL_INTERVAL)
+        if self._slot_freed.is_set():
+            return  # a slot freed up (or, in burst mode, maybe the last one)
+        if len(self._running) >= self.concurrency:
+            # Every slot is busy: a NOTIFY could not be acted on anyway.
+            self._slot_freed.wait(timeout)
+            return
+        self._listener.wait(timeout, self.stop_requested)
 
     # -- running -------------------------------------------------------------
     def _submit(self, row: dict[str, Any]) -> None:
@@ -400,6 +371,7 @@ class Worker:
                 self._running.pop(attempt.key, None)
         if expired:
             self._slot_freed.set()
+            self._listener.wake()
         for attempt in expired:
             row = attempt.row
             exc = TaskTimeout(f"attempt {row['attempt']} of job {row['id']} ({row['kind']}) "

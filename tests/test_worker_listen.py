@@ -23,10 +23,10 @@ def test_worker__listen_uses_awa_listen_database_and_backs_off_after_a_failure(m
     monkeypatch.setattr(worker_module, "leader_connection", failing_connection)
     with override_settings(AWA_LISTEN_DATABASE="listen-direct", AWA_POLL_INTERVAL=60.0):
         worker = Worker()
-        assert worker._listen_connection() is None
+        assert worker._listener.connection() is None
         # Within the poll interval the worker polls instead of reconnecting.
-        assert [worker._listen_connection() for _ in range(5)] == [None] * 5
+        assert [worker._listener.connection() for _ in range(5)] == [None] * 5
         assert attempts == ["listen-direct"]
-        worker._listen_retry_at = 0.0
-        assert worker._listen_connection() is None
+        worker._listener._retry_at = 0.0
+        assert worker._listener.connection() is None
     assert attempts == ["listen-direct", "listen-direct"]

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .. import cronexpr, operations, ownership
+from .. import cronexpr, db, operations, ownership
 from ..conf import conf
 from ..humanize import describe_cron
 from ..models import CronJob, QueueMeta
@@ -91,7 +91,7 @@ def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str])
 
 def annotate_page(rows: list[CronJob], using: str = "default") -> None:
     """Attach a :class:`RowInfo` to every row: a fixed number of queries per page."""
-    now = operations.database_now(using)
+    now = db.database_now(using)
     leader = live_leader(using) is not None
     queues = sorted({r.queue for r in rows})
     paused = set(

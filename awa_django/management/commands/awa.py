@@ -18,7 +18,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from awa_django import health, operations, ownership, queues, reconciliation
+from awa_django import db, health, operations, ownership, queues, reconciliation
 from awa_django.connection_guards import privilege_error
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.humanize import describe_cron
@@ -416,7 +416,7 @@ class Command(BaseCommand):
     def jobs_list(self, options: dict[str, Any]) -> None:
         flt = queues.job_filter(options["state"], options["queue"], options["cron"])
         rows = list(Job.objects.filter(flt).order_by("-id")[: max(0, options["limit"])])
-        now = operations.database_now() if rows else None
+        now = db.database_now() if rows else None
         data = [
             {"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "attempt": j.attempt,
              "max_attempts": j.max_attempts, "run_at": _plain(j.run_at), "cron_name": j.cron_name,
