@@ -8,7 +8,6 @@ action records who did it (``actor``) and logs a stable event.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +17,7 @@ from django.db.models.functions import Cast, Now
 from django.db.models.query import ModelIterable
 
 from . import cronexpr, validation
+from .actions import ActionResult, require_actor
 from .backend import announce_fires
 from .connection_guards import bound_transaction_waits
 from .db import database_now
@@ -26,22 +26,6 @@ from .exceptions import OperationRefused, ScheduleNotFound
 from .models import CronJob
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ActionResult:
-    """Outcome of an operator action on one schedule."""
-
-    action: str
-    name: str
-    changed: bool
-    detail: str = ""
-
-
-def _require_actor(actor: str) -> str:
-    if not isinstance(actor, str) or not actor.strip():
-        raise ValueError("an operator action needs a non-blank actor")
-    return actor.strip()
 
 
 # Timestamps a row written by raw SQL may hold beyond what a Python datetime
@@ -144,34 +128,34 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
     Pausing a paused schedule changes nothing (the original ``paused_by`` and
     ``paused_at`` stay: the audit trail names who paused it first).
     """
-    actor = _require_actor(actor)
+    actor = require_actor(actor)
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired_at is not None:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
         if row.paused_at is not None:
-            return ActionResult("pause", name, False, f"already paused by {row.paused_by}")
+            return ActionResult("pause", [], name=name, detail=f"already paused by {row.paused_by}")
         CronJob.objects.using(using).filter(name=name).update(
             paused_at=Now(), paused_by=actor, updated_at=Now()
         )
     logger.info("schedule %s paused by %s", name, actor, extra={"event": "cron.paused", "schedule": name, "actor": actor})
-    return ActionResult("pause", name, True)
+    return ActionResult("pause", [name], name=name)
 
 
 def resume(name: str, actor: str, using: str = "default") -> ActionResult:
     """Resume automatic fires; the missed-fire policy decides what fires now."""
-    actor = _require_actor(actor)
+    actor = require_actor(actor)
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired_at is not None:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
         if row.paused_at is None:
-            return ActionResult("resume", name, False, "not paused")
+            return ActionResult("resume", [], name=name, detail="not paused")
         CronJob.objects.using(using).filter(name=name).update(
             paused_at=None, paused_by=None, updated_at=Now()
         )
     logger.info("schedule %s resumed by %s", name, actor, extra={"event": "cron.resumed", "schedule": name, "actor": actor})
-    return ActionResult("resume", name, True)
+    return ActionResult("resume", [name], name=name)
 
 
 def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
@@ -180,7 +164,7 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
     A manual trigger does not move ``last_enqueued_at``: the automatic
     schedule is unaffected. Retired schedules are refused.
     """
-    actor = _require_actor(actor)
+    actor = require_actor(actor)
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # FOR SHARE may wait on a frozen peer
         cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
@@ -208,7 +192,7 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
     A schedule still declared in code comes back at the next sync; remove it
     from ``cron.py``/settings first. Retired rows are tombstones and refuse.
     """
-    actor = _require_actor(actor)
+    actor = require_actor(actor)
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired_at is not None:
@@ -219,7 +203,7 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
             )
         CronJob.objects.using(using).filter(name=name).delete()
     logger.info("schedule %s removed by %s", name, actor, extra={"event": "cron.removed", "schedule": name, "actor": actor})
-    return ActionResult("remove", name, True)
+    return ActionResult("remove", [name], name=name)
 
 
 def _lock(name: str, using: str) -> CronJob:

@@ -1,163 +1,197 @@
-"""Operator lifecycle actions on owned schedules: adopt, retire, restore.
+"""Operator lifecycle verbs on owned schedules: adopt, retire, restore.
 
-Every action is a dry run unless ``apply=True``. A dry run reads one
-REPEATABLE READ READ ONLY snapshot and takes no lock. Apply takes the protocol
-lock, then locks only the selected rows ``ORDER BY name FOR UPDATE`` (lock
-order: protocol lock, owner rows, schedule rows by name), writes under the
-operator context, and invalidates the agreement clock and ``synced_hash`` of
-the owners involved only (both sides of a transfer); unrelated owners keep
-their clocks.
+One function per verb: :func:`adopt`, :func:`retire`, :func:`restore`,
+:func:`retire_owner`, :func:`restore_owner`. Every verb is a dry run unless
+``apply=True``. A dry run reads one REPEATABLE READ READ ONLY snapshot and
+takes no lock. Apply takes the protocol lock, then locks only the selected
+rows ``ORDER BY name FOR UPDATE`` (lock order: protocol lock, owner rows,
+schedule rows by name), writes under the operator context, and invalidates
+the agreement clock and ``synced_hash`` of the owners involved only (both
+sides of a transfer); unrelated owners keep their clocks.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections, transaction
 
 from . import db
+from .actions import ActionResult, require_actor
 from .connection_guards import bound_transaction_waits
 from .exceptions import OperationRefused, ScheduleNotFound
-from .reconciliation import validate_label
+from .validation import validate_label
 
 logger = logging.getLogger(__name__)
 
-ACTIONS = ("adopt", "retire", "restore", "retire_owner", "restore_owner")
+Row = tuple[str, str | None, Any]  # name, owner_id, retired_at
 
 
 @dataclass(frozen=True)
-class ActionPlan:
-    """The schedules an action selects, and whether it was applied."""
+class _Verb:
+    """How one verb selects, checks and writes its rows."""
 
     action: str
-    schedules: list[str]
-    applied: bool
+    select: Callable[[Any, bool], list[Row]]  # (cursor, lock) -> rows
+    affected: Callable[[list[Row]], list[str]]
+    write: Callable[[Any, list[str]], None]  # (cursor, names), in the operator context
+    check: Callable[[list[Row]], None] = lambda rows: None
+    new_owner: str | None = None  # adopt: the owner that gains the rows
 
-    def as_json(self) -> dict[str, Any]:
-        return {"action": self.action, "schedules": self.schedules, "applied": self.applied}
 
-
-def _select(cursor: Any, action: str, name: str | None, owner_id: str | None, lock: bool) -> list[tuple[str, str | None, Any]]:
-    suffix = " ORDER BY name" + (" FOR UPDATE" if lock else "")
-    if action in ("adopt", "retire", "restore"):
-        cursor.execute("SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE name = %s" + suffix, [name])
-        rows: list[tuple[str, str | None, Any]] = cursor.fetchall()
+def _by_name(name: str) -> Callable[[Any, bool], list[Row]]:
+    def select(cursor: Any, lock: bool) -> list[Row]:
+        cursor.execute("SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE name = %s ORDER BY name"
+                       + (" FOR UPDATE" if lock else ""), [name])
+        rows: list[Row] = cursor.fetchall()
         if not rows:
-            raise ScheduleNotFound(str(name))
+            raise ScheduleNotFound(name)
         return rows
-    retired = "IS NULL" if action == "retire_owner" else "IS NOT NULL"
+    return select
+
+
+def _of_owner(owner_id: str, *, retired: bool) -> Callable[[Any, bool], list[Row]]:
+    def select(cursor: Any, lock: bool) -> list[Row]:
+        cursor.execute(
+            "SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE owner_id = %s AND retired_at "
+            + ("IS NOT NULL" if retired else "IS NULL") + " ORDER BY name" + (" FOR UPDATE" if lock else ""),
+            [owner_id],
+        )
+        rows: list[Row] = cursor.fetchall()
+        return rows
+    return select
+
+
+def _all(rows: list[Row]) -> list[str]:
+    return [r[0] for r in rows]
+
+
+def _active(rows: list[Row]) -> list[str]:
+    return [r[0] for r in rows if r[2] is None]
+
+
+def _retired(rows: list[Row]) -> list[str]:
+    return [r[0] for r in rows if r[2] is not None]
+
+
+def _retire_rows(actor: str) -> Callable[[Any, list[str]], None]:
+    def write(cursor: Any, names: list[str]) -> None:
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET retired_at = clock_timestamp(), retired_by = %s, "
+            "retired_revision = 'operator', updated_at = clock_timestamp() "
+            "WHERE name = ANY(%s) AND retired_at IS NULL",
+            [actor, names],
+        )
+    return write
+
+
+def _restore_rows(cursor: Any, names: list[str]) -> None:
+    # The fire clock restarts at database now: retired time is never replayed.
     cursor.execute(
-        f"SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE owner_id = %s AND retired_at {retired}"
-        + suffix,
-        [owner_id],
+        "UPDATE awa_cron_jobs SET retired_at = NULL, retired_by = NULL, retired_revision = NULL, "
+        "last_enqueued_at = clock_timestamp(), updated_at = clock_timestamp() "
+        "WHERE name = ANY(%s) AND retired_at IS NOT NULL",
+        [names],
     )
-    selected: list[tuple[str, str | None, Any]] = cursor.fetchall()
-    return selected
 
 
-def operate(
-    action: str,
-    *,
-    actor: str,
-    apply: bool = False,
-    name: str | None = None,
-    owner_id: str | None = None,
-    expected_owner: str | None = None,
-    using: str = "default",
-) -> ActionPlan:
-    """Plan or apply one lifecycle action.
-
-    - ``adopt`` (``name``, ``owner_id``, ``expected_owner``): give ``name`` to
-      ``owner_id`` if its current owner is ``expected_owner`` (None = unowned).
-    - ``retire`` (``name``): tombstone it; it never fires again until restored.
-    - ``restore`` (``name``): clear the tombstone; ``last_enqueued_at`` becomes
-      database now, so retired time is never replayed; pause is kept.
-    - ``retire_owner`` / ``restore_owner`` (``owner_id``): the same for every
-      schedule of an owner; works without any live declaration.
-    """
-    if action not in ACTIONS:
-        raise ValueError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
-    if not isinstance(actor, str) or not actor.strip():
-        raise ValueError("cron operator actor must be non-empty")
-    actor = actor.strip()
-    if action in ("adopt", "retire_owner", "restore_owner"):
-        validate_label(owner_id, "owner")
-    if action in ("adopt", "retire", "restore") and not name:
+def _name(name: Any, action: str) -> str:
+    if not name or not isinstance(name, str):
         raise ValueError(f"{action} needs a schedule name")
+    return name
 
+
+def adopt(name: str, owner_id: str, *, actor: str, expected_owner: str | None = None,
+          apply: bool = False, using: str = "default") -> ActionResult:
+    """Give ``name`` to ``owner_id`` if its current owner is ``expected_owner`` (None = unowned)."""
+    actor = require_actor(actor)
+    validate_label(owner_id, "owner")
+    name = _name(name, "adopt")
+
+    def check(rows: list[Row]) -> None:
+        if rows[0][1] != expected_owner:
+            raise OperationRefused(
+                f"cron ownership conflict on {name!r}: expected {expected_owner or '<unowned>'}, "
+                f"found {rows[0][1] or '<unowned>'}"
+            )
+
+    def write(cursor: Any, names: list[str]) -> None:
+        cursor.execute("INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [owner_id])
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET owner_id = %s, updated_at = clock_timestamp() WHERE name = ANY(%s)",
+            [owner_id, names],
+        )
+
+    verb = _Verb("adopt", _by_name(name), _all, write, check, new_owner=owner_id)
+    return _run(verb, actor, apply, name, using)
+
+
+def retire(name: str, *, actor: str, apply: bool = False, using: str = "default") -> ActionResult:
+    """Tombstone ``name``: it never fires again until restored."""
+    actor = require_actor(actor)
+    name = _name(name, "retire")
+    return _run(_Verb("retire", _by_name(name), _active, _retire_rows(actor)), actor, apply, name, using)
+
+
+def restore(name: str, *, actor: str, apply: bool = False, using: str = "default") -> ActionResult:
+    """Clear the tombstone of ``name``; ``last_enqueued_at`` becomes database now; pause is kept."""
+    actor = require_actor(actor)
+    name = _name(name, "restore")
+    return _run(_Verb("restore", _by_name(name), _retired, _restore_rows), actor, apply, name, using)
+
+
+def retire_owner(owner_id: str, *, actor: str, apply: bool = False, using: str = "default") -> ActionResult:
+    """Retire every active schedule of ``owner_id``; works without any live declaration."""
+    actor = require_actor(actor)
+    validate_label(owner_id, "owner")
+    verb = _Verb("retire_owner", _of_owner(owner_id, retired=False), _all, _retire_rows(actor))
+    return _run(verb, actor, apply, owner_id, using)
+
+
+def restore_owner(owner_id: str, *, actor: str, apply: bool = False, using: str = "default") -> ActionResult:
+    """Restore every retired schedule of ``owner_id`` from now on."""
+    actor = require_actor(actor)
+    validate_label(owner_id, "owner")
+    verb = _Verb("restore_owner", _of_owner(owner_id, retired=True), _all, _restore_rows)
+    return _run(verb, actor, apply, owner_id, using)
+
+
+def _run(verb: _Verb, actor: str, apply: bool, target: str, using: str) -> ActionResult:
     if not apply:
         with db.read_only_snapshot(using), connections[using].cursor() as cursor:
-            rows = _select(cursor, action, name, owner_id, lock=False)
-            _check(action, rows, owner_id, expected_owner)
-            return ActionPlan(action, _affected(action, rows), applied=False)
-
+            rows = verb.select(cursor, False)
+            verb.check(rows)
+            return ActionResult(verb.action, verb.affected(rows), applied=False, name=target)
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # a frozen peer may hold the lock
         cursor.execute("SELECT awa_cron_protocol_lock()")
         # Lock order: protocol lock, owner rows, schedule rows by name. Under
         # the protocol lock no other writer can change ownership, so an
         # unlocked read tells which owner rows to lock first.
-        owners_involved = {r[1] for r in _select(cursor, action, name, owner_id, lock=False) if r[1]}
-        if action == "adopt":
-            owners_involved.add(str(owner_id))
+        owners_involved = {r[1] for r in verb.select(cursor, False) if r[1]}
+        if verb.new_owner is not None:
+            owners_involved.add(verb.new_owner)
         cursor.execute(
             "SELECT owner_id FROM awa_cron_owners WHERE owner_id = ANY(%s) ORDER BY owner_id FOR UPDATE",
             [sorted(owners_involved)],
         )
-        rows = _select(cursor, action, name, owner_id, lock=True)
-        _check(action, rows, owner_id, expected_owner)
-        names = _affected(action, rows)
+        rows = verb.select(cursor, True)
+        verb.check(rows)
+        names = verb.affected(rows)
         involved = {r[1] for r in rows if r[1] is not None}
-        db.set_local(cursor, "awa.cron_admin", "on")
-        if action == "adopt":
-            cursor.execute("INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [owner_id])
-            cursor.execute(
-                "UPDATE awa_cron_jobs SET owner_id = %s, updated_at = clock_timestamp() WHERE name = ANY(%s)",
-                [owner_id, names],
-            )
-            involved.add(str(owner_id))
-        elif action in ("retire", "retire_owner"):
-            cursor.execute(
-                "UPDATE awa_cron_jobs SET retired_at = clock_timestamp(), retired_by = %s, "
-                "retired_revision = 'operator', updated_at = clock_timestamp() "
-                "WHERE name = ANY(%s) AND retired_at IS NULL",
-                [actor, names],
-            )
-        else:  # restore, restore_owner
-            cursor.execute(
-                "UPDATE awa_cron_jobs SET retired_at = NULL, retired_by = NULL, retired_revision = NULL, "
-                "last_enqueued_at = clock_timestamp(), updated_at = clock_timestamp() "
-                "WHERE name = ANY(%s) AND retired_at IS NOT NULL",
-                [names],
-            )
-        db.set_local(cursor, "awa.cron_admin", "")
+        if verb.new_owner is not None:
+            involved.add(verb.new_owner)
+        with db.operator_context(cursor):
+            verb.write(cursor, names)
         if involved:
             cursor.execute(
                 "UPDATE awa_cron_owners SET synced_hash = NULL, agreed_hash = NULL, agreed_since = NULL, "
                 "evidence_until = NULL WHERE owner_id = ANY(%s)",
                 [sorted(involved)],
             )
-    logger.info("%s by %s: %s", action, actor, ", ".join(names) or "(nothing)",
-                extra={"event": f"cron.{action}", "actor": actor, "schedules": names})
-    return ActionPlan(action, names, applied=True)
-
-
-def _check(action: str, rows: list[tuple[str, str | None, Any]], owner_id: str | None, expected: str | None) -> None:
-    if action != "adopt":
-        return
-    name, current, _retired = rows[0]
-    if current != expected:
-        raise OperationRefused(
-            f"cron ownership conflict on {name!r}: expected {expected or '<unowned>'}, "
-            f"found {current or '<unowned>'}"
-        )
-
-
-def _affected(action: str, rows: list[tuple[str, str | None, Any]]) -> list[str]:
-    if action == "retire":
-        return [r[0] for r in rows if r[2] is None]
-    if action == "restore":
-        return [r[0] for r in rows if r[2] is not None]
-    return [r[0] for r in rows]
+    logger.info("%s by %s: %s", verb.action, actor, ", ".join(names) or "(nothing)",
+                extra={"event": f"cron.{verb.action}", "actor": actor, "schedules": names})
+    return ActionResult(verb.action, names, applied=True, name=target)

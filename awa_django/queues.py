@@ -17,6 +17,7 @@ from django.db import connections, transaction
 from django.db.models import Count, F, Q
 from django.db.models.functions import Greatest, Now
 
+from .actions import require_actor
 from .conf import conf
 from .connection_guards import bound_transaction_waits
 from .models import Job, JobState, QueueMeta
@@ -30,6 +31,10 @@ FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
 PRUNE_BATCH = 5000
 
 
+# The job operations below validate their actor with the one validator too.
+_actor = require_actor
+
+
 @dataclass(frozen=True)
 class QueueStatus:
     """A queue as operators see it."""
@@ -38,12 +43,6 @@ class QueueStatus:
     paused_at: Any
     paused_by: str | None
     counts: dict[str, int]
-
-
-def _actor(actor: str) -> str:
-    if not isinstance(actor, str) or not actor.strip():
-        raise ValueError("an operator action needs a non-blank actor")
-    return actor.strip()
 
 
 def list_queues(using: str = "default") -> list[QueueStatus]:
@@ -69,7 +68,7 @@ def is_queue_paused(queue: str, using: str = "default") -> bool:
 
 def pause_queue(queue: str, actor: str, using: str = "default") -> bool:
     """Stop workers claiming from ``queue``. False if it was already paused."""
-    actor = _actor(actor)
+    actor = require_actor(actor)
     with transaction.atomic(using=using):
         with connections[using].cursor() as cursor:
             bound_transaction_waits(cursor)
@@ -83,7 +82,7 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> bool:
 
 def resume_queue(queue: str, actor: str, using: str = "default") -> bool:
     """Let workers claim from ``queue`` again. False if it was not paused."""
-    actor = _actor(actor)
+    actor = require_actor(actor)
     changed = (
         QueueMeta.objects.using(using)
         .filter(queue=queue, paused_at__isnull=False)

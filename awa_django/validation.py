@@ -158,3 +158,10 @@ def size_problem(size: int, limit: int) -> str | None:
     if size > limit:
         return f"is {size} bytes as JSON; the limit is AWA_MAX_ARGS_BYTES={limit}"
     return None
+
+
+def validate_label(value: Any, what: str) -> str:
+    """Owner ids and revisions: non-blank, at most 200 bytes, no NUL."""
+    if not isinstance(value, str) or not value.strip() or len(value.encode()) > 200 or "\x00" in value:
+        raise ValueError(f"{what} must be a non-blank string of at most 200 bytes without NUL, got {value!r}")
+    return value

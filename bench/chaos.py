@@ -429,7 +429,7 @@ class Campaign:
 
         if self._open_window(name):
             return None
-        self.admin(ownership.operate, "retire", actor="chaos", apply=True, name=name)
+        self.admin(ownership.retire, actor="chaos", apply=True, name=name)
         self.event("retire", name)
         retired_at, last = self.sql("SELECT extract(epoch FROM retired_at)::float8, last_enqueued_at "
                                     "FROM awa_cron_jobs WHERE name = %s", [name])[0]
@@ -438,7 +438,7 @@ class Campaign:
 
         def restore() -> None:
             window[1] = self.db_now()
-            self.admin(ownership.operate, "restore", actor="chaos", apply=True, name=name)
+            self.admin(ownership.restore, actor="chaos", apply=True, name=name)
             restored = self.sql("SELECT last_enqueued_at FROM awa_cron_jobs WHERE name = %s", [name])[0][0]
             # Restore never replays retired time: slots in (last, restored] are skipped.
             self.record.skipped[name].append((last, restored))

@@ -92,7 +92,7 @@ def test_schedule_list__badges_paused_retired_queue_paused_and_active(admin_clie
     CronJobFactory(name="mailer", queue="mail")
     CronJobFactory(name="fine")
     operations.pause("quiet", "alice")
-    ownership.operate("retire", actor="bob", apply=True, name="gone")
+    ownership.retire(actor="bob", apply=True, name="gone")
     queues.pause_queue("mail", "carol")
     page = admin_client.get(SCHEDULES).content.decode()
     assert "paused by alice" in page
@@ -120,7 +120,7 @@ def test_schedule_list__filters_and_search(admin_client: Client) -> None:
     CronJobFactory(name="beta")
     CronJobFactory(name="gamma")
     operations.pause("beta", "x")
-    ownership.operate("retire", actor="x", apply=True, name="gamma")
+    ownership.retire(actor="x", apply=True, name="gamma")
 
     def names(query: str) -> list[str]:
         response = admin_client.get(SCHEDULES + query)
@@ -224,7 +224,7 @@ def test_actions__pause_resume_trigger_record_the_admin_user(admin_client: Clien
 def test_actions__retire_and_restore_confirm_with_the_dry_run_plan(admin_client: Client, admin_user: User) -> None:
     CronJobFactory(name="old")
     CronJobFactory(name="already")
-    ownership.operate("retire", actor="x", apply=True, name="already")
+    ownership.retire(actor="x", apply=True, name="already")
     page = act(admin_client, SCHEDULES, "retire_schedules", "old", "already")
     assert page.templates[0].name == "admin/awa_django/confirm_action.html"
     assert page.context["changes"] == ["old"] and page.context["unchanged"] == ["already"]
@@ -246,7 +246,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
 ) -> None:
     CronJobFactory(name="tomb")
     CronJobFactory(name="ok")
-    ownership.operate("retire", actor="x", apply=True, name="tomb")
+    ownership.retire(actor="x", apply=True, name="tomb")
     response = act(admin_client, SCHEDULES, "pause_schedules", "tomb", "ok")
     assert response.status_code == 200
     assert "tomb: schedule 'tomb' is retired; restore it first" in texts(response)
@@ -473,7 +473,8 @@ def test_errors_on_every_page_are_messages_not_500(admin_client: Client, monkeyp
     monkeypatch.setattr(queues, "pause_queue", broken)
     monkeypatch.setattr(queues, "retry_job", broken)
     monkeypatch.setattr(queues, "cancel_jobs", broken)
-    monkeypatch.setattr(ownership, "operate", broken)
+    for verb in ("adopt", "retire", "restore", "retire_owner", "restore_owner"):
+        monkeypatch.setattr(ownership, verb, broken)
     responses = [
         act(admin_client, QUEUES, "pause_queues", "mail"),
         act(admin_client, JOBS, "retry_jobs", job.id),

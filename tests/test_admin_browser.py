@@ -139,7 +139,7 @@ def realistic_data() -> None:
     CronJobFactory(name="stuck-cleanup", cron_expr="*/10 * * * *", last_enqueued_at=now - timedelta(hours=2))
     CronJobFactory(name="hourly-sync", cron_expr="0 * * * *", last_enqueued_at=now - timedelta(hours=3))
     CronJobFactory(name="old-export", cron_expr="30 4 1 * *", owner_id="web")
-    ownership.operate("retire", actor="deploy", apply=True, name="old-export")
+    ownership.retire(actor="deploy", apply=True, name="old-export")
     operations.pause("stuck-cleanup", "alice")
     # Automatic fires of the last three weekdays, oldest first: one failed after two attempts.
     for fire, state, seconds in zip(reversed(digest_fires), ("completed", "failed", "completed"), (0.83, 2.4, 0.91),

@@ -202,7 +202,7 @@ def test_runcron__retired_schedule_is_inert(runcron: Any) -> None:
 
     proc = runcron({"doomed": every_second("catch_up")})
     wait_for(lambda: len(slots("doomed")) >= 2, timeout=30)
-    ownership.operate("retire", name="doomed", actor="ops", apply=True)
+    ownership.retire(name="doomed", actor="ops", apply=True)
     retired_at = db_now()
     time.sleep(2.5)
     assert all(f <= retired_at for f in slots("doomed"))

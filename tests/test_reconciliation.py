@@ -19,13 +19,13 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import override_settings
 
-from awa_django import operations, reconciliation, runtime
+from awa_django import evidence, operations, ownership, reconciliation, runtime
+from awa_django.actions import ActionResult
 from awa_django.evaluator import evaluate
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.leader import Leader
 from awa_django.manifest import DEFINITION_KEYS, InvalidManifest, build_manifest, manifest_for
 from awa_django.models import CronDeclaration, CronJob, CronManifest, CronOwner, Job, RuntimeInstance
-from awa_django.ownership import ActionPlan, operate
 from awa_django.reconciliation import (
     CRON_PROTOCOL_VERSION,
     ReconciliationConfig,
@@ -388,10 +388,10 @@ def test_reconcile__legacy_runtime_and_outage_never_authorize_retirement() -> No
     result = reconcile("billing")
     assert not result.applied and not retired("invoice")
 
-    dry = operate("retire_owner", actor="ops", owner_id="billing")
-    assert dry == ActionPlan("retire_owner", ["invoice"], False) and not retired("invoice")
-    done = operate("retire_owner", actor="ops", apply=True, owner_id="billing")
-    assert done == ActionPlan("retire_owner", ["invoice"], True)
+    dry = ownership.retire_owner(actor="ops", owner_id="billing")
+    assert dry == ActionResult("retire_owner", ["invoice"], False) and not retired("invoice")
+    done = ownership.retire_owner(actor="ops", apply=True, owner_id="billing")
+    assert done == ActionResult("retire_owner", ["invoice"], True)
     invoice = row("invoice")
     assert (invoice.retired_by, invoice.retired_revision) == ("ops", "operator") and invoice.retired_at
 
@@ -573,18 +573,18 @@ def test_plan__reads_one_repeatable_read_snapshot_without_the_protocol_lock(monk
     a = publish("billing", [job("invoice")])
     publish("billing", [], instance=a)
     seen: list[tuple[Any, ...]] = []
-    original = reconciliation.describe_changes
+    original = evidence.stored_rows
 
-    def spy(*args: Any, **kwargs: Any) -> None:
+    def spy(*args: Any, **kwargs: Any) -> Any:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only'), "
                 "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid())"
             )
             seen.append(cursor.fetchone())
-        original(*args, **kwargs)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(reconciliation, "describe_changes", spy)
+    monkeypatch.setattr(evidence, "stored_rows", spy)
     plan("billing")
     preview("billing", [])
     assert seen == [("repeatable read", "on", 0), ("repeatable read", "on", 0)]
@@ -640,16 +640,16 @@ def test_plan__plans_previews_and_dry_runs_do_not_wait_for_a_protocol_lock_holde
         reader = Background(lambda: (
             plan("billing"),
             preview("billing", [job("invoice").definition()]),
-            operate("retire_owner", actor="ops", owner_id="billing"),
-            operate("restore", actor="ops", name="invoice"),
+            ownership.retire_owner(actor="ops", owner_id="billing"),
+            ownership.restore(actor="ops", name="invoice"),
             reconciliation.owners(),
         ))
         assert reader.done_within(2.0), "a read-only plan waited for the protocol lock"
         current, proposed, dry, dry_restore, owners = reader.result()
         assert current.retirements == ["invoice"] and not current.applied
         assert proposed.blockers == ["manifest_not_published"]
-        assert dry == ActionPlan("retire_owner", ["invoice"], False)
-        assert dry_restore == ActionPlan("restore", [], False)
+        assert dry == ActionResult("retire_owner", ["invoice"], False)
+        assert dry_restore == ActionResult("restore", [], False)
         assert owners == ["billing"]
         assert not writer.finished.is_set()
     writer.result()
@@ -666,12 +666,12 @@ def test_ownership__adoption_retirement_and_restore_need_explicit_operator_actio
     assert "ownership_or_retirement_conflict" in current.blockers
     assert row("invoice").owner_id is None
 
-    dry = operate("adopt", actor="ops", name="invoice", owner_id="billing", expected_owner=None)
-    assert dry == ActionPlan("adopt", ["invoice"], False) and row("invoice").owner_id is None
-    done = operate("adopt", actor="ops", apply=True, name="invoice", owner_id="billing", expected_owner=None)
-    assert done == ActionPlan("adopt", ["invoice"], True) and row("invoice").owner_id == "billing"
+    dry = ownership.adopt(actor="ops", name="invoice", owner_id="billing", expected_owner=None)
+    assert dry == ActionResult("adopt", ["invoice"], False) and row("invoice").owner_id is None
+    done = ownership.adopt(actor="ops", apply=True, name="invoice", owner_id="billing", expected_owner=None)
+    assert done == ActionResult("adopt", ["invoice"], True) and row("invoice").owner_id == "billing"
     with pytest.raises(OperationRefused, match="expected <unowned>, found billing"):
-        operate("adopt", actor="ops", apply=True, name="invoice", owner_id="billing", expected_owner=None)
+        ownership.adopt(actor="ops", apply=True, name="invoice", owner_id="billing", expected_owner=None)
 
     # Additive sync of a changed definition cannot change an owned row.
     assert sync_schedules([job("invoice", queue="mail")]) == []
@@ -681,7 +681,7 @@ def test_ownership__adoption_retirement_and_restore_need_explicit_operator_actio
     assert plan("intruder").conflicts == [OWNED_CONFLICT.format("invoice", "billing")]
     assert row("invoice").owner_id == "billing"
 
-    operate("retire", actor="ops", apply=True, name="invoice")
+    ownership.retire(actor="ops", apply=True, name="invoice")
     publish("billing", [job("invoice")], instance=billing)
     invoice = row("invoice")
     assert invoice.retired_at is not None and (invoice.retired_by, invoice.retired_revision) == ("ops", "operator")
@@ -698,8 +698,8 @@ def test_ownership__adoption_retirement_and_restore_need_explicit_operator_actio
     assert not Job.objects.exists() and row("invoice").last_enqueued_at is None
 
     before = db_now()
-    restored = operate("restore", actor="ops", apply=True, name="invoice")
-    assert restored == ActionPlan("restore", ["invoice"], True)
+    restored = ownership.restore(actor="ops", apply=True, name="invoice")
+    assert restored == ActionResult("restore", ["invoice"], True)
     invoice = row("invoice")
     assert (invoice.retired_at, invoice.retired_by, invoice.retired_revision) == (None, None, None)
     assert invoice.last_enqueued_at >= before and invoice.owner_id == "billing"
@@ -721,16 +721,16 @@ def test_operate__transfer_needs_the_expected_owner_and_resets_both_sides_only()
     publish("other", [job("other-job")])
     other_before = owner_state("other")
     with pytest.raises(OperationRefused, match="expected mail, found billing"):
-        operate("adopt", actor="ops", apply=True, name="invoice", owner_id="mail", expected_owner="mail")
+        ownership.adopt(actor="ops", apply=True, name="invoice", owner_id="mail", expected_owner="mail")
     assert row("invoice").owner_id == "billing"
-    done = operate("adopt", actor="ops", apply=True, name="invoice", owner_id="mail", expected_owner="billing")
+    done = ownership.adopt(actor="ops", apply=True, name="invoice", owner_id="mail", expected_owner="billing")
     assert done.applied and row("invoice").owner_id == "mail"
     for owner in ("billing", "mail"):
         state = owner_state(owner)
         assert (state["synced_hash"], state["agreed_hash"], state["agreed_since"], state["evidence_until"]) == (None,) * 4
     assert owner_state("other") == other_before
     # Adoption into a brand-new owner creates its owner row.
-    operate("adopt", actor="ops", apply=True, name="other-job", owner_id="newcomer", expected_owner="other")
+    ownership.adopt(actor="ops", apply=True, name="other-job", owner_id="newcomer", expected_owner="other")
     assert CronOwner.objects.filter(owner_id="newcomer").exists()
     assert row("other-job").owner_id == "newcomer"
 
@@ -740,7 +740,7 @@ def test_operate__invalidates_the_certificate_so_publication_rescans_for_conflic
     certified = owner_state("billing")
     assert certified["synced_hash"] == manifest_for([job("invoice")]).desired_hash
     assert certified["agreed_since"] is not None
-    operate("retire", actor="ops", apply=True, name="invoice")
+    ownership.retire(actor="ops", apply=True, name="invoice")
     publish("billing", [job("invoice")], instance=a)  # a heartbeat with the same manifest
     state = owner_state("billing")
     assert (state["synced_hash"], state["agreed_since"]) == (None, None)
@@ -753,7 +753,7 @@ def test_operate__keeps_unrelated_owners_clocks_and_locks_only_its_rows() -> Non
     publish("mail", [job("reminder")])
     mail_before = owner_state("mail")
     assert mail_before["synced_hash"] and mail_before["agreed_since"]
-    operate("retire", actor="ops", apply=True, name="invoice")
+    ownership.retire(actor="ops", apply=True, name="invoice")
     assert owner_state("mail") == mail_before  # not even rewritten (same xmin)
     billing = owner_state("billing")
     assert (billing["synced_hash"], billing["agreed_hash"], billing["agreed_since"], billing["evidence_until"]) == (None,) * 4
@@ -761,11 +761,11 @@ def test_operate__keeps_unrelated_owners_clocks_and_locks_only_its_rows() -> Non
     holder = raw_connection(autocommit=False)
     try:
         holder.execute("SELECT name FROM awa_cron_jobs WHERE name = 'reminder' FOR UPDATE")
-        restore = Background(lambda: operate("restore", actor="ops", apply=True, name="invoice"))
+        restore = Background(lambda: ownership.restore(actor="ops", apply=True, name="invoice"))
         assert restore.done_within(2.0), "restoring invoice waited for a lock on another row"
         assert restore.result().applied and not retired("invoice")
         # The held row lock is real: an action on that row does wait for it.
-        blocked = Background(lambda: operate("retire", actor="ops", apply=True, name="reminder"))
+        blocked = Background(lambda: ownership.retire(actor="ops", apply=True, name="reminder"))
         wait_until_blocked(blocked, "transactionid")
     finally:
         holder.rollback()
@@ -778,7 +778,7 @@ def test_operate__takes_the_protocol_lock_before_schedule_rows() -> None:
     holder = raw_connection(autocommit=False)
     try:
         holder.execute("SELECT name FROM awa_cron_jobs WHERE name = 'invoice' FOR UPDATE")
-        action = Background(lambda: operate("retire", actor="ops", apply=True, name="invoice"))
+        action = Background(lambda: ownership.retire(actor="ops", apply=True, name="invoice"))
         wait_until_blocked(action, "transactionid")
         with raw_connection(autocommit=False) as probe:
             probe.execute("SET LOCAL lock_timeout = '100ms'")
@@ -796,38 +796,36 @@ def test_operate__validates_actor_action_and_target() -> None:
     publish("billing", [job("invoice")])
     for actor in ("", "   "):
         with pytest.raises(ValueError, match="actor"):
-            operate("retire", actor=actor, name="invoice")
-    with pytest.raises(ValueError, match="unknown action"):
-        operate("delete", actor="ops", name="invoice")
+            ownership.retire(actor=actor, name="invoice")
     with pytest.raises(ValueError):
-        operate("retire", actor="ops")
+        ownership.retire("", actor="ops")
     with pytest.raises(ValueError):
-        operate("adopt", actor="ops", name="invoice", owner_id=" ")
+        ownership.adopt(actor="ops", name="invoice", owner_id=" ")
     for apply in (False, True):
         with pytest.raises(ScheduleNotFound):
-            operate("retire", actor="ops", apply=apply, name="missing")
-    assert operate("retire_owner", actor="ops", apply=True, owner_id="nobody") == ActionPlan("retire_owner", [], True)
-    assert operate("retire", actor="ops", apply=True, name="invoice").schedules == ["invoice"]
-    assert operate("retire", actor="ops", apply=True, name="invoice").schedules == []  # already retired
-    assert operate("restore_owner", actor="ops", owner_id="billing").schedules == ["invoice"]
+            ownership.retire(actor="ops", apply=apply, name="missing")
+    assert ownership.retire_owner(actor="ops", apply=True, owner_id="nobody") == ActionResult("retire_owner", [], True)
+    assert ownership.retire(actor="ops", apply=True, name="invoice").schedules == ["invoice"]
+    assert ownership.retire(actor="ops", apply=True, name="invoice").schedules == []  # already retired
+    assert ownership.restore_owner(actor="ops", owner_id="billing").schedules == ["invoice"]
 
 
 def test_operate__retire_works_on_unowned_rows_and_keeps_pause_separate() -> None:
     sync_schedules([job("legacy")])
     operations.pause("legacy", "alice")
-    operate("retire", actor="ops", apply=True, name="legacy")
+    ownership.retire(actor="ops", apply=True, name="legacy")
     legacy = row("legacy")
     assert legacy.retired_at is not None and legacy.paused_by == "alice" and legacy.owner_id is None
     with pytest.raises(OperationRefused, match="retired"):
         operations.resume("legacy", "alice")
-    operate("restore", actor="ops", apply=True, name="legacy")
+    ownership.restore(actor="ops", apply=True, name="legacy")
     legacy = row("legacy")
     assert legacy.retired_at is None and legacy.paused_by == "alice"  # restore keeps the pause
 
 
 def test_sync__retired_unowned_row_ignores_additive_sync_and_keeps_its_tombstone() -> None:
     sync_schedules([job("legacy")])
-    operate("retire", actor="ops", apply=True, name="legacy")
+    ownership.retire(actor="ops", apply=True, name="legacy")
     tomb = row("legacy")
     for _ in range(2):
         assert sync_schedules([job("legacy", "0 1 * * *", queue="mail")]) == []
@@ -848,10 +846,10 @@ def test_restore__starts_from_database_now_and_never_replays_retired_time() -> N
     publish("billing", [job("report", missed_fire_policy="catch_up")])
     execute("UPDATE awa_cron_jobs SET last_enqueued_at = date_trunc('minute', clock_timestamp()) "
             "- interval '1 hour' WHERE name = 'report'")
-    operate("retire", actor="ops", apply=True, name="report")
+    ownership.retire(actor="ops", apply=True, name="report")
     assert evaluate().jobs == []
     before = db_now()
-    operate("restore", actor="ops", apply=True, name="report")
+    ownership.restore(actor="ops", apply=True, name="report")
     assert row("report").last_enqueued_at >= before
     jobs = evaluate().jobs
     # Without the new boundary, catch-up would replay the hour (60 fires).
@@ -862,7 +860,7 @@ def test_retire__leaves_already_enqueued_jobs_and_user_enqueues_alone() -> None:
     publish("billing", [job("invoice")])
     fired = evaluate().jobs
     assert [j["metadata"]["cron_name"] for j in fired] == ["invoice"]
-    operate("retire_owner", actor="ops", apply=True, owner_id="billing")
+    ownership.retire_owner(actor="ops", apply=True, owner_id="billing")
     accepted = Job.objects.get(id=fired[0]["id"])
     assert accepted.state == "available" and accepted.metadata["cron_name"] == "invoice"
     record.enqueue(label="by hand")
@@ -896,7 +894,7 @@ def test_startup__retired_desired_names_start_inert_and_restore_owner_revives_th
     schedules = [job("invoice"), job("statement")]
     a = publish("billing", schedules)
     operations.pause("invoice", "ops")
-    operate("retire_owner", actor="ops", apply=True, owner_id="billing")
+    ownership.retire_owner(actor="ops", apply=True, owner_id="billing")
 
     # A process with the same config and schedules starts (startup check included).
     reporter = RuntimeReporter("runcron", schedules, config=ReconciliationConfig("billing", "rev-1", 0))
@@ -912,12 +910,12 @@ def test_startup__retired_desired_names_start_inert_and_restore_owner_revives_th
     assert current.conflicts == [RETIRED_CONFLICT.format("invoice"), RETIRED_CONFLICT.format("statement")]
     assert current.agreed_since is None and owner_state("billing")["agreed_since"] is None
 
-    dry = operate("restore_owner", actor="ops", owner_id="billing")
-    assert dry == ActionPlan("restore_owner", ["invoice", "statement"], False)
+    dry = ownership.restore_owner(actor="ops", owner_id="billing")
+    assert dry == ActionResult("restore_owner", ["invoice", "statement"], False)
     assert retired("invoice") and retired("statement")
     before = db_now()
-    done = operate("restore_owner", actor="ops", apply=True, owner_id="billing")
-    assert done == ActionPlan("restore_owner", ["invoice", "statement"], True)
+    done = ownership.restore_owner(actor="ops", apply=True, owner_id="billing")
+    assert done == ActionResult("restore_owner", ["invoice", "statement"], True)
     invoice, statement = row("invoice"), row("statement")
     assert invoice.retired_at is None and statement.retired_at is None
     assert invoice.last_enqueued_at >= before and statement.last_enqueued_at >= before

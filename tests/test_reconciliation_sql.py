@@ -16,11 +16,10 @@ import pytest
 from django.db import DatabaseError, connection
 from django.db.models.functions import Now
 
-from awa_django import operations
+from awa_django import operations, ownership
 from awa_django.evaluator import evaluate
 from awa_django.exceptions import OperationRefused
 from awa_django.models import CronJob, Job
-from awa_django.ownership import operate
 from awa_django.reconciliation import CRON_PROTOCOL_VERSION, plan
 from awa_django.sync import sync_schedules
 from tests.conftest import operator_context, raw_connection
@@ -324,7 +323,7 @@ def test_contexts__do_not_outlive_their_transaction() -> None:
     CronJobFactory(name="plain")
     owned("other")
     publish("billing", [job("invoice")])  # runs the manager context (definition sync)
-    operate("retire", actor="ops", apply=True, name="plain")  # runs the operator context
+    ownership.retire(actor="ops", apply=True, name="plain")  # runs the operator context
     settings = execute("SELECT current_setting('awa.cron_admin', true), current_setting('awa.cron_owner', true)")
     assert all(value in (None, "") for value in settings[0])
     with pytest.raises(DatabaseError):

@@ -432,14 +432,14 @@ class ScheduleMachine(RuleBasedStateMachine):
     def retire(self, name: str) -> None:
         row = self.model.rows.get(name)
         if self._expect_refusal(name, False,
-                                lambda: ownership.operate("retire", actor=ACTOR, apply=True, name=name)):
+                                lambda: ownership.retire(actor=ACTOR, apply=True, name=name)):
             assert row is not None
             row.retired = True
 
     def restore(self, name: str) -> None:
         row = self.model.rows.get(name)
         if self._expect_refusal(name, False,
-                                lambda: ownership.operate("restore", actor=ACTOR, apply=True, name=name)):
+                                lambda: ownership.restore(actor=ACTOR, apply=True, name=name)):
             assert row is not None
             if row.retired:  # retired time is never replayed; pause is kept
                 row.retired = False

@@ -21,8 +21,8 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from ..evidence import FRESH_FOR
 from ..exceptions import OperationRefused, ScheduleNotFound
-from ..reconciliation import FRESH_FOR
 
 logger = logging.getLogger(__name__)
 

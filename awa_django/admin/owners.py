@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from .. import ownership, reconciliation
+from ..actions import ActionResult
 from ..models import CronJob, CronOwner
 from .common import OPERATOR_ERRORS, ReadOnlyAdmin, actor, badge, confirmation, has_awa_perm
 
@@ -149,7 +150,8 @@ class CronOwnerAdmin(ReadOnlyAdmin):
         verb = "retire" if action == "retire_owner" else "restore"
         apply = request.method == "POST" and request.POST.get("post") == "yes"
         try:
-            result = ownership.operate(action, actor=actor(request), apply=apply, owner_id=owner_id)
+            verb_function = ownership.retire_owner if action == "retire_owner" else ownership.restore_owner
+            result = verb_function(owner_id, actor=actor(request), apply=apply)
         except OPERATOR_ERRORS as exc:
             self.message_user(request, f"{verb} owner {owner_id}: {exc}", messages.ERROR)
             return HttpResponseRedirect(back)
@@ -175,13 +177,13 @@ class CronOwnerAdmin(ReadOnlyAdmin):
         """Adopt or transfer one schedule: form, dry-run plan, confirm."""
         self._require_retire(request)
         form = AdoptForm(request.POST if request.method == "POST" else None, initial=request.GET.dict())
-        plan: ownership.ActionPlan | None = None
+        plan: ActionResult | None = None
         if form.is_valid():
             data = form.cleaned_data
             apply = request.POST.get("post") == "yes"
             try:
-                plan = ownership.operate(
-                    "adopt", actor=actor(request), apply=apply, name=data["name"], owner_id=data["owner"],
+                plan = ownership.adopt(
+                    data["name"], data["owner"], actor=actor(request), apply=apply,
                     expected_owner=data["expected_owner"] or None,
                 )
             except OPERATOR_ERRORS as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from .. import cronexpr, db, operations, ownership
+from ..actions import ActionResult
 from ..conf import conf
 from ..humanize import describe_cron
 from ..models import CronJob, QueueMeta
@@ -333,7 +335,7 @@ class CronJobAdmin(ReadOnlyAdmin):
         """Retire/restore: a confirmation page with the dry-run plan, then apply."""
         if request.POST.get("post") == "yes":
             def apply(row: CronJob) -> str | None:
-                plan = ownership.operate(action, actor=actor(request), apply=True, name=row.name)
+                plan = _verb(action)(row.name, actor=actor(request), apply=True)
                 return f"{action}d {row.name}" if plan.schedules else None
             run_each(self, request, queryset.order_by("name"), apply, str)
             return None
@@ -342,7 +344,7 @@ class CronJobAdmin(ReadOnlyAdmin):
         unchanged: list[str] = []
         for name in names:
             try:
-                plan = ownership.operate(action, actor=actor(request), apply=False, name=name)
+                plan = _verb(action)(name, actor=actor(request), apply=False)
             except OPERATOR_ERRORS as exc:
                 self.message_user(request, f"{name}: {exc}", "error")
                 continue
@@ -363,6 +365,12 @@ class CronJobAdmin(ReadOnlyAdmin):
             form_url="",
             cancel_url=reverse("admin:awa_django_cronjob_changelist"),
         )
+
+
+def _verb(action: str) -> Callable[..., ActionResult]:
+    """The lifecycle verb of a retire/restore action (looked up at call time)."""
+    verb: Callable[..., ActionResult] = ownership.retire if action == "retire" else ownership.restore
+    return verb
 
 
 RETIRE_TEXT = ("Retired schedules are durable tombstones: they never fire again until restored, "

@@ -318,27 +318,29 @@ class Command(BaseCommand):
         self.emit(options, data, printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"))
 
     # -- ownership -----------------------------------------------------------
-    def _operate(self, options: dict[str, Any], action: str, **kwargs: Any) -> None:
-        result = ownership.operate(action, actor=options["actor"], apply=options["apply"], **kwargs)
+    def _lifecycle(self, options: dict[str, Any], result: Any) -> None:
         verb = "applied" if result.applied else "dry run (use --apply)"
         names = ", ".join(result.schedules) or "nothing"
-        self.emit(options, result.as_json(), printable(f"{action}: {verb}: {names}"))
+        self.emit(options, result.as_json(), printable(f"{result.action}: {verb}: {names}"))
 
     def cron_adopt(self, options: dict[str, Any]) -> None:
-        self._operate(options, "adopt", name=options["name"], owner_id=options["owner"],
-                      expected_owner=options["expected_owner"])
+        self._lifecycle(options, ownership.adopt(
+            options["name"], options["owner"], actor=options["actor"], apply=options["apply"],
+            expected_owner=options["expected_owner"]))
 
     def cron_retire(self, options: dict[str, Any]) -> None:
-        self._operate(options, "retire", name=options["name"])
+        self._lifecycle(options, ownership.retire(options["name"], actor=options["actor"], apply=options["apply"]))
 
     def cron_restore(self, options: dict[str, Any]) -> None:
-        self._operate(options, "restore", name=options["name"])
+        self._lifecycle(options, ownership.restore(options["name"], actor=options["actor"], apply=options["apply"]))
 
     def cron_retire_owner(self, options: dict[str, Any]) -> None:
-        self._operate(options, "retire_owner", owner_id=options["owner"])
+        self._lifecycle(options, ownership.retire_owner(
+            options["owner"], actor=options["actor"], apply=options["apply"]))
 
     def cron_restore_owner(self, options: dict[str, Any]) -> None:
-        self._operate(options, "restore_owner", owner_id=options["owner"])
+        self._lifecycle(options, ownership.restore_owner(
+            options["owner"], actor=options["actor"], apply=options["apply"]))
 
     def cron_plan(self, options: dict[str, Any]) -> None:
         if options["manifest"]:
