@@ -14,22 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .schedules import MAX_NAME_LENGTH, Schedule
+from .schedule_builder import MAX_NAME_LENGTH
+from .schedule_shape import DEFINITION_KEYS, Schedule
 
-# The keys of one manifest entry (a full schedule definition).
-DEFINITION_KEYS = (
-    "name",
-    "cron_expr",
-    "timezone",
-    "kind",
-    "queue",
-    "args",
-    "priority",
-    "max_attempts",
-    "tags",
-    "metadata",
-    "missed_fire_policy",
-)
+__all__ = ["DEFINITION_KEYS", "InvalidManifest", "Manifest", "build_manifest", "canonical_json", "manifest_for"]
 
 
 class InvalidManifest(ValueError):

@@ -3,15 +3,18 @@
 :data:`FIELDS` lists the definition columns of ``awa_cron_jobs`` in order:
 the manifest keys (:data:`DEFINITION_KEYS`), the ``AWA_SCHEDULES`` options
 (:data:`SETTINGS_KEYS`), the SQL recordset columns and the compared columns
-of the upsert (:mod:`.upsert`), ``Schedule.definition()``, the definition of
-a stored row (:func:`row_definition`) and the CLI's ``ROW_FIELDS`` are all
+of the upsert (:mod:`.upsert`), :meth:`Schedule.definition`, the definition
+of a stored row (:func:`row_definition`) and the CLI's ``ROW_FIELDS`` are all
 derived from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+from .cronexpr import CronExpression
 
 
 @dataclass(frozen=True)
@@ -50,3 +53,34 @@ RECORDSET_COLUMNS = ", ".join(f"{f.key} {f.sql_type}" for f in FIELDS)
 def row_definition(row: Any) -> dict[str, Any]:
     """The definition of a stored ``CronJob`` row, keyed as in a manifest."""
     return {k: list(row.tags or []) if k == "tags" else getattr(row, k) for k in DEFINITION_KEYS}
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """One validated schedule definition, as stored in ``awa_cron_jobs``."""
+
+    name: str
+    cron: CronExpression
+    timezone: str
+    kind: str
+    queue: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    priority: int
+    max_attempts: int
+    tags: tuple[str, ...]
+    metadata: dict[str, Any]
+    missed_fire_policy: str
+    source: str = field(default="", compare=False)
+
+    def definition(self) -> dict[str, Any]:
+        """The row's definition columns (everything the sync writes), keyed as in a manifest."""
+        return {k: _FROM_SCHEDULE[k](self) if k in _FROM_SCHEDULE else getattr(self, k) for k in DEFINITION_KEYS}
+
+
+# The definition columns a Schedule does not hold under the column's own name.
+_FROM_SCHEDULE: dict[str, Callable[[Schedule], Any]] = {
+    "cron_expr": lambda s: s.cron.text,
+    "args": lambda s: {"args": s.args, "kwargs": s.kwargs},
+    "tags": lambda s: list(s.tags),
+}

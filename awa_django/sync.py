@@ -1,13 +1,13 @@
 """Additive definition sync: code-declared schedules -> ``awa_cron_jobs``.
 
-UPSERT only. It never deletes (several deployments may share one database and
-each declares only its own schedules), never touches ``last_enqueued_at``,
-pause or lifecycle columns, and skips rows whose definition is unchanged.
+UPSERT only (the one upsert of :mod:`.upsert`). It never deletes (several
+deployments may share one database and each declares only its own schedules),
+never touches ``last_enqueued_at``, pause or lifecycle columns, and skips rows
+whose definition is unchanged.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from contextlib import nullcontext
@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, InternalError, connections, transaction
 
+from . import upsert
 from .connection_guards import bound_transaction_waits
 from .schedules import Schedule
 
@@ -24,12 +25,6 @@ logger = logging.getLogger(__name__)
 # Errors a value in one definition can cause; anything else (connection,
 # privilege, timeout) is not a row's fault and fails the sync as a whole.
 ROW_FAULTS = (IntegrityError, DataError, InternalError, UnicodeEncodeError)
-
-
-def _upsert(cursor: Any, definitions: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    cursor.execute("SELECT name, outcome FROM awa_cron_upsert_v2(%s::jsonb)", [json.dumps(definitions)])
-    rows: list[tuple[str, str]] = cursor.fetchall()
-    return rows
 
 
 def _isolated(using: str) -> Any:
@@ -46,7 +41,7 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
         bound_transaction_waits(cursor)  # rows may be locked by a frozen peer
         try:
             with _isolated(using):
-                outcomes = _upsert(cursor, definitions)
+                outcomes = upsert.sync_additive(cursor, definitions)
         except ROW_FAULTS as exc:
             # One row's value failed the set-based upsert: sync the rest one
             # by one, so every other schedule is still written.
@@ -56,7 +51,7 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
             for definition in definitions:
                 try:
                     with _isolated(using):
-                        outcomes.extend(_upsert(cursor, [definition]))
+                        outcomes.extend(upsert.sync_additive(cursor, [definition]))
                 except ROW_FAULTS as row_exc:
                     logger.error(
                         "schedule %s cannot be synced: %s", definition["name"], row_exc,

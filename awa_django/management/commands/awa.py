@@ -1,237 +1,44 @@
 """``manage.py awa ...``: operate schedules from the shell.
 
-A thin parser over :mod:`awa_django.operations` (the same functions the admin
-uses). ``--json`` prints machine-readable output; errors go to stderr with a
+A thin parser (:mod:`awa_django.cli`) over :mod:`awa_django.operations`,
+:mod:`~awa_django.ownership` and :mod:`~awa_django.queues` (the same functions
+the admin uses). ``--json`` prints machine-readable output; errors go to stderr with a
 non-zero exit status.
 """
 
 from __future__ import annotations
 
-import argparse
-import getpass
 import json
-import math
-import unicodedata
-from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from awa_django import db, health, operations, ownership, queues, reconciliation
+from awa_django import cli, db, health, operations, ownership, queues, reconciliation
+from awa_django.cli import (
+    default_actor,
+    format_duration,
+    job_duration,
+    last_error,
+    plain,
+    positive_seconds,
+    printable,
+    schedule_dict,
+)
 from awa_django.connection_guards import privilege_error
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
-from awa_django.humanize import describe_cron
-from awa_django.manifest import DEFINITION_KEYS
-from awa_django.models import CronJob, Job, JobState
+from awa_django.models import Job
 
-# The definition (as in a manifest), then the state columns.
-ROW_FIELDS = (
-    *DEFINITION_KEYS,
-    "last_enqueued_at",
-    "next_fire_at",
-    "created_at",
-    "updated_at",
-    "paused_at",
-    "paused_by",
-    "retired_at",
-    "retired_by",
-    "retired_revision",
-    "owner_id",
-    "parked_at",
-    "parked_reason",
-)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, tuple):
-        return list(value)
-    return value
-
-
-def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
-    """A schedule row as JSON-ready data (the ``--json`` shape)."""
-    data = {f: _plain(getattr(row, f)) for f in ROW_FIELDS}
-    for f in ROW_FIELDS:
-        # A timestamp no datetime can hold ('infinity'): show the database's text.
-        if data[f] is None and getattr(row, f"{f}_text", None) is not None:
-            data[f] = getattr(row, f"{f}_text")
-    data["state"] = ("retired" if row.retired_at else "paused" if row.paused_at
-                     else "parked" if row.parked_at else "active")
-    data["description"] = describe_cron(row.cron_expr)
-    if upcoming:
-        data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
-    return data
-
-
-def printable(value: Any) -> str:
-    """``value`` as text with control and format characters escaped.
-
-    Names come from declarations and raw SQL; ESC, newlines or RTL overrides
-    printed as-is would let one row forge others in a terminal. JSON output
-    is escaped by ``json.dumps`` itself.
-    """
-    text = str(value)
-    if all(" " <= c <= "~" for c in text):
-        return text
-    return "".join(
-        c if unicodedata.category(c) not in _UNPRINTABLE else c.encode("unicode_escape").decode("ascii")
-        for c in text
-    )
-
-
-_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
-
-
-def positive_seconds(value: str) -> float:
-    """argparse type: a finite number of seconds > 0 (``-1`` would prune everything)."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {value!r}")
-    return seconds
-
-
-def default_actor() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except Exception:  # no passwd entry in some containers
-        return "cli"
-
-
-def job_duration(job: Job, now: datetime | None) -> float | None:
-    """Seconds the latest attempt ran (so far, if it is running); None if never started."""
-    if job.attempted_at is None:
-        return None
-    end = job.finished_at if job.finished_at is not None else now if job.state == JobState.RUNNING else None
-    if end is None:
-        return None
-    return max(0.0, (end - job.attempted_at).total_seconds())
-
-
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
-def last_error(job: Job, width: int = 60) -> str | None:
-    """``Class: last traceback line`` of the job's latest error, shortened."""
-    errors = job.errors if isinstance(job.errors, list) else []
-    if not errors or not isinstance(errors[-1], dict):
-        return None
-    entry = errors[-1]
-    name = str(entry.get("exception_class_path", "?")).rpartition(".")[2]
-    lines = [line for line in str(entry.get("traceback", "")).strip().splitlines() if line.strip()]
-    detail = lines[-1].strip() if lines else ""
-    if detail.startswith(name + ":") or detail == name:
-        text = detail
-    else:
-        text = f"{name}: {detail}" if detail else name
-    return text if len(text) <= width else text[: width - 3] + "..."
+# Re-exported: the command's helpers lived here before awa_django.cli.
+__all__ = ["Command", "default_actor", "format_duration", "job_duration", "last_error", "positive_seconds",
+           "printable", "schedule_dict"]
 
 
 class Command(BaseCommand):
     help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
 
     def add_arguments(self, parser: Any) -> None:
-        groups = parser.add_subparsers(dest="group", required=True, metavar="{cron,queue,jobs,health}")
-        cron = groups.add_parser("cron", help="Inspect and operate cron schedules.")
-        verbs = cron.add_subparsers(dest="verb", required=True, metavar="VERB")
-
-        def verb(name: str, help_text: str, *, needs_name: bool = True, mutates: bool = False) -> Any:
-            sub = verbs.add_parser(name, help=help_text)
-            if needs_name:
-                sub.add_argument("name", help="schedule name")
-            if mutates:
-                sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit (default: cli:<user>)")
-            sub.add_argument("--json", action="store_true", help="machine-readable output")
-            return sub
-
-        verb("list", "List schedules.", needs_name=False)
-        show = verb("show", "Show one schedule with its next fires.")
-        show.add_argument("--next", type=int, default=5, help="how many upcoming fires to show")
-        verb("pause", "Pause automatic fires (manual triggers still work).", mutates=True)
-        verb("resume", "Resume automatic fires.", mutates=True)
-        verb("trigger", "Enqueue one job now, even while paused.", mutates=True)
-        verb("remove", "Delete a schedule row that is neither owned nor retired.", mutates=True)
-
-        # Owner-scoped reconciliation: lifecycle verbs are dry runs unless --apply.
-        def lifecycle(name: str, help_text: str, *positionals: str) -> Any:
-            sub = verbs.add_parser(name, help=help_text + " Dry run unless --apply.")
-            for positional in positionals:
-                sub.add_argument(positional)
-            sub.add_argument("--apply", action="store_true", help="perform the action (default: dry run)")
-            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
-            sub.add_argument("--json", action="store_true", help="machine-readable output")
-            return sub
-
-        adopt = lifecycle("adopt", "Give a schedule to an owner.", "name", "owner")
-        adopt.add_argument("--expected-owner", default=None,
-                           help="the current owner you expect (default: unowned)")
-        lifecycle("retire", "Retire a schedule (durable tombstone; never fires).", "name")
-        lifecycle("restore", "Restore a retired schedule from now on (no replay).", "name")
-        lifecycle("retire-owner", "Retire every schedule of an owner.", "owner")
-        lifecycle("restore-owner", "Restore every retired schedule of an owner.", "owner")
-        plan = verbs.add_parser("plan", help="Explain what reconciliation of an owner would do (read-only).")
-        plan.add_argument("owner")
-        plan.add_argument("--manifest", metavar="FILE",
-                          help="preview this JSON list of schedule definitions instead of the published one")
-        plan.add_argument("--json", action="store_true", help="machine-readable output")
-        owners = verbs.add_parser("owners", help="List owners with their live plan summary.")
-        owners.add_argument("--json", action="store_true", help="machine-readable output")
-
-        queue = groups.add_parser("queue", help="Inspect, pause and resume queues.")
-        qverbs = queue.add_subparsers(dest="verb", required=True, metavar="VERB")
-        for name, help_text in (("list", "List queues with job counts."),
-                                ("pause", "Stop workers claiming from a queue (enqueue continues)."),
-                                ("resume", "Let workers claim from a queue again.")):
-            sub = qverbs.add_parser(name, help=help_text)
-            if name != "list":
-                sub.add_argument("name", help="queue name")
-                sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
-            sub.add_argument("--json", action="store_true", help="machine-readable output")
-
-        jobs = groups.add_parser("jobs", help="Inspect, cancel, retry and prune jobs.")
-        jverbs = jobs.add_subparsers(dest="verb", required=True, metavar="VERB")
-        jlist = jverbs.add_parser("list", help="List recent jobs.")
-        jlist.add_argument("--state", choices=JobState.values)
-        jlist.add_argument("--queue")
-        jlist.add_argument("--cron", metavar="NAME", help="only jobs of this schedule")
-        jlist.add_argument("--limit", type=int, default=50)
-        jcancel = jverbs.add_parser("cancel", help="Cancel one job by id, or the not-yet-running jobs of a schedule.")
-        jcancel.add_argument("id", type=int, nargs="?", help="job id")
-        jcancel.add_argument("--cron", metavar="NAME", help="cancel every not-yet-running job of this schedule")
-        jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
-        jretry.add_argument("id", type=int, help="job id")
-        jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
-        jprune.add_argument("--older-than", type=positive_seconds, metavar="SECONDS",
-                            help="override AWA_JOB_RETENTION for this run (a finite number > 0)")
-        jprune.add_argument("--dry-run", action="store_true",
-                            help="count the jobs that would be deleted; delete nothing")
-        for sub in (jlist, jcancel, jretry, jprune):
-            sub.add_argument("--json", action="store_true", help="machine-readable output")
-        for sub in (jcancel, jretry):
-            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
-
-        probe = groups.add_parser("health", help="Health probe: exit 0 if healthy, 1 if not.")
-        probe.set_defaults(verb="probe")
-        probe.add_argument("--role", choices=sorted(health.ROLES),
-                           help="also check the runcron (cron) or runtasks (tasks) process on this host")
-        probe.add_argument("--local", action="store_true",
-                           help="only check this host's process (a liveness probe); needs --role")
-        probe.add_argument("--pid", type=int, help="only the process with this pid (with --role)")
-        probe.add_argument("--json", action="store_true", help="machine-readable output")
+        cli.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         handler = getattr(self, f"{options['group']}_{options['verb'].replace('-', '_')}")
@@ -314,7 +121,7 @@ class Command(BaseCommand):
 
     def cron_trigger(self, options: dict[str, Any]) -> None:
         job = operations.trigger(options["name"], options["actor"])
-        data = {k: _plain(v) for k, v in job.items()}
+        data = {k: plain(v) for k, v in job.items()}
         self.emit(options, data, printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"))
 
     # -- ownership -----------------------------------------------------------
@@ -390,7 +197,7 @@ class Command(BaseCommand):
     def queue_list(self, options: dict[str, Any]) -> None:
         statuses = queues.list_queues()
         data = [
-            {"queue": q.queue, "paused_at": _plain(q.paused_at), "paused_by": q.paused_by, "counts": q.counts}
+            {"queue": q.queue, "paused_at": plain(q.paused_at), "paused_by": q.paused_by, "counts": q.counts}
             for q in statuses
         ]
         if not statuses:
@@ -421,7 +228,7 @@ class Command(BaseCommand):
         now = db.database_now() if rows else None
         data = [
             {"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "attempt": j.attempt,
-             "max_attempts": j.max_attempts, "run_at": _plain(j.run_at), "cron_name": j.cron_name,
+             "max_attempts": j.max_attempts, "run_at": plain(j.run_at), "cron_name": j.cron_name,
              "cron_fire_at": j.metadata.get("cron_fire_at"),
              "triggered_manually": bool(j.cron_name and j.metadata.get("triggered_manually")),
              "duration_seconds": job_duration(j, now), "last_error": last_error(j)}

@@ -1,0 +1,244 @@
+"""Parsing and output pieces of ``manage.py awa`` (the command is in
+:mod:`awa_django.management.commands.awa`)."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import math
+import unicodedata
+from datetime import datetime
+from typing import Any
+
+from . import health, operations
+from .humanize import describe_cron
+from .models import CronJob, Job, JobState
+from .schedule_shape import DEFINITION_KEYS
+
+# The definition (as in a manifest), then the state columns.
+ROW_FIELDS = (
+    *DEFINITION_KEYS,
+    "last_enqueued_at",
+    "next_fire_at",
+    "created_at",
+    "updated_at",
+    "paused_at",
+    "paused_by",
+    "retired_at",
+    "retired_by",
+    "retired_revision",
+    "owner_id",
+    "parked_at",
+    "parked_reason",
+)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON-ready data (datetimes as ISO text, tuples as lists)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
+    """A schedule row as JSON-ready data (the ``--json`` shape)."""
+    data = {f: plain(getattr(row, f)) for f in ROW_FIELDS}
+    for f in ROW_FIELDS:
+        # A timestamp no datetime can hold ('infinity'): show the database's text.
+        if data[f] is None and getattr(row, f"{f}_text", None) is not None:
+            data[f] = getattr(row, f"{f}_text")
+    data["state"] = ("retired" if row.retired_at else "paused" if row.paused_at
+                     else "parked" if row.parked_at else "active")
+    data["description"] = describe_cron(row.cron_expr)
+    if upcoming:
+        data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
+    return data
+
+
+def printable(value: Any) -> str:
+    """``value`` as text with control and format characters escaped.
+
+    Names come from declarations and raw SQL; ESC, newlines or RTL overrides
+    printed as-is would let one row forge others in a terminal. JSON output
+    is escaped by ``json.dumps`` itself.
+    """
+    text = str(value)
+    if all(" " <= c <= "~" for c in text):
+        return text
+    return "".join(
+        c if unicodedata.category(c) not in _UNPRINTABLE else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
+
+
+def positive_seconds(value: str) -> float:
+    """argparse type: a finite number of seconds > 0 (``-1`` would prune everything)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {value!r}")
+    return seconds
+
+
+def default_actor() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # no passwd entry in some containers
+        return "cli"
+
+
+def job_duration(job: Job, now: datetime | None) -> float | None:
+    """Seconds the latest attempt ran (so far, if it is running); None if never started."""
+    if job.attempted_at is None:
+        return None
+    end = job.finished_at if job.finished_at is not None else now if job.state == JobState.RUNNING else None
+    if end is None:
+        return None
+    return max(0.0, (end - job.attempted_at).total_seconds())
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def last_error(job: Job, width: int = 60) -> str | None:
+    """``Class: last traceback line`` of the job's latest error, shortened."""
+    errors = job.errors if isinstance(job.errors, list) else []
+    if not errors or not isinstance(errors[-1], dict):
+        return None
+    entry = errors[-1]
+    name = str(entry.get("exception_class_path", "?")).rpartition(".")[2]
+    lines = [line for line in str(entry.get("traceback", "")).strip().splitlines() if line.strip()]
+    detail = lines[-1].strip() if lines else ""
+    if detail.startswith(name + ":") or detail == name:
+        text = detail
+    else:
+        text = f"{name}: {detail}" if detail else name
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def add_arguments(parser: Any) -> None:
+    """Every group and verb of ``manage.py awa``."""
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{cron,queue,jobs,health}")
+    add_schedule_verbs(groups)
+    add_queue_verbs(groups)
+    add_jobs_verbs(groups)
+    add_health(groups)
+
+
+def add_schedule_verbs(groups: Any) -> None:
+    """``awa cron ...``: inspect and operate schedules, and the lifecycle verbs."""
+    cron = groups.add_parser("cron", help="Inspect and operate cron schedules.")
+    verbs = cron.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    def verb(name: str, help_text: str, *, needs_name: bool = True, mutates: bool = False) -> Any:
+        sub = verbs.add_parser(name, help=help_text)
+        if needs_name:
+            sub.add_argument("name", help="schedule name")
+        if mutates:
+            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit (default: cli:<user>)")
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        return sub
+
+    verb("list", "List schedules.", needs_name=False)
+    show = verb("show", "Show one schedule with its next fires.")
+    show.add_argument("--next", type=int, default=5, help="how many upcoming fires to show")
+    verb("pause", "Pause automatic fires (manual triggers still work).", mutates=True)
+    verb("resume", "Resume automatic fires.", mutates=True)
+    verb("trigger", "Enqueue one job now, even while paused.", mutates=True)
+    verb("remove", "Delete a schedule row that is neither owned nor retired.", mutates=True)
+
+    add_lifecycle_verbs(verbs)
+
+
+def add_lifecycle_verbs(verbs: Any) -> None:
+    """Owner-scoped reconciliation: lifecycle verbs are dry runs unless --apply."""
+    def lifecycle(name: str, help_text: str, *positionals: str) -> Any:
+        sub = verbs.add_parser(name, help=help_text + " Dry run unless --apply.")
+        for positional in positionals:
+            sub.add_argument(positional)
+        sub.add_argument("--apply", action="store_true", help="perform the action (default: dry run)")
+        sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        return sub
+
+    adopt = lifecycle("adopt", "Give a schedule to an owner.", "name", "owner")
+    adopt.add_argument("--expected-owner", default=None,
+                       help="the current owner you expect (default: unowned)")
+    lifecycle("retire", "Retire a schedule (durable tombstone; never fires).", "name")
+    lifecycle("restore", "Restore a retired schedule from now on (no replay).", "name")
+    lifecycle("retire-owner", "Retire every schedule of an owner.", "owner")
+    lifecycle("restore-owner", "Restore every retired schedule of an owner.", "owner")
+    plan = verbs.add_parser("plan", help="Explain what reconciliation of an owner would do (read-only).")
+    plan.add_argument("owner")
+    plan.add_argument("--manifest", metavar="FILE",
+                      help="preview this JSON list of schedule definitions instead of the published one")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    owners = verbs.add_parser("owners", help="List owners with their live plan summary.")
+    owners.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_queue_verbs(groups: Any) -> None:
+    """``awa queue ...``."""
+    queue = groups.add_parser("queue", help="Inspect, pause and resume queues.")
+    qverbs = queue.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for name, help_text in (("list", "List queues with job counts."),
+                            ("pause", "Stop workers claiming from a queue (enqueue continues)."),
+                            ("resume", "Let workers claim from a queue again.")):
+        sub = qverbs.add_parser(name, help=help_text)
+        if name != "list":
+            sub.add_argument("name", help="queue name")
+            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_jobs_verbs(groups: Any) -> None:
+    """``awa jobs ...``."""
+    jobs = groups.add_parser("jobs", help="Inspect, cancel, retry and prune jobs.")
+    jverbs = jobs.add_subparsers(dest="verb", required=True, metavar="VERB")
+    jlist = jverbs.add_parser("list", help="List recent jobs.")
+    jlist.add_argument("--state", choices=JobState.values)
+    jlist.add_argument("--queue")
+    jlist.add_argument("--cron", metavar="NAME", help="only jobs of this schedule")
+    jlist.add_argument("--limit", type=int, default=50)
+    jcancel = jverbs.add_parser("cancel", help="Cancel one job by id, or the not-yet-running jobs of a schedule.")
+    jcancel.add_argument("id", type=int, nargs="?", help="job id")
+    jcancel.add_argument("--cron", metavar="NAME", help="cancel every not-yet-running job of this schedule")
+    jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
+    jretry.add_argument("id", type=int, help="job id")
+    jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
+    jprune.add_argument("--older-than", type=positive_seconds, metavar="SECONDS",
+                        help="override AWA_JOB_RETENTION for this run (a finite number > 0)")
+    jprune.add_argument("--dry-run", action="store_true",
+                        help="count the jobs that would be deleted; delete nothing")
+    for sub in (jlist, jcancel, jretry, jprune):
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+    for sub in (jcancel, jretry):
+        sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+
+
+def add_health(groups: Any) -> None:
+    """``awa health``."""
+    probe = groups.add_parser("health", help="Health probe: exit 0 if healthy, 1 if not.")
+    probe.set_defaults(verb="probe")
+    probe.add_argument("--role", choices=sorted(health.ROLES),
+                       help="also check the runcron (cron) or runtasks (tasks) process on this host")
+    probe.add_argument("--local", action="store_true",
+                       help="only check this host's process (a liveness probe); needs --role")
+    probe.add_argument("--pid", type=int, help="only the process with this pid (with --role)")
+    probe.add_argument("--json", action="store_true", help="machine-readable output")
