@@ -55,6 +55,12 @@ def plan_status(plan: reconciliation.Plan | str) -> SafeString | str:
     return format_html_join(" ", "{}", ((badge(b, "paused"),) for b in plan.blockers))
 
 
+def _plan_of(owner: CronOwner) -> reconciliation.Plan | str:
+    """The plan :class:`OwnerChangeList` attached to a listed owner."""
+    plan: reconciliation.Plan | str = vars(owner)["_awa_plan"]
+    return plan
+
+
 class AdoptForm(forms.Form):
     name = forms.CharField(label="Schedule", max_length=200)
     expected_owner = forms.CharField(
@@ -79,29 +85,29 @@ class CronOwnerAdmin(ReadOnlyAdmin):
 
     @admin.display(description="plan")
     def status(self, owner: CronOwner) -> SafeString | str:
-        return plan_status(owner._awa_plan)  # type: ignore[attr-defined]
+        return plan_status(_plan_of(owner))
 
     @admin.display(description="grace left")
     def grace_left(self, owner: CronOwner) -> str:
-        plan = owner._awa_plan  # type: ignore[attr-defined]
+        plan = _plan_of(owner)
         if isinstance(plan, str) or plan.grace_remaining_ms is None:
             return "-"
         return f"{plan.grace_remaining_ms / 1000:.0f} s"
 
     @admin.display(description="would retire")
     def would_retire(self, owner: CronOwner) -> str:
-        plan = owner._awa_plan  # type: ignore[attr-defined]
+        plan = _plan_of(owner)
         return "-" if isinstance(plan, str) else ", ".join(plan.retirements) or "-"
 
     @admin.display(description="live declarations")
     def declarations(self, owner: CronOwner) -> str:
-        plan = owner._awa_plan  # type: ignore[attr-defined]
+        plan = _plan_of(owner)
         return "-" if isinstance(plan, str) else str(len(plan.declarations))
 
     @admin.display(description="schedules")
     def schedules(self, owner: CronOwner) -> SafeString:
         url = reverse("admin:awa_django_cronjob_changelist") + "?" + urlencode({"owner_id__exact": owner.owner_id})
-        return format_html('<a href="{}">{}</a>', url, owner._awa_count)  # type: ignore[attr-defined]
+        return format_html('<a href="{}">{}</a>', url, vars(owner)["_awa_count"])
 
     # -- pages -----------------------------------------------------------------
     def get_urls(self) -> list[URLPattern]:

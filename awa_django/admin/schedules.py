@@ -109,7 +109,7 @@ def annotate_page(rows: list[CronJob], using: str = "default") -> None:
     for row in rows:
         info = row_info(row, now, leader, paused)
         info.last_job = last.get(row.name)
-        row._awa = info  # type: ignore[attr-defined]
+        vars(row)["_awa"] = info
 
 
 class ScheduleChangeList(ChangeList):
@@ -207,7 +207,7 @@ class CronJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="next fire (local / UTC)")
     def next_fire(self, row: CronJob) -> SafeString | str:
-        info: RowInfo = row._awa  # type: ignore[attr-defined]
+        info: RowInfo = vars(row)["_awa"]
         if row.retired_at is not None or info.next_fire is None:
             return "never"
         text = _local_and_utc(info.next_fire, zone_of(row))
@@ -217,7 +217,7 @@ class CronJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="last fire → job", ordering="last_enqueued_at")
     def last_fire(self, row: CronJob) -> SafeString | str:
-        info: RowInfo = row._awa  # type: ignore[attr-defined]
+        info: RowInfo = vars(row)["_awa"]
         fired = utc(row.last_enqueued_at) if row.last_enqueued_at else "never"
         if info.last_job is None:
             return fired
@@ -232,7 +232,7 @@ class CronJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="status")
     def badges(self, row: CronJob) -> SafeString:
-        info: RowInfo = row._awa  # type: ignore[attr-defined]
+        info: RowInfo = vars(row)["_awa"]
         return self._badges(row, info)
 
     def _badges(self, row: CronJob, info: RowInfo) -> SafeString:
@@ -273,7 +273,7 @@ class CronJobAdmin(ReadOnlyAdmin):
         row = self.get_object(request, unquote(object_id))  # as Django's own change view does
         if row is not None:
             annotate_page([row], row._state.db or "default")
-            info: RowInfo = row._awa
+            info: RowInfo = vars(row)["_awa"]
             context.update(
                 awa_row=row,
                 awa_badges=self._badges(row, info),
