@@ -1,0 +1,54 @@
+"""One schedule shape: every list of definition keys derives from schedule_shape.FIELDS."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from awa_django import cronexpr, upsert
+from awa_django.cli import ROW_FIELDS
+from awa_django.manifest import DEFINITION_KEYS as MANIFEST_KEYS
+from awa_django.schedule_shape import (
+    COMPARED_KEYS,
+    DEFINITION_KEYS,
+    FIELDS,
+    RECORDSET_COLUMNS,
+    SETTINGS_KEYS,
+    Schedule,
+    row_definition,
+)
+from awa_django.schedules import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
+
+
+def schedule() -> Schedule:
+    return Schedule(name="nightly", cron=cronexpr.parse_cron("0 3 * * *"), timezone="UTC", kind="app.tasks.t",
+                    queue="default", args=[1], kwargs={"k": "v"}, priority=0, max_attempts=3, tags=("a",),
+                    metadata={"m": 1}, missed_fire_policy="coalesce")
+
+
+def test_the_derived_keys_agree() -> None:
+    assert MANIFEST_KEYS is DEFINITION_KEYS and SCHEDULES_SETTINGS_KEYS is SETTINGS_KEYS
+    assert tuple(f.key for f in FIELDS) == DEFINITION_KEYS and DEFINITION_KEYS[1:] == COMPARED_KEYS
+    assert ROW_FIELDS[: len(DEFINITION_KEYS)] == DEFINITION_KEYS
+    assert {"cron", "task", "timezone", "args", "kwargs", "queue", "priority", "max_attempts",
+                             "tags", "metadata", "missed_fire_policy"} == SETTINGS_KEYS
+
+
+def test_schedule_definition_and_row_definition_have_the_manifest_keys() -> None:
+    definition = schedule().definition()
+    assert tuple(definition) == DEFINITION_KEYS
+    assert definition["cron_expr"] == "0 3 * * *" and definition["args"] == {"args": [1], "kwargs": {"k": "v"}}
+    assert definition["tags"] == ["a"]
+    row = SimpleNamespace(**{**definition, "tags": ("a",)})
+    assert row_definition(row) == definition
+
+
+def test_the_upsert_statements_use_the_shape() -> None:
+    for key in DEFINITION_KEYS:
+        assert f"d.{key}" in upsert.SYNC_OWNED and f"d.{key}" in upsert.SYNC_ADDITIVE
+    for key in COMPARED_KEYS:
+        assert f"c.{key}" in upsert.SYNC_OWNED and f"EXCLUDED.{key}" in upsert.SYNC_ADDITIVE
+    for statement in (upsert.SYNC_OWNED, upsert.SYNC_ADDITIVE, upsert.INSERT_NEW_NAMES):
+        assert RECORDSET_COLUMNS in statement
+    assert "c.owner_id = EXCLUDED.owner_id AND c.retired_at IS NULL" in upsert.SYNC_OWNED
+    assert "c.owner_id IS NULL AND c.retired_at IS NULL" in upsert.SYNC_ADDITIVE
+    assert "DO NOTHING" in upsert.INSERT_NEW_NAMES
