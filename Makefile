@@ -56,7 +56,7 @@ docs: $(STAMP)
 
 # Re-take the admin screenshots of the operator guide (docs/images/) in headless chromium.
 screenshots: $(STAMP)
-	AWA_SCREENSHOTS=1 $(PY) scripts/with_db.py $(PY) -m pytest tests/test_admin_browser.py -q
+	AWA_SCREENSHOTS=1 $(PY) scripts/with_db.py $(PY) -m pytest tests/processes/test_admin_browser.py -q
 
 # Proofs and fault campaigns (docs/explanation/guarantees.md).
 .PHONY: verify chaos chaos-quick

@@ -167,7 +167,7 @@ def test_schedule_detail__declaring_module_and_owner(admin_client: Client) -> No
     line = sys._getframe().f_lineno - 1
     CronJobFactory(name="declared-here", cron_expr="*/5 * * * *")
     page = admin_client.get(detail("declared-here")).content.decode()
-    assert f"tests/test_admin.py:{line}" in page
+    assert f"tests/db/test_admin.py:{line}" in page
 
 
 def test_dst_marked_fires__marks_the_fire_after_a_transition() -> None:

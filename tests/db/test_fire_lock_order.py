@@ -11,7 +11,7 @@ from django.db import connections
 from awa_django.models import Job
 from tests.conftest import raw_connection
 from tests.factories import CronJobFactory
-from tests.test_fire_sql import FIRE, T0, fire, fresh, plan_entry
+from tests.db.test_fire_sql import FIRE, T0, fire, fresh, plan_entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

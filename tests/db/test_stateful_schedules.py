@@ -523,13 +523,13 @@ def test_model_fires__lord_howe_dst_days() -> None:
         datetime(2026, 10, 3, 14, 30, tzinfo=UTC), datetime(2026, 10, 3, 16, 0, tzinfo=UTC)]
 
 
-FIRE_SQL = Path(__file__).resolve().parent.parent / "awa_django" / "sql" / "0008_parked_rows.sql"
+FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0008_parked_rows.sql"
 # Each guard of a firing entry in awa_cron_fire_v3, and what replaces it. The
 # CAS and created_at guards sit in the CASE arm for a firing entry (no "AND"
 # before the first), so they become TRUE; the parking arm compares the text
 # read (prev_text, created_text) and is not exercised here: every row the
-# machine makes is valid, so nothing parks (tests/test_poisoned_rows.py covers
-# parking, tests/test_bounded_waits.py SKIP LOCKED).
+# machine makes is valid, so nothing parks (tests/db/test_poisoned_rows.py covers
+# parking, tests/processes/test_bounded_waits.py SKIP LOCKED).
 GUARDS = {
     "cas": ("c.last_enqueued_at IS NOT DISTINCT FROM p.prev\n", "TRUE\n"),
     "pause": ("AND c.paused_at IS NULL", ""),

@@ -27,7 +27,7 @@ from tests.factories import CronJobFactory, JobFactory
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM = "/usr/bin/chromium"
-DOCS_IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 # Generous: a loaded 2-core machine renders slowly; these are deadlines, not sleeps.
 TIMEOUT_MS = 60_000
 

@@ -270,7 +270,7 @@ def _days_2026_2028() -> list[date]:
     return [first + timedelta(n) for n in range((d("2029-01-01") - first).days)]
 
 
-# --- shrunk counterexamples of the property test (tests/test_cronexpr_property.py) ---------
+# --- shrunk counterexamples of the property test (tests/unit/test_cronexpr_property.py) ---------
 # Found by running the property test against the croniter-based engine of main.
 
 LORD_HOWE = ZoneInfo("Australia/Lord_Howe")

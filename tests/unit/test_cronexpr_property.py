@@ -8,7 +8,7 @@ field whose text starts with ``*`` or ``?`` means AND, otherwise OR) and the Vix
 rule explicitly, and collects UTC instants.
 
 Profiles: ``ci`` (default, bounded to stay well under a minute) and ``long``
-(``AWA_HYPOTHESIS_PROFILE=long pytest tests/test_cronexpr_property.py``).
+(``AWA_HYPOTHESIS_PROFILE=long pytest tests/unit/test_cronexpr_property.py``).
 Counterexamples found by shrinking are kept as regular tests in test_cronexpr_days.py.
 """
 
@@ -339,4 +339,4 @@ def test_cronexpr__matches_reference_around_dst_changes(spec, zone, year, which)
 
 
 # Shrunk counterexamples found by these properties are kept as regular tests with
-# hand-checked expectations in tests/test_cronexpr_days.py ("counterexample" in their names).
+# hand-checked expectations in tests/unit/test_cronexpr_days.py ("counterexample" in their names).
