@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from io import StringIO
 
@@ -13,7 +10,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from awa_django.models import CronJob, Job
-from tests.conftest import ROOT, database_url
 from tests.factories import CronJobFactory, JobFactory
 
 pytestmark = pytest.mark.django_db
@@ -101,26 +97,6 @@ def test_cron_verbs__blank_actor_is_refused() -> None:
     CronJobFactory(name="x")
     with pytest.raises(CommandError, match="actor"):
         awa("cron", "pause", "x", "--actor", "  ")
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url())
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
-
-
-@pytest.mark.django_db(transaction=True)
-def test_awa_command__exit_codes_in_a_real_shell() -> None:
-    CronJobFactory(name="real")
-    ok = run("awa", "cron", "pause", "real", "--actor", "eve")
-    assert ok.returncode == 0 and ok.stdout.strip() == "pause: real: done"
-    missing = run("awa", "cron", "show", "ghost")
-    assert missing.returncode == 1 and "no cron schedule named 'ghost'" in missing.stderr
-    usage = run("awa", "cron", "explode")
-    assert usage.returncode == 2 and "invalid choice" in usage.stderr
-
-
 
 
 def test_cron_list__a_parked_unevaluable_row_still_lists() -> None:

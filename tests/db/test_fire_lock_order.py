@@ -10,8 +10,8 @@ from django.db import connections
 
 from awa_django.models import Job
 from tests.conftest import raw_connection
-from tests.factories import CronJobFactory
 from tests.db.test_fire_sql import FIRE, T0, fire, fresh, plan_entry
+from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

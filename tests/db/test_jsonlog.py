@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
 from typing import Any
 
-import pytest
-
 from awa_django import jobcontext
 from awa_django.jsonlog import JsonFormatter, bind_process, json_logging
-from awa_django.models import Job, RuntimeInstance
-from tests.conftest import wait_for
 
 
 def record(msg: str = "hello %s", args: tuple[Any, ...] = ("world",), **extra: Any) -> logging.LogRecord:
@@ -65,45 +60,6 @@ def test_json_logging__is_a_valid_dictconfig() -> None:
     logging.config.dictConfig({**config, "loggers": {"awa_django.jsonlog_test": config["loggers"]["awa_django"]}})
     handler = logging.getLogger("awa_django.jsonlog_test").handlers[0]
     assert isinstance(handler.formatter, JsonFormatter)
-
-
-@pytest.mark.slow
-@pytest.mark.django_db(transaction=True)
-def test_json_logs__follow_one_fire_from_slot_to_completion(runcron: Any, runtasks: Any) -> None:
-    env = {"AWA_JSON_LOGS": "1", "AWA_LOG_LEVEL": "INFO"}
-    cron = runcron({"json-tick": {"cron": "* * * * * *", "task": "tests.testapp.tasks.logs_progress"}}, env=env)
-    tasks = runtasks(env=env)
-    wait_for(lambda: Job.objects.filter(metadata__cron_name="json-tick", state="completed").count() >= 2,
-             timeout=60)
-    for proc in (cron, tasks):
-        proc.signal(signal.SIGTERM)
-    assert cron.wait(timeout=30) == 0 and tasks.wait(timeout=30) == 0
-
-    def json_lines(text: str) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-
-    cron_lines, task_lines = json_lines(cron.output()), json_lines(tasks.output())
-    # Every log line is JSON; the only other lines are the commands' own stdout.
-    for proc in (cron, tasks):
-        for line in proc.output().splitlines():
-            assert line.startswith("{") or line.startswith(("runcron:", "runtasks:")), line
-    for line in cron_lines + task_lines:
-        if line["logger"].startswith("awa_django"):
-            assert line.get("event"), line
-    instances = {str(r.instance_id): r.role for r in RuntimeInstance.objects.all()}
-    assert {line.get("instance_id") for line in cron_lines} <= {i for i, r in instances.items() if r == "runcron"}
-    assert {line.get("instance_id") for line in task_lines} <= {i for i, r in instances.items() if r == "runtasks"}
-
-    job = Job.objects.filter(metadata__cron_name="json-tick", state="completed").order_by("id").first()
-    assert job is not None
-    fired = [line for line in cron_lines if line.get("event") == "cron.fired" and line["job_id"] == job.id]
-    assert len(fired) == 1
-    assert fired[0]["schedule"] == "json-tick" and fired[0]["fire_at"] == job.metadata["cron_fire_at"]
-    in_task = [line for line in task_lines if line.get("event") == "test.task_log" and line["job_id"] == job.id]
-    assert len(in_task) == 1
-    assert in_task[0]["schedule"] == "json-tick" and in_task[0]["fire_at"] == job.metadata["cron_fire_at"]
-    completed = [line for line in task_lines if line.get("event") == "job.completed" and line["job_id"] == job.id]
-    assert len(completed) == 1 and instances[completed[0]["instance_id"]] == "runtasks"
 
 
 def test_every_log_call_of_awa_django_names_an_event() -> None:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from io import StringIO
@@ -29,7 +26,7 @@ from awa_django.queues import (
     resume_queue,
     retry_job,
 )
-from tests.conftest import ROOT, database_url, raw_connection, wait_for
+from tests.conftest import raw_connection, wait_for
 from tests.factories import JobFactory
 
 pytestmark = pytest.mark.django_db
@@ -670,30 +667,3 @@ def test_cli_jobs_prune__retention_and_older_than() -> None:
     assert list(Job.objects.values_list("id", flat=True)) == [keep.id]
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url())
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        check=False,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-@pytest.mark.django_db(transaction=True)
-def test_cli_jobs__exit_codes_in_a_real_shell() -> None:
-    done = JobFactory(state=JobState.COMPLETED, finished_at=T0)
-    failed = JobFactory(state=JobState.FAILED, attempt=1, max_attempts=1, finished_at=T0)
-    refused = run("awa", "jobs", "retry", str(done.id))
-    assert refused.returncode == 1
-    assert f"job {done.id} does not exist or is not failed/cancelled" in refused.stderr
-    assert Job.objects.get(id=done.id).state == JobState.COMPLETED
-    ok = run("awa", "jobs", "retry", str(failed.id), "--actor", "eve", "--json")
-    assert ok.returncode == 0, ok.stderr
-    assert json.loads(ok.stdout) == {"action": "retry", "job": failed.id, "changed": True}
-    assert Job.objects.get(id=failed.id).state == JobState.AVAILABLE
-    usage = run("awa", "jobs", "retry", "not-a-number")
-    assert usage.returncode == 2 and "invalid int value" in usage.stderr

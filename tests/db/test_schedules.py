@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +27,6 @@ from awa_django.schedules import (
     registry,
     settings_schedules,
 )
-from tests.conftest import ROOT, database_url
 from tests.testapp.tasks import record, send_mail
 
 RECORD = "tests.testapp.tasks.record"
@@ -42,20 +38,6 @@ def table_count(table: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {table}")
         return cursor.fetchone()[0]
-
-
-def subprocess_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("AWA_TEST_SCHEDULES", None)
-    env.update({"DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONUNBUFFERED": "1"})
-    env.update(extra)
-    return env
-
-
-def run_python(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
 
 
 # --- happy path -------------------------------------------------------------------------
@@ -587,62 +569,7 @@ def test_runcron__valid_schedules_are_written(  # control for the "writes nothin
         assert [row[0] for row in cursor.fetchall()] == ["good", "testapp-yearly"]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_runcron__subprocess_with_invalid_settings_schedule_exits_non_zero_and_writes_nothing() -> None:
-    env = subprocess_env(DATABASE_URL=database_url(), AWA_TEST_SCHEDULES=json.dumps(BAD_SCHEDULES))
-
-    proc = run_python(["-m", "django", "runcron", "--once"], env)
-
-    assert proc.returncode != 0, proc.stdout + proc.stderr
-    assert "'bad'" in proc.stderr
-    assert "'cron'" in proc.stderr
-    assert "awa_django.E003" in proc.stderr
-    assert table_count("awa_cron_jobs") == 0
-    assert table_count("awa_jobs") == 0
-
-
 # --- an invalid cron.py -------------------------------------------------------------------
-
-SETUP_SCRIPT = """
-import json, sys
-import django
-from awa_django import InvalidSchedule
-try:
-    django.setup()
-except InvalidSchedule as exc:
-    print(json.dumps({"schedule": exc.schedule, "field": exc.field, "message": str(exc)}))
-    sys.exit(3)
-print("setup ok")
-"""
-
-
-def test_cron_py__invalid_declaration_fails_django_setup() -> None:
-    proc = run_python(["-c", SETUP_SCRIPT], subprocess_env(DJANGO_SETTINGS_MODULE="tests.badapp.settings"))
-
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    error = json.loads(proc.stdout)
-    assert error["schedule"] == "broken"
-    assert error["field"] == "cron"
-    assert error["message"].startswith("schedule 'broken': field 'cron': ")
-
-
-def test_cron_py__setup_succeeds_without_the_invalid_app() -> None:
-    # Control: the same script with the normal settings runs to the end.
-    proc = run_python(["-c", SETUP_SCRIPT], subprocess_env())
-
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip() == "setup ok"
-
-
-def test_cron_py__invalid_declaration_fails_manage_py_check() -> None:
-    proc = run_python(
-        ["-m", "django", "check"], subprocess_env(DJANGO_SETTINGS_MODULE="tests.badapp.settings")
-    )
-
-    assert proc.returncode != 0
-    assert "InvalidSchedule" in proc.stderr
-    assert "schedule 'broken': field 'cron'" in proc.stderr
-    assert "System check identified no issues" not in proc.stdout
 
 
 def test_build_schedule__an_expression_is_parsed_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,8 +24,8 @@ from django.db import connection
 
 from awa_django.models import Job, RuntimeInstance
 from tests.conftest import ROOT, database_url, raw_connection, wait_for
-from tests.servers import PgBouncer, server_dir
 from tests.processes.test_processes import assert_exactly_once_no_gap, db_now, leader_process_pid
+from tests.servers import PgBouncer, server_dir
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

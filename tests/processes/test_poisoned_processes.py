@@ -11,8 +11,8 @@ import pytest
 
 from awa_django.models import Job
 from tests.conftest import wait_for
-from tests.factories import CronJobFactory
 from tests.db.test_poisoned_rows import POISONS, parked, poison
+from tests.factories import CronJobFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
