@@ -120,9 +120,18 @@ class Runcron:
         self.signal(signal.SIGKILL)
         self.wait()
 
-    def wait(self, timeout: float = 15) -> int:
+    def wait(self, timeout: float = 60) -> int:
         try:
             return self.proc.wait(timeout=timeout)
+        finally:
+            self._log.close()
+
+    def close(self) -> None:
+        """Kill the process if it still runs, reap it and close its log file."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=60)
         finally:
             self._log.close()
 
@@ -135,12 +144,12 @@ class Runtasks(Runcron):
 
 @pytest.fixture
 def _processes() -> Iterator[list[Runcron]]:
-    """Every subprocess a test started; those still running are killed at teardown."""
+    """Every subprocess a test started; at teardown each one still running is
+    killed, and every one is reaped and has its log file closed."""
     started: list[Runcron] = []
     yield started
     for proc in started:
-        if proc.proc.poll() is None:
-            proc.kill()
+        proc.close()
 
 
 @pytest.fixture
