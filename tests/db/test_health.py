@@ -148,12 +148,18 @@ def test_probe__local_only_skips_the_cluster_checks() -> None:
     assert report.healthy and [c.name for c in report.checks] == ["database", "process"]
 
 
-def test_progress__tracks_seconds_since_the_last_mark() -> None:
+def test_progress__tracks_seconds_since_the_last_mark(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(health.time, "monotonic", lambda: clock[0])
     progress = Progress()
     assert progress.seconds_since() is None
     progress.mark()
-    seconds = progress.seconds_since()
-    assert seconds is not None and 0 <= seconds < 5
+    clock[0] = 107.5
+    assert progress.seconds_since() == 7.5
+    progress.mark()
+    assert progress.seconds_since() == 0.0
+    clock[0] = 90.0  # never negative
+    assert progress.seconds_since() == 0.0
 
 
 @pytest.mark.django_db

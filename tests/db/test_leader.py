@@ -129,12 +129,13 @@ def test_leader__standby_takes_over_when_the_leader_stops(leader_threads: Any) -
     wait_for(lambda: b.leader.is_leader, timeout=60)
 
 
-@override_settings(AWA_EVALUATE_INTERVAL=30, AWA_LEADER_CHECK_INTERVAL=60, AWA_ELECTION_INTERVAL=0.1)
+# An hour between passes: within the 60 s deadline only the NOTIFY can wake it.
+@override_settings(AWA_EVALUATE_INTERVAL=3600, AWA_LEADER_CHECK_INTERVAL=3600, AWA_ELECTION_INTERVAL=0.1)
 def test_leader__notify_wakes_a_sleeping_leader(leader_threads: Any) -> None:
     passes: list[float] = []
     CronJobFactory(name="yearly", cron_expr="0 0 1 1 *")
     t = leader_threads(on_pass=lambda r: passes.append(time.monotonic()))
-    wait_for(lambda: passes)  # first pass done; next wake would be in 30 s
+    wait_for(lambda: passes)  # first pass done; next wake would be in an hour
     time.sleep(0.3)
     CronJobFactory(name="minutely", cron_expr="* * * * *")  # NOTIFY awa_cron
     job = wait_for(lambda: Job.objects.filter(metadata__cron_name="minutely").first(), timeout=60)
@@ -213,7 +214,7 @@ def test_leader__slow_maintenance_never_delays_fires(
     CronOwner.objects.create(owner_id="billing")  # reconciliation needs the protocol lock
     CronJobFactory(name="ticking", cron_expr="* * * * * *")
     t = leader_threads()
-    wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").exists(), timeout=30)
+    wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").exists(), timeout=60)
     second_connection.execute("BEGIN")
     second_connection.execute("SELECT awa_cron_protocol_lock()")  # reconciliation now blocks
     try:

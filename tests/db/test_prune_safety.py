@@ -45,7 +45,7 @@ def test_prune__a_job_retried_while_prune_waits_is_not_deleted() -> None:
         thread.start()
         time.sleep(0.5)  # let prune reach the locked row (if it waits for it)
         retry.commit()
-        thread.join(timeout=30)
+        thread.join(timeout=60)
         assert not thread.is_alive()
     finally:
         retry.close()

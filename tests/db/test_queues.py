@@ -134,7 +134,7 @@ def test_pause_queue__concurrent_pauses_change_it_once() -> None:
 
     def pause(actor: str) -> None:
         try:
-            barrier.wait(timeout=10)
+            barrier.wait(timeout=60)
             outcomes.append(pause_queue("mail", actor))
         except Exception as exc:
             errors.append(exc)
@@ -146,7 +146,7 @@ def test_pause_queue__concurrent_pauses_change_it_once() -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=60)
     assert errors == []
     assert sorted(outcomes) == [False, False, False, True]
     meta = QueueMeta.objects.get(queue="mail")
@@ -188,7 +188,7 @@ def test_pause_queue__racing_pauses_of_a_resumed_queue_change_it_once(
                 )
             )
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=60)
     assert errors == []
     assert sorted(outcomes) == [False, False, True]
     assert QueueMeta.objects.get(queue="mail").paused_by in {"op0", "op1", "op2"}
