@@ -20,6 +20,11 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) -m pytest $(PYTEST_ARGS)
 
+# The unit tests only (tests/unit: no database is created or needed).
+.PHONY: test-fast
+test-fast: $(STAMP)
+	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+
 # The oldest Django we support (6.0), to keep the ">= 6.0" promise honest.
 VENV_OLDEST := .venv-django60
 $(VENV_OLDEST)/.installed: pyproject.toml

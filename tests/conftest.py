@@ -72,6 +72,8 @@ class Runcron:
     """A real ``manage.py runcron`` (or ``runtasks``) subprocess on the test database."""
 
     command = "runcron"
+    # Printed right after the command installs its SIGTERM/SIGINT handlers.
+    started_line = "waiting for leadership"
 
     def __init__(self, schedules: dict[str, Any], extra_env: dict[str, str], args: list[str]) -> None:
         env = dict(os.environ)
@@ -113,6 +115,10 @@ class Runcron:
         return self.log_path.read_text(errors="replace")
 
     def signal(self, signum: int) -> None:
+        if signum in (signal.SIGTERM, signal.SIGINT):
+            # Sent before the handlers are installed (Django still starting on a
+            # loaded machine), it would kill the process instead of stopping it.
+            wait_for(lambda: self.started_line in self.output() or self.proc.poll() is not None, timeout=60)
         if self.proc.poll() is None:
             self.proc.send_signal(signum)
 
@@ -140,6 +146,7 @@ class Runtasks(Runcron):
     """A real ``manage.py runtasks`` subprocess on the test database."""
 
     command = "runtasks"
+    started_line = "runtasks: worker"
 
 
 @pytest.fixture

@@ -11,13 +11,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from awa_django import operations, queues
+from awa_django import operations
+from tests.conftest import raw_connection
 
 pytestmark = pytest.mark.django_db
 
@@ -34,51 +36,63 @@ PLAN_QUERIES = 6
 OWNERS_PER_PAGE = 20
 
 
-@pytest.fixture
-def big_tables() -> Iterator[None]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """INSERT INTO awa_cron_owners (owner_id)
-               SELECT 'owner-' || i FROM generate_series(1, %s) AS i""",
-            [OWNERS],
-        )
-        # Some rows paused, some owned, on three queues.
-        cursor.execute(
-            """INSERT INTO awa_cron_jobs (name, cron_expr, timezone, kind, queue, owner_id,
-                                          paused_at, paused_by, last_enqueued_at)
-               SELECT 'sched-' || lpad(i::text, 5, '0'),
-                      CASE WHEN i %% 2 = 0 THEN '0 9 * * 1-5' ELSE '*/5 * * * * *' END,
-                      CASE WHEN i %% 3 = 0 THEN 'Europe/Berlin' ELSE 'UTC' END,
-                      'tests.testapp.tasks.record',
-                      (ARRAY['default', 'mail', 'reports'])[1 + i %% 3],
-                      CASE WHEN i %% 4 = 0 THEN 'owner-' || (1 + i %% %s) END,
-                      CASE WHEN i %% 10 = 0 THEN statement_timestamp() END,
-                      CASE WHEN i %% 10 = 0 THEN 'ops' END,
-                      statement_timestamp() - interval '1 hour'
-                 FROM generate_series(1, %s) AS i""",
-            [OWNERS, SCHEDULES],
-        )
-        cursor.execute(
-            """INSERT INTO awa_jobs (kind, queue, state, metadata, args)
-               SELECT 'tests.testapp.tasks.record',
-                      (ARRAY['default', 'mail', 'reports'])[1 + i %% 3],
-                      (ARRAY['available', 'completed', 'failed', 'running'])[1 + i %% 4],
-                      jsonb_build_object('cron_name', 'sched-' || lpad((1 + i %% %s)::text, 5, '0'),
-                                         'cron_fire_at', to_char(i, 'FM000000')),
-                      '{"args": [], "kwargs": {}}'
-                 FROM generate_series(1, %s) AS i""",
-            [SCHEDULES, JOBS],
-        )
-        cursor.execute(
-            """INSERT INTO awa_runtime_instances (instance_id, hostname, pid, version, role, started_at,
-                                                  snapshot_interval_ms, leader, cron_protocol, shutting_down)
-               SELECT gen_random_uuid(), 'host-' || i, i, 't', 'runcron', statement_timestamp(), 10000,
-                      i = 1, 1, false
-                 FROM generate_series(1, 500) AS i"""
-        )
-        cursor.execute("ANALYZE awa_jobs")
-    queues.pause_queue("mail", "ops")
-    yield
+@pytest.fixture(scope="module")
+def big_tables(django_db_setup: None) -> Iterator[None]:
+    """Inserted once for the module through a second session, so committed and
+    seen by every test (whose own changes roll back with its transaction);
+    removed again after the module's last test."""
+    with raw_connection() as conn:
+        _insert_big_tables(conn)
+    try:
+        yield
+    finally:
+        with raw_connection() as conn:
+            conn.execute("TRUNCATE awa_jobs, awa_cron_jobs, awa_cron_owners, awa_runtime_instances, "
+                         "awa_queue_meta CASCADE")
+
+
+def _insert_big_tables(cursor: psycopg.Connection[Any]) -> None:
+    cursor.execute(
+        """INSERT INTO awa_cron_owners (owner_id)
+           SELECT 'owner-' || i FROM generate_series(1, %s) AS i""",
+        [OWNERS],
+    )
+    # Some rows paused, some owned, on three queues.
+    cursor.execute(
+        """INSERT INTO awa_cron_jobs (name, cron_expr, timezone, kind, queue, owner_id,
+                                      paused_at, paused_by, last_enqueued_at)
+           SELECT 'sched-' || lpad(i::text, 5, '0'),
+                  CASE WHEN i %% 2 = 0 THEN '0 9 * * 1-5' ELSE '*/5 * * * * *' END,
+                  CASE WHEN i %% 3 = 0 THEN 'Europe/Berlin' ELSE 'UTC' END,
+                  'tests.testapp.tasks.record',
+                  (ARRAY['default', 'mail', 'reports'])[1 + i %% 3],
+                  CASE WHEN i %% 4 = 0 THEN 'owner-' || (1 + i %% %s) END,
+                  CASE WHEN i %% 10 = 0 THEN statement_timestamp() END,
+                  CASE WHEN i %% 10 = 0 THEN 'ops' END,
+                  statement_timestamp() - interval '1 hour'
+             FROM generate_series(1, %s) AS i""",
+        [OWNERS, SCHEDULES],
+    )
+    cursor.execute(
+        """INSERT INTO awa_jobs (kind, queue, state, metadata, args)
+           SELECT 'tests.testapp.tasks.record',
+                  (ARRAY['default', 'mail', 'reports'])[1 + i %% 3],
+                  (ARRAY['available', 'completed', 'failed', 'running'])[1 + i %% 4],
+                  jsonb_build_object('cron_name', 'sched-' || lpad((1 + i %% %s)::text, 5, '0'),
+                                     'cron_fire_at', to_char(i, 'FM000000')),
+                  '{"args": [], "kwargs": {}}'
+             FROM generate_series(1, %s) AS i""",
+        [SCHEDULES, JOBS],
+    )
+    cursor.execute(
+        """INSERT INTO awa_runtime_instances (instance_id, hostname, pid, version, role, started_at,
+                                              snapshot_interval_ms, leader, cron_protocol, shutting_down)
+           SELECT gen_random_uuid(), 'host-' || i, i, 't', 'runcron', statement_timestamp(), 10000,
+                  i = 1, 1, false
+             FROM generate_series(1, 500) AS i"""
+    )
+    cursor.execute("ANALYZE awa_jobs")
+    cursor.execute("INSERT INTO awa_queue_meta (queue, paused_at, paused_by) VALUES ('mail', now(), 'ops')")
 
 
 def queries_for(client: Client, url: str, **post: Any) -> list[str]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connections
 
 from awa_django.models import Job
-from tests.conftest import raw_connection
+from tests.conftest import raw_connection, wait_for
 from tests.db.test_fire_sql import FIRE, T0, fire, fresh, plan_entry
 from tests.factories import CronJobFactory
 
@@ -37,7 +36,10 @@ def test_fire__locks_rows_in_name_order(function: str) -> None:
 
         thread = threading.Thread(target=run_fire)
         thread.start()
-        time.sleep(0.5)  # the fire now waits for "a" and must hold nothing else
+        with raw_connection() as observer:  # the fire now waits for "a" and must hold nothing else
+            wait_for(lambda: observer.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()").fetchone()[0], timeout=60)
         other.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'b' FOR UPDATE")  # must not block
         other.rollback()
         thread.join(timeout=60)

@@ -87,13 +87,13 @@ def test_evaluate__a_row_locked_by_another_session_is_skipped_and_fires_later() 
 
         thread = threading.Thread(target=run)
         thread.start()
-        thread.join(timeout=30)
+        thread.join(timeout=60)
         assert done, "the pass waited for the locked row"
         assert fired("free") == 1 and fired("held") == 0
     finally:
         holder.rollback()
         holder.close()
-    wait_for(lambda: evaluate() and fired("held") == 1, timeout=30)
+    wait_for(lambda: evaluate() and fired("held") == 1, timeout=60)
 
 
 @override_settings(AWA_LOCK_TIMEOUT=0.5)
@@ -116,7 +116,7 @@ def test_reporter_start__additive_process_starts_while_the_lock_is_held(protocol
 
     thread = threading.Thread(target=run)
     thread.start()
-    assert started.wait(30)
+    assert started.wait(60)
     reporter._stop.set()
 
 

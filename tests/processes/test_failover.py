@@ -115,7 +115,7 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
             assert attempt >= 2 and errors, (attempt, errors)
             for proc in (cron, tasks):
                 proc.signal(signal.SIGTERM)
-            assert cron.wait(timeout=30) == 0 and tasks.wait(timeout=30) == 0
+            assert cron.wait() == 0 and tasks.wait() == 0
             # The leader lost its lock session with the old primary and won
             # the election again on the new one, in the same process.
             assert cron.output().count("elected leader") >= 2, cron.output()[-3000:]

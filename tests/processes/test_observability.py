@@ -28,7 +28,7 @@ def test_json_logs__follow_one_fire_from_slot_to_completion(runcron: Any, runtas
              timeout=60)
     for proc in (cron, tasks):
         proc.signal(signal.SIGTERM)
-    assert cron.wait(timeout=30) == 0 and tasks.wait(timeout=30) == 0
+    assert cron.wait() == 0 and tasks.wait() == 0
 
     def json_lines(text: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
@@ -119,4 +119,4 @@ def test_metrics__scraped_from_runcron_and_runtasks_match_the_database(runcron: 
 
     for proc in (cron, tasks):
         proc.signal(signal.SIGTERM)
-    assert cron.wait(timeout=30) == 0 and tasks.wait(timeout=30) == 0
+    assert cron.wait() == 0 and tasks.wait() == 0

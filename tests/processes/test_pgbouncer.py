@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -24,7 +23,7 @@ from django.db import connection
 
 from awa_django.models import Job, RuntimeInstance
 from tests.conftest import ROOT, database_url, raw_connection, wait_for
-from tests.processes.test_processes import assert_exactly_once_no_gap, db_now, leader_process_pid
+from tests.processes.test_processes import assert_exactly_once_no_gap, db_now, leader_process_pid, slots
 from tests.servers import PgBouncer, server_dir
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -106,7 +105,7 @@ def test_pgbouncer__enqueue_worker_and_cli_work_through_transaction_pooling(
     assert not [n for n in pooled_names if n.startswith("awa_django")], pooled_names
     assert transactions_through(pgbouncer) > before + 20
     worker.signal(signal.SIGTERM)
-    assert worker.wait(timeout=30) == 0
+    assert worker.wait() == 0
 
 
 def test_pgbouncer__two_runcron_elect_one_leader_and_fire_each_slot_once(
@@ -121,18 +120,18 @@ def test_pgbouncer__two_runcron_elect_one_leader_and_fire_each_slot_once(
     assert leader in {p.pid for p in procs}
     warm = db_now() + timedelta(seconds=1)
     before = transactions_through(pgbouncer)
-    time.sleep(5)
+    wait_for(lambda: len([f for f in slots("pooled-tick") if f >= warm]) >= 3, timeout=60)
     # Exactly one lock holder, and one process that believes it leads.
     assert leader_process_pid() == leader
     # The lock (and LISTEN) sessions are direct, not PgBouncer clients.
     pooled_names = [c["application_name"] or "" for c in pgbouncer.admin("SHOW CLIENTS")]
     assert not [n for n in pooled_names if n.startswith("awa_django")], pooled_names
     wait_for(lambda: RuntimeInstance.objects.filter(role="runcron", leader=True, shutting_down=False).count() == 1,
-             timeout=30)
+             timeout=60)
     assert transactions_through(pgbouncer) > before  # fires and snapshots went through the pooler
     for proc in procs:
         proc.signal(signal.SIGTERM)
-    assert [p.wait(timeout=30) for p in procs] == [0, 0]
+    assert [p.wait() for p in procs] == [0, 0]
     window = assert_exactly_once_no_gap("pooled-tick", since=warm)
     assert len(window) >= 3
     # Operator verbs use transaction-local contexts and row locks: fine when pooled.
@@ -142,7 +141,7 @@ def test_pgbouncer__two_runcron_elect_one_leader_and_fire_each_slot_once(
     assert Job.objects.filter(metadata__triggered_by="ops").count() == 1
     wait_for(lambda: not Job.objects.exclude(state="completed").exists(), timeout=60)
     worker.signal(signal.SIGTERM)
-    assert worker.wait(timeout=30) == 0
+    assert worker.wait() == 0
 
 
 def test_pgbouncer__check_warns_when_the_leader_alias_is_pooled(pgbouncer: PgBouncer) -> None:

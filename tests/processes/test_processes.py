@@ -63,35 +63,38 @@ def db_now() -> datetime:
 def test_runcron__three_replicas_fire_each_slot_exactly_once(runcron: Any) -> None:
     schedules = {"tick-co": every_second("coalesce"), "tick-cu": every_second("catch_up")}
     procs = [runcron(schedules) for _ in range(3)]
-    wait_for(lambda: all("waiting for leadership" in p.output() for p in procs), timeout=30)
+    wait_for(lambda: all("waiting for leadership" in p.output() for p in procs), timeout=60)
     warm = db_now() + timedelta(seconds=1)
-    time.sleep(6)
+    wait_for(lambda: all(len([f for f in slots(name) if f >= warm]) >= 4 for name in schedules), timeout=60)
     for p in procs:
         p.signal(signal.SIGTERM)
     assert [p.wait() for p in procs] == [0, 0, 0]
-    for name in schedules:
-        window = assert_exactly_once_no_gap(name, since=warm)
-        assert len(window) >= 4
+    # Catch-up: every slot exactly once. Coalesce: never twice (a pass that a
+    # loaded machine delays may rightly merge slots into one fire).
+    assert len(assert_exactly_once_no_gap("tick-cu", since=warm)) >= 4
+    fired = slots("tick-co")
+    assert len(fired) == len(set(fired)) and len([f for f in fired if f >= warm]) >= 4
 
 
 def test_runcron__sigkill_of_the_leader_loses_and_duplicates_nothing(runcron: Any) -> None:
     schedules = {"chaos-co": every_second("coalesce"), "chaos-cu": every_second("catch_up")}
     procs = [runcron(schedules) for _ in range(3)]
-    wait_for(lambda: leader_process_pid(), timeout=30)
+    wait_for(lambda: leader_process_pid(), timeout=60)
     rng = random.Random(481)
     killed: list[int] = []
     for _ in range(6):
         time.sleep(rng.uniform(0.2, 1.2))  # a random point of the leader's passes
-        victim = wait_for(leader_process_pid, timeout=15)
+        victim = wait_for(leader_process_pid, timeout=60)
         proc = next(p for p in procs if p.pid == victim)
         proc.kill()
         killed.append(victim)
         procs.remove(proc)
         procs.append(runcron(schedules))  # keep three replicas
         # A standby takes over.
-        wait_for(lambda v=victim: (pid := leader_process_pid()) is not None and pid != v, timeout=15)
-    time.sleep(2)
+        wait_for(lambda v=victim: (pid := leader_process_pid()) is not None and pid != v, timeout=60)
     end = db_now()
+    # Coalesce: the leader in place fires the latest slot (however late a loaded machine makes it).
+    wait_for(lambda: any(f >= end - timedelta(seconds=1) for f in slots("chaos-co")), timeout=60)
     for p in procs:
         p.signal(signal.SIGTERM)
     assert all(p.wait() == 0 for p in procs)
@@ -107,7 +110,7 @@ def test_runcron__sigkill_of_the_leader_loses_and_duplicates_nothing(runcron: An
 def test_runcron__terminated_lock_session_makes_the_leader_step_down(runcron: Any) -> None:
     schedules = {"term-cu": every_second("catch_up")}
     proc = runcron(schedules)
-    wait_for(lambda: slots("term-cu"), timeout=30)
+    wait_for(lambda: slots("term-cu"), timeout=60)
     backend = leader_pid()
     with raw_connection() as conn:
         conn.execute("SELECT pg_terminate_backend(%s)", [backend])
@@ -123,7 +126,7 @@ def test_runcron__terminated_lock_session_makes_the_leader_step_down(runcron: An
 
 def test_runcron__first_sigterm_finishes_and_releases(runcron: Any) -> None:
     proc = runcron({"graceful": every_second("coalesce")})
-    wait_for(lambda: slots("graceful"), timeout=30)
+    wait_for(lambda: slots("graceful"), timeout=60)
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
     assert "runcron: stopped" in proc.output()
@@ -132,7 +135,7 @@ def test_runcron__first_sigterm_finishes_and_releases(runcron: Any) -> None:
 
 def test_runcron__first_signal_waits_for_the_pass_second_exits_at_once(runcron: Any) -> None:
     proc = runcron({"stuck": every_second("coalesce")})
-    wait_for(lambda: slots("stuck"), timeout=30)
+    wait_for(lambda: slots("stuck"), timeout=60)
     with raw_connection(autocommit=False) as blocker, raw_connection() as observer:
         # Hold the jobs table: the leader's next fire statement blocks on its
         # insert, so its pass cannot finish. (A held schedule row no longer
@@ -146,7 +149,7 @@ def test_runcron__first_signal_waits_for_the_pass_second_exits_at_once(runcron: 
             timeout=60,
         )
         proc.signal(signal.SIGTERM)
-        time.sleep(0.5)
+        wait_for(lambda: f"signal {int(signal.SIGTERM)}:" in proc.output(), timeout=60)  # first one handled
         assert proc.proc.poll() is None  # still finishing its pass
         proc.signal(signal.SIGTERM)
         assert proc.wait() == 1
@@ -161,7 +164,7 @@ def test_runcron__standby_fires_nothing_while_a_leader_holds_the_lock(runcron: A
 
         rival.execute("SELECT pg_advisory_lock(%s)", [LEADER_LOCK_KEY])
         proc = runcron({"blocked": every_second("coalesce")})
-        wait_for(lambda: "waiting for leadership" in proc.output(), timeout=30)
+        wait_for(lambda: "waiting for leadership" in proc.output(), timeout=60)
         time.sleep(1.5)
         assert slots("blocked") == []
     # The rival session closed: the standby is elected and fires.
@@ -174,7 +177,7 @@ def test_runcron__pause_blocks_fires_and_resume_coalesces(runcron: Any) -> None:
     from awa_django import operations
 
     proc = runcron({"pausable": every_second("coalesce"), "replayed": every_second("catch_up")})
-    wait_for(lambda: len(slots("pausable")) >= 2 and len(slots("replayed")) >= 2, timeout=30)
+    wait_for(lambda: len(slots("pausable")) >= 2 and len(slots("replayed")) >= 2, timeout=60)
     operations.pause("pausable", "ops")
     operations.pause("replayed", "ops")
     paused_at = db_now()
@@ -186,7 +189,9 @@ def test_runcron__pause_blocks_fires_and_resume_coalesces(runcron: Any) -> None:
     operations.resume("replayed", "ops")
     resumed_at = db_now()
     wait_for(lambda: any(f > resumed_at for f in slots("pausable")), timeout=60)
-    time.sleep(1.5)
+    # Catch-up replays every missed second (at least the 3 s of the pause).
+    wait_for(lambda: len(slots("replayed")) >= before["replayed"] + 3
+             and any(f > resumed_at for f in slots("replayed")), timeout=60)
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
     # Coalesce: the ~3 missed seconds became one fire at resume, not three.
@@ -201,7 +206,7 @@ def test_runcron__retired_schedule_is_inert(runcron: Any) -> None:
     from awa_django import ownership
 
     proc = runcron({"doomed": every_second("catch_up")})
-    wait_for(lambda: len(slots("doomed")) >= 2, timeout=30)
+    wait_for(lambda: len(slots("doomed")) >= 2, timeout=60)
     ownership.operate("retire", name="doomed", actor="ops", apply=True)
     retired_at = db_now()
     time.sleep(2.5)
@@ -211,12 +216,13 @@ def test_runcron__retired_schedule_is_inert(runcron: Any) -> None:
 
 
 def test_runcron__sleeps_until_the_next_due_fire_not_a_fixed_interval(runcron: Any) -> None:
-    # A 30 s evaluation interval: fires on every 2nd second can only be on time
-    # if the leader wakes for the next due fire.
-    proc = runcron({"even": {"cron": "*/2 * * * * *", "task": TASK}}, env={"AWA_EVALUATE_INTERVAL": "30"})
-    wait_for(lambda: len(slots("even")) >= 4, timeout=40)
+    # A one-hour evaluation interval and a coalescing schedule: a leader that
+    # woke only every interval would fire once in the first hour (its start-up
+    # pass). Three fires mean it woke for each next due fire; counting them, not
+    # measuring their lateness, keeps the test true on a loaded machine.
+    proc = runcron({"even": {"cron": "*/2 * * * * *", "task": TASK}}, env={"AWA_EVALUATE_INTERVAL": "3600"})
+    wait_for(lambda: len(slots("even")) >= 3, timeout=60)
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
-    jobs = Job.objects.filter(metadata__cron_name="even").order_by("id")[1:]  # after the first
-    late = [(j.created_at - datetime.fromisoformat(j.metadata["cron_fire_at"])).total_seconds() for j in jobs]
-    assert late and max(late) < 1.5, late
+    fired = slots("even")
+    assert len(fired) == len(set(fired)) and all(f.second % 2 == 0 for f in fired)

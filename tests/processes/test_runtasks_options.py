@@ -60,18 +60,22 @@ def test_worker__max_tasks_bounds_the_claims() -> None:
 
 @override_settings(AWA_TASK_TIMEOUT=0.5, AWA_POLL_INTERVAL=0.05)
 def test_worker__task_timeout_fails_the_attempt_and_frees_the_slot() -> None:
-    slow = tasks.sleeps.enqueue(3.0, "overdue")
+    tasks.GATE.clear()  # the overdue task runs until the test lets it finish
+    slow = tasks.gated.enqueue("overdue")
     Job.objects.filter(id=int(slow.id)).update(max_attempts=1)
     quick = tasks.write_effect.using(priority=-10).enqueue("next")  # claimed after the slow one
     worker = Worker(burst=True, concurrency=1)
-    worker.run()
-    row = Job.objects.get(id=int(slow.id))
-    assert row.state == "failed"
-    assert row.errors[0]["exception_class_path"] == "awa_django.exceptions.TaskTimeout"
-    assert "AWA_TASK_TIMEOUT" in row.errors[0]["traceback"]
-    # The one slot was freed: the next job ran while the overdue task still slept.
-    assert Job.objects.get(id=int(quick.id)).state == "completed"
-    assert not Effect.objects.filter(label="overdue", phase="done").exists()
+    try:
+        worker.run()
+        row = Job.objects.get(id=int(slow.id))
+        assert row.state == "failed"
+        assert row.errors[0]["exception_class_path"] == "awa_django.exceptions.TaskTimeout"
+        assert "AWA_TASK_TIMEOUT" in row.errors[0]["traceback"]
+        # The one slot was freed: the next job ran while the overdue task still ran.
+        assert Job.objects.get(id=int(quick.id)).state == "completed"
+        assert not Effect.objects.filter(label="overdue", phase="done").exists()
+    finally:
+        tasks.GATE.set()
     # The abandoned thread finishes later; its report is ignored (the attempt is over).
     wait_for(lambda: Effect.objects.filter(label="overdue", phase="done").exists(), timeout=60)
     assert Job.objects.get(id=int(slow.id)).state == "failed"

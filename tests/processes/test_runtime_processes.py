@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -34,7 +33,7 @@ INVOICE = {"invoice": {"cron": "0 0 1 1 *", "task": "tests.testapp.tasks.record"
 def test_snapshots__every_process_reports_independent_of_leadership(runcron: Any, runtasks: Any) -> None:
     env = {"AWA_SNAPSHOT_INTERVAL": "0.3"}
     procs = [runcron({}, env=env), runcron({}, env=env), runtasks("--queue", "mail", env=env)]
-    wait_for(lambda: RuntimeInstance.objects.count() == 3, timeout=30)
+    wait_for(lambda: RuntimeInstance.objects.count() == 3, timeout=60)
     rows = {r.pid: r for r in RuntimeInstance.objects.all()}
     assert {r.role for r in rows.values()} == {"runcron", "runtasks"}
     assert all(r.cron_protocol == 1 and r.snapshot_interval_ms == 300 for r in rows.values())
@@ -52,7 +51,7 @@ def test_snapshots__every_process_reports_independent_of_leadership(runcron: Any
 def test_authoritative__runcron_and_runtasks_publish_one_manifest(runcron: Any, runtasks: Any) -> None:
     env = {**AUTHORITATIVE, "AWA_TEST_SCHEDULES": json.dumps(INVOICE)}
     procs = [runcron({}, env=env), runtasks(env=env)]
-    wait_for(lambda: CronDeclaration.objects.count() == 2, timeout=30)
+    wait_for(lambda: CronDeclaration.objects.count() == 2, timeout=60)
     assert CronManifest.objects.count() == 1
     row = wait_for(lambda: CronJob.objects.filter(name="invoice").first(), timeout=60)
     assert row.owner_id == "billing"
@@ -82,13 +81,13 @@ def test_authoritative__removed_schedule_is_retired_after_grace(runcron: Any) ->
     first = runcron({}, env=env)
     # (testapp-yearly, from tests/testapp/cron.py, is declared too.)
     wait_for(lambda: {"invoice", "statement"} <= set(CronJob.objects.filter(owner_id="billing")
-                                                       .values_list("name", flat=True)), timeout=30)
+                                                       .values_list("name", flat=True)), timeout=60)
     first.signal(signal.SIGTERM)
     assert first.wait() == 0
     # Deploy rev-2 without "statement".
     env = {**env, "AWA_TEST_SCHEDULES": json.dumps(INVOICE), "AWA_REVISION": "rev-2"}
     second = runcron({}, env=env)
-    row = wait_for(lambda: CronJob.objects.filter(name="statement", retired_at__isnull=False).first(), timeout=30)
+    row = wait_for(lambda: CronJob.objects.filter(name="statement", retired_at__isnull=False).first(), timeout=60)
     assert (row.retired_by, row.retired_revision) == ("billing", "rev-2")
     assert CronJob.objects.get(name="invoice").retired_at is None
     second.signal(signal.SIGTERM)
@@ -109,7 +108,7 @@ def test_migration__locks_cron_jobs_before_anything_and_never_cycles_with_a_fire
                                     cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         waiting = wait_for(lambda: observer.execute(
             "SELECT pid FROM pg_locks WHERE relation = 'awa_cron_jobs'::regclass AND NOT granted"
-        ).fetchone(), timeout=30)[0]
+        ).fetchone(), timeout=60)[0]
         held = observer.execute(
             "SELECT relation::regclass::text FROM pg_locks WHERE pid = %s AND granted "
             "AND locktype = 'relation' AND mode = 'AccessExclusiveLock'", [waiting]
@@ -155,8 +154,11 @@ def test_legacy_writer__statement_trigger_serialises_it_behind_the_protocol_lock
 
         thread = threading.Thread(target=legacy_write)
         thread.start()
-        time.sleep(0.5)
-        assert not finished.is_set()  # waiting for the protocol lock
+        with raw_connection() as observer:  # the legacy session waits for the protocol lock
+            wait_for(lambda: observer.execute(
+                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", [legacy.info.backend_pid]
+            ).fetchone()[0], timeout=60)
+        assert not finished.is_set()
         holder.commit()
         thread.join(timeout=60)
         assert finished.is_set()
