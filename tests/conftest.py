@@ -68,6 +68,18 @@ def _isolated_registry() -> Iterator[None]:
     registry._schedules.update(saved)
 
 
+@pytest.fixture(autouse=True)
+def _restored_connection_options() -> Iterator[None]:
+    """``runcron``/``runtasks`` run in-process add keepalives to every alias's
+    ``OPTIONS`` (``guard_process_connections``): keep them out of later tests."""
+    from django.db import connections
+
+    saved = {alias: dict(connections[alias].settings_dict.get("OPTIONS", {})) for alias in connections}
+    yield
+    for alias, options in saved.items():
+        connections[alias].settings_dict["OPTIONS"] = options
+
+
 class Runcron:
     """A real ``manage.py runcron`` (or ``runtasks``) subprocess on the test database."""
 

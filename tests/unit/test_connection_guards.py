@@ -73,7 +73,7 @@ def test_guard_process_connections__adds_keepalives_but_the_project_wins(monkeyp
 
     wrapper = connections["default"]
     entry = copy.deepcopy(wrapper.settings_dict)
-    entry.setdefault("OPTIONS", {})["keepalives_count"] = 9
+    entry["OPTIONS"] = {"keepalives_count": 9}
     monkeypatch.setattr(wrapper, "settings_dict", entry)
     guards.guard_process_connections()
     assert entry["OPTIONS"]["keepalives_idle"] == 11 and entry["OPTIONS"]["keepalives"] == 1
