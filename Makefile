@@ -20,6 +20,11 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) -m pytest $(PYTEST_ARGS)
 
+# The unit tests only (tests/unit: no database is created or needed).
+.PHONY: test-fast
+test-fast: $(STAMP)
+	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+
 # The oldest Django we support (6.0), to keep the ">= 6.0" promise honest.
 VENV_OLDEST := .venv-django60
 $(VENV_OLDEST)/.installed: pyproject.toml
@@ -56,7 +61,7 @@ docs: $(STAMP)
 
 # Re-take the admin screenshots of the operator guide (docs/images/) in headless chromium.
 screenshots: $(STAMP)
-	AWA_SCREENSHOTS=1 $(PY) scripts/with_db.py $(PY) -m pytest tests/test_admin_browser.py -q
+	AWA_SCREENSHOTS=1 $(PY) scripts/with_db.py $(PY) -m pytest tests/processes/test_admin_browser.py -q
 
 # Proofs and fault campaigns (docs/explanation/guarantees.md).
 .PHONY: verify chaos chaos-quick

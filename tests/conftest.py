@@ -68,10 +68,24 @@ def _isolated_registry() -> Iterator[None]:
     registry._schedules.update(saved)
 
 
+@pytest.fixture(autouse=True)
+def _restored_connection_options() -> Iterator[None]:
+    """``runcron``/``runtasks`` run in-process add keepalives to every alias's
+    ``OPTIONS`` (``guard_process_connections``): keep them out of later tests."""
+    from django.db import connections
+
+    saved = {alias: dict(connections[alias].settings_dict.get("OPTIONS", {})) for alias in connections}
+    yield
+    for alias, options in saved.items():
+        connections[alias].settings_dict["OPTIONS"] = options
+
+
 class Runcron:
     """A real ``manage.py runcron`` (or ``runtasks``) subprocess on the test database."""
 
     command = "runcron"
+    # Printed right after the command installs its SIGTERM/SIGINT handlers.
+    started_line = "waiting for leadership"
 
     def __init__(self, schedules: dict[str, Any], extra_env: dict[str, str], args: list[str]) -> None:
         env = dict(os.environ)
@@ -113,6 +127,10 @@ class Runcron:
         return self.log_path.read_text(errors="replace")
 
     def signal(self, signum: int) -> None:
+        if signum in (signal.SIGTERM, signal.SIGINT):
+            # Sent before the handlers are installed (Django still starting on a
+            # loaded machine), it would kill the process instead of stopping it.
+            wait_for(lambda: self.started_line in self.output() or self.proc.poll() is not None, timeout=60)
         if self.proc.poll() is None:
             self.proc.send_signal(signum)
 
@@ -120,9 +138,18 @@ class Runcron:
         self.signal(signal.SIGKILL)
         self.wait()
 
-    def wait(self, timeout: float = 15) -> int:
+    def wait(self, timeout: float = 60) -> int:
         try:
             return self.proc.wait(timeout=timeout)
+        finally:
+            self._log.close()
+
+    def close(self) -> None:
+        """Kill the process if it still runs, reap it and close its log file."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=60)
         finally:
             self._log.close()
 
@@ -131,16 +158,17 @@ class Runtasks(Runcron):
     """A real ``manage.py runtasks`` subprocess on the test database."""
 
     command = "runtasks"
+    started_line = "runtasks: worker"
 
 
 @pytest.fixture
 def _processes() -> Iterator[list[Runcron]]:
-    """Every subprocess a test started; those still running are killed at teardown."""
+    """Every subprocess a test started; at teardown each one still running is
+    killed, and every one is reaped and has its log file closed."""
     started: list[Runcron] = []
     yield started
     for proc in started:
-        if proc.proc.poll() is None:
-            proc.kill()
+        proc.close()
 
 
 @pytest.fixture

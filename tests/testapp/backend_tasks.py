@@ -1,4 +1,4 @@
-"""Tasks used by tests/test_backend.py and tests/test_queue_ops.py."""
+"""Tasks used by tests/db/test_backend.py and tests/db/test_queues.py."""
 
 from __future__ import annotations
 

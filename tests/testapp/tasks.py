@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from django.tasks import task
 
 
@@ -140,6 +142,19 @@ def sleeps(seconds: float = 1.0, label: str = "sleeper") -> str:
 
     _effect(label, "started")
     time.sleep(seconds)
+    _effect(label, "done")
+    return label
+
+
+# Set by a test that runs a Worker in its own process, to let ``gated`` finish.
+GATE = threading.Event()
+
+
+@task
+def gated(label: str = "gated") -> str:
+    """Record 'started', wait until a test sets GATE (at most 60 s), record 'done'."""
+    _effect(label, "started")
+    GATE.wait(60)
     _effect(label, "done")
     return label
 

@@ -1,0 +1,50 @@
+"""The evaluator's fire statement takes schedule row locks in name order."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections
+
+from awa_django.models import Job
+from tests.conftest import raw_connection, wait_for
+from tests.db.test_fire_sql import FIRE, T0, fire, fresh, plan_entry
+from tests.factories import CronJobFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.mark.parametrize("function", ["awa_cron_fire_v2"])
+def test_fire__locks_rows_in_name_order(function: str) -> None:
+    """A writer that follows the lock order (by name) never deadlocks with it."""
+    FIRE["function"] = function
+    a = fresh(CronJobFactory(name="a").name)
+    b = fresh(CronJobFactory(name="b").name)
+    other = raw_connection(autocommit=False)
+    try:
+        other.execute("SET lock_timeout = '3s'")
+        other.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'a' FOR UPDATE")
+        done = threading.Event()
+
+        def run_fire() -> None:
+            try:
+                fire(plan_entry(b, [T0]), plan_entry(a, [T0]))  # the plan lists b first
+            finally:
+                connections.close_all()
+                done.set()
+
+        thread = threading.Thread(target=run_fire)
+        thread.start()
+        with raw_connection() as observer:  # the fire now waits for "a" and must hold nothing else
+            wait_for(lambda: observer.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()").fetchone()[0], timeout=60)
+        other.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'b' FOR UPDATE")  # must not block
+        other.rollback()
+        thread.join(timeout=60)
+        assert done.is_set()
+    finally:
+        other.close()
+        FIRE["function"] = "awa_cron_fire_v2"
+    assert Job.objects.count() == 2

@@ -1,0 +1,47 @@
+"""sync.py: additive sync of declared schedules into ``awa_cron_jobs`` (upsert only)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.utils import timezone
+
+from awa_django.models import CronJob
+from awa_django.schedules import build_schedule
+from awa_django.sync import sync_schedules
+from tests.conftest import operator_context
+from tests.factories import CronJobFactory
+
+pytestmark = pytest.mark.django_db
+
+RECORD = "tests.testapp.tasks.record"
+
+
+def test_sync__inserts_then_writes_only_what_changed() -> None:
+    a, b = build_schedule("a", "0 3 * * *", RECORD), build_schedule("b", "0 4 * * *", RECORD)
+    assert sync_schedules([b, a]) == ["a", "b"]
+    assert sync_schedules([a, b]) == []  # unchanged rows are skipped
+    assert sync_schedules([build_schedule("a", "0 5 * * *", RECORD), b]) == ["a"]
+    assert CronJob.objects.get(name="a").cron_expr == "0 5 * * *"
+    assert sync_schedules([]) == []
+
+
+def test_sync__never_deletes_and_keeps_runtime_and_lifecycle_columns() -> None:
+    CronJobFactory(name="other-deployment")
+    sync_schedules([build_schedule("a", "0 3 * * *", RECORD)])
+    fired = timezone.now().replace(microsecond=0)
+    with operator_context():
+        CronJob.objects.filter(name="a").update(last_enqueued_at=fired, paused_at=fired, paused_by="ops")
+    assert sync_schedules([build_schedule("a", "0 4 * * *", RECORD)]) == ["a"]
+    row = CronJob.objects.get(name="a")
+    assert (row.last_enqueued_at, row.paused_at, row.paused_by) == (fired, fired, "ops")
+    assert CronJob.objects.filter(name="other-deployment").exists()
+
+
+def test_sync__an_owned_row_is_not_changed_and_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    CronJobFactory(name="owned", owner_id="billing", cron_expr="0 1 * * *")
+    with caplog.at_level(logging.ERROR, logger="awa_django.sync"):
+        assert sync_schedules([build_schedule("owned", "0 2 * * *", RECORD)]) == []
+    assert CronJob.objects.get(name="owned").cron_expr == "0 1 * * *"
+    assert [getattr(r, "event", None) for r in caplog.records] == ["cron.sync_conflict"]

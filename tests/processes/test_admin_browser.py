@@ -1,0 +1,270 @@
+"""The operators' console in a real browser: Debian's chromium, headless,
+driven by Playwright against pytest-django's live server.
+
+Never downloads a browser (``executable_path`` is the system chromium; CI
+installs it with apt). ``AWA_SCREENSHOTS=1`` (``make screenshots``) also
+writes the screenshots used by the operator guide to ``docs/images/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from playwright.sync_api import sync_playwright
+
+from awa_django import cronexpr, operations, ownership, queues
+from awa_django.models import CronJob, RuntimeInstance
+from tests.factories import CronJobFactory, JobFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+# Generous: a loaded 2-core machine renders slowly; these are deadlines, not sleeps.
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (never a downloaded browser)")
+    # Playwright's sync API runs an asyncio loop in this thread; the test's own
+    # ORM calls (setup, assertions, pytest-django's flush) are still plain
+    # synchronous code, so allow them for as long as the browser is up.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            # Root (CI) needs --no-sandbox; small /dev/shm in containers crashes tabs otherwise.
+            args = (["--no-sandbox"] if os.geteuid() == 0 else []) + ["--disable-dev-shm-usage"]
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+            try:
+                yield chromium
+            finally:
+                chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+class Console:
+    """A logged-in browser page on the live server's admin."""
+
+    def __init__(self, browser: Any, base: str, username: str) -> None:
+        self.base = base
+        self.context = browser.new_context(viewport={"width": 1500, "height": 1000})
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.goto("/admin/login/")
+        self.page.fill("#id_username", username)
+        self.page.fill("#id_password", "pw")
+        self.page.click("input[type=submit]")
+        self.page.wait_for_selector("#user-tools")
+
+    def goto(self, path: str) -> Any:
+        self.page.goto(self.base + path)
+        return self.page
+
+    def row(self, name: str) -> Any:
+        return self.page.locator("#result_list tbody tr", has=self.page.locator(f"input[value='{name}']"))
+
+    def run_action(self, label: str, *names: str) -> None:
+        for name in names:
+            self.page.check(f"#result_list input[name=_selected_action][value='{name}']")
+        self.page.select_option("select[name=action]", label=label)
+        self.page.click("button[name=index]")
+        self.page.wait_for_load_state()
+
+    def messages(self) -> str:
+        return str(self.page.locator("ul.messagelist").text_content()).strip().lower()
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def fires_before(expression: str, zone: str, now: datetime, count: int) -> list[datetime]:
+    """The ``count`` latest fire times before ``now``, newest first."""
+    parsed, tz = cronexpr.parse_cron(expression), cronexpr.parse_timezone(zone)
+    fires: list[datetime] = []
+    until = now
+    while len(fires) < count:
+        fire = cronexpr.latest_fire(parsed, tz, None, until)
+        assert fire is not None
+        fires.append(fire)
+        until = fire - timedelta(seconds=1)
+    return fires
+
+
+def make_user(username: str, *codenames: str, superuser: bool = False) -> User:
+    if superuser:
+        return User.objects.create_superuser(username, password="pw")
+    user = User.objects.create_user(username, password="pw", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="awa_django", codename__in=codenames)
+    )
+    return user
+
+
+ATTEMPT_ERROR = {
+    "exception_class_path": "smtplib.SMTPServerDisconnected",
+    "traceback": 'Traceback (most recent call last):\n  File "myapp/tasks.py", line 12, in send_digest\n'
+                 "    connection.send_messages(messages)\n"
+                 "smtplib.SMTPServerDisconnected: Connection unexpectedly closed\n",
+}
+
+
+def realistic_data() -> None:
+    """A small deployment: a live leader, a few schedules in every state, some history."""
+    now = datetime.now(UTC)
+    RuntimeInstance.objects.create(
+        instance_id=uuid.uuid4(), hostname="app-1", pid=4242, version="0.1.0", role="runcron",
+        started_at=now, snapshot_interval_ms=10_000, leader=True, cron_protocol=1,
+    )
+    digest_fires = fires_before("0 9 * * 1-5", "Europe/Berlin", now, 3)
+    CronJobFactory(name="daily-digest", cron_expr="0 9 * * 1-5", timezone="Europe/Berlin", queue="mail",
+                   last_enqueued_at=digest_fires[0])
+    CronJobFactory(name="nightly-report", cron_expr="0 2 * * *", timezone="America/New_York", queue="reports",
+                   owner_id="web")
+    CronJobFactory(name="ping", cron_expr="*/5 * * * * *", last_enqueued_at=now - timedelta(seconds=3))
+    CronJobFactory(name="stuck-cleanup", cron_expr="*/10 * * * *", last_enqueued_at=now - timedelta(hours=2))
+    CronJobFactory(name="hourly-sync", cron_expr="0 * * * *", last_enqueued_at=now - timedelta(hours=3))
+    CronJobFactory(name="old-export", cron_expr="30 4 1 * *", owner_id="web")
+    ownership.retire(actor="deploy", apply=True, name="old-export")
+    operations.pause("stuck-cleanup", "alice")
+    # Automatic fires of the last three weekdays, oldest first: one failed after two attempts.
+    for fire, state, seconds in zip(reversed(digest_fires), ("completed", "failed", "completed"), (0.83, 2.4, 0.91),
+                                    strict=True):
+        failed = state == "failed"
+        JobFactory(kind="tests.testapp.tasks.record", queue="mail", state=state, attempt=2 if failed else 1,
+                   metadata={"cron_name": "daily-digest", "cron_fire_at": fire.isoformat()},
+                   attempted_at=fire + timedelta(seconds=1), finished_at=fire + timedelta(seconds=1 + seconds),
+                   worker_ids=["app-2:311:9f2c41ab", "app-3:87:4be01c2d"][: 2 if failed else 1],
+                   errors=[ATTEMPT_ERROR | {"attempt": n, "worker_id": w}
+                           for n, w in ((1, "app-2:311:9f2c41ab"), (2, "app-3:87:4be01c2d"))] if failed else [])
+    operations.trigger("ping", "alice")
+
+
+@pytest.fixture
+def admin_console(browser: Any, live_server: Any) -> Iterator[Console]:
+    make_user("admin", superuser=True)
+    console = Console(browser, live_server.url, "admin")
+    yield console
+    console.close()
+
+
+def test_admin_browser__pause_trigger_retire_restore_and_queue_pause(admin_console: Console, tmp_path: Path) -> None:
+    realistic_data()
+    console = admin_console
+    page = console.goto("/admin/awa_django/cronjob/")
+    assert "Live leader: app-1:4242" in page.inner_text("#awa-leader")
+    digest = console.row("daily-digest")
+    assert "At 09:00, Monday through Friday" in digest.inner_text()
+    assert "overdue" in console.row("hourly-sync").inner_text()
+    assert "paused by alice" in console.row("stuck-cleanup").inner_text()
+    assert "retired" in console.row("old-export").inner_text()
+    screenshot(page, tmp_path, "admin-schedule-list.png")
+
+    # Pause: the badge appears, and the database records the admin user.
+    console.run_action("Pause", "daily-digest")
+    assert "paused daily-digest" in console.messages()
+    assert "paused by admin" in console.row("daily-digest").inner_text()
+    assert CronJob.objects.get(name="daily-digest").paused_by == "admin"
+
+    # Trigger now: the job shows in the job list of that schedule.
+    console.run_action("Trigger now", "daily-digest")
+    job_id = int(re.search(r"job (\d+)", console.messages())[1])  # type: ignore[index]
+    page = console.goto("/admin/awa_django/job/?cron_name=daily-digest")
+    row = page.locator("#result_list tbody tr", has=page.locator(f"a[href*='/job/{job_id}/change/']"))
+    assert "available" in row.inner_text() and "manual, by admin" in row.inner_text()
+
+    # Retire: a confirmation page with the plan; nothing changes until confirmed.
+    console.goto("/admin/awa_django/cronjob/")
+    console.run_action("Retire", "daily-digest")
+    assert page.inner_text("#awa-plan-changes").strip() == "daily-digest"
+    assert CronJob.objects.get(name="daily-digest").retired_at is None
+    page.click("input[value='Yes, retire']")
+    page.wait_for_load_state()
+    assert "retired" in console.row("daily-digest").inner_text()
+    assert "never" in console.row("daily-digest").inner_text()
+    assert CronJob.objects.get(name="daily-digest").retired_by == "admin"
+    page = console.goto("/admin/awa_django/cronjob/daily-digest/change/")
+    assert "never fires until it is restored" in page.inner_text("#awa-next-fires")
+
+    # Restore from the detail page, through the same confirmation.
+    page.click("#awa-status button:has-text('Restore')")
+    assert page.inner_text("#awa-plan-changes").strip() == "daily-digest"
+    page.click("input[value='Yes, restore']")
+    page.wait_for_load_state()
+    assert "retired" not in console.row("daily-digest").inner_text()
+    assert CronJob.objects.get(name="daily-digest").retired_at is None
+
+    # Pause its queue: the schedule list says "queue paused".
+    page = console.goto("/admin/awa_django/queue/")
+    console.run_action("Pause", "mail")
+    assert "paused by admin" in console.row("mail").inner_text()
+    assert queues.is_queue_paused("mail")
+    console.goto("/admin/awa_django/cronjob/")
+    assert "queue paused" in console.row("daily-digest").inner_text()
+    assert "queue paused" not in console.row("ping").inner_text()
+    screenshot(console.goto("/admin/awa_django/queue/"), tmp_path, "admin-queues.png")
+
+    # A failed job: every attempt's error, traceback and worker.
+    page = console.goto("/admin/awa_django/job/?state__exact=failed")
+    page.click("#result_list tbody tr a")
+    page.wait_for_load_state()
+    errors = page.inner_text(".field-attempt_errors")
+    assert errors.count("SMTPServerDisconnected") >= 2 and "app-3:87:4be01c2d" in errors
+    screenshot(page, tmp_path, "admin-job-detail.png", full_page=False)
+
+    page = console.goto("/admin/awa_django/cronjob/daily-digest/change/")
+    assert page.locator("#awa-next-fires tbody tr").count() == 10
+    assert page.locator("#awa-last-fires tbody tr").count() == 4
+    assert "manual trigger by admin" in page.inner_text("#awa-last-fires")
+    screenshot(page, tmp_path, "admin-schedule-detail.png", full_page=False)
+
+
+def test_admin_browser__a_user_without_a_permission_sees_no_such_action(browser: Any, live_server: Any) -> None:
+    CronJobFactory(name="guarded")
+    make_user("viewer", "view_cronjob", "view_job", "view_queue")
+    make_user("pauser", "view_cronjob", "pause_cronjob")
+
+    viewer = Console(browser, live_server.url, "viewer")
+    try:
+        page = viewer.goto("/admin/awa_django/cronjob/")
+        assert viewer.row("guarded").count() == 0  # no action checkboxes at all
+        assert page.locator("select[name=action]").count() == 0
+        assert "guarded" in page.inner_text("#result_list")
+        page = viewer.goto("/admin/awa_django/cronjob/guarded/change/")
+        assert page.locator("#awa-status button").count() == 0
+        page = viewer.goto("/admin/awa_django/queue/")
+        assert page.locator("select[name=action]").count() == 0
+    finally:
+        viewer.close()
+
+    pauser = Console(browser, live_server.url, "pauser")
+    try:
+        page = pauser.goto("/admin/awa_django/cronjob/")
+        labels = [o.strip() for o in page.locator("select[name=action] option").all_inner_texts()]
+        assert [label for label in labels if not label.startswith("-")] == ["Pause", "Resume"]
+        page = pauser.goto("/admin/awa_django/cronjob/guarded/change/")
+        assert page.locator("#awa-status button").all_inner_texts() == ["Pause"]
+    finally:
+        pauser.close()
+
+
+def screenshot(page: Any, tmp_path: Path, name: str, full_page: bool = True) -> None:
+    """Always taken (it must work); kept for the docs with AWA_SCREENSHOTS=1."""
+    target = DOCS_IMAGES / name if os.environ.get("AWA_SCREENSHOTS") == "1" else tmp_path / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target), full_page=full_page)
+    assert target.stat().st_size > 10_000
