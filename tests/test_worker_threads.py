@@ -20,12 +20,14 @@ def results(enqueued: list[Any]) -> list[Any]:
 
 @override_settings(AWA_POLL_INTERVAL=0.05)
 def test_worker__consecutive_tasks_reuse_one_thread_and_its_connection() -> None:
-    enqueued = [tasks.backend_pid.enqueue() for _ in range(5)]
+    enqueued = [tasks.backend_pid.enqueue() for _ in range(8)]
     worker = Worker(burst=True, concurrency=1)
     worker.run()
-    assert worker.completed == 5
+    assert worker.completed == 8
     pids = results(enqueued)
-    assert len(set(pids)) == 1, pids  # a new thread per attempt opened a new connection each
+    # A new thread per attempt opened a new connection each. At most two task
+    # threads take turns: one stores the last completion while the other runs.
+    assert len(set(pids)) <= 2, pids
 
 
 @override_settings(AWA_POLL_INTERVAL=0.05)
