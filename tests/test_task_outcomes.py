@@ -14,8 +14,8 @@ from django.tasks.exceptions import InvalidTask
 from django.tasks.signals import task_finished
 from django.test.utils import override_settings
 
-from awa_django.models import Job
 from awa_django.jobs import Done
+from awa_django.models import Job
 from awa_django.worker import Worker
 from tests.testapp import tasks
 from tests.testapp.models import Effect
