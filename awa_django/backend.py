@@ -23,6 +23,7 @@ from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.db import connections, transaction
 from django.db.models import Case, Value, When
+from django.db.models.base import ModelState
 from django.db.models.functions import Now
 from django.db.models.lookups import GreaterThan
 from django.tasks import Task
@@ -85,29 +86,48 @@ class AwaBackend(BaseTaskBackend):
         Every call is validated first, as by ``enqueue``: one bad call raises
         and nothing is inserted. ``task_enqueued`` is sent for each on commit.
         """
-        pairs = [(task, self._new_job(task, args, kwargs)) for task, args, kwargs in calls]
-        if not pairs:
+        calls = list(calls)
+        if not calls:
             return []
-        Job.objects.using(self.database).bulk_create([job for _, job in pairs])
-        results = [self.result_for(job, task) for task, job in pairs]
+        checked: set[int] = set()  # tasks validated already (by identity)
+        jobs: list[Job] = []
+        encoded: list[str] = []
+        for task, args, kwargs in calls:
+            if id(task) not in checked:
+                self.validate_task(task)
+                require_runnable_here(task)
+                checked.add(id(task))
+            payload, text = _checked_payload(args, kwargs)
+            run_after = task.run_after
+            jobs.append(_unsaved_job(kind=task.module_path, queue=task.queue_name, args=payload,
+                                     priority=task.priority, max_attempts=self.max_attempts,
+                                     metadata={"run_after": run_after.isoformat()} if run_after is not None else {}))
+            encoded.append(text)
+        self._insert_many(jobs, encoded, [task.run_after for task, _, _ in calls])
+        results = [self.result_for(job, task) for (task, _, _), job in zip(calls, jobs, strict=True)]
         self.announce(results)
         return results
+
+    def _insert_many(self, jobs: list[Job], encoded: list[str], run_afters: list[datetime | None]) -> None:
+        """INSERT ``jobs`` in one statement (arrays unnested); fill in what the database computed."""
+        with connections[self.database].cursor() as cursor:
+            cursor.execute(
+                INSERT_MANY,
+                [self.max_attempts, [j.kind for j in jobs], [j.queue for j in jobs], encoded,
+                 [j.priority for j in jobs], [json.dumps(j.metadata) for j in jobs], run_afters],
+            )
+            rows = cursor.fetchall()
+        if len(rows) != len(jobs):  # pragma: no cover - the INSERT has no WHERE
+            raise RuntimeError(f"{len(rows)} rows inserted for {len(jobs)} jobs")
+        for job, (job_id, state, run_at, created_at) in zip(jobs, sorted(rows), strict=True):
+            job.id, job.state, job.run_at, job.created_at = job_id, state, run_at, created_at
+            job._state.db = self.database
 
     def _new_job(self, task: Task[Any, Any], args: Any, kwargs: Any) -> Job:
         """The unsaved job row of one validated call."""
         self.validate_task(task)
         require_runnable_here(task)
-        payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
-        # Fail here, in the caller, not later in the worker (and not with a
-        # database error that would abort the caller's transaction).
-        json.dumps(payload, allow_nan=False)
-        if _contains_nul(payload):
-            raise ValueError("task arguments cannot contain NUL characters (PostgreSQL jsonb rejects them)")
-        # Lone surrogates, like NUL, pass json.dumps and then fail in the
-        # database. (No depth bound here: json.dumps above already had one.)
-        surrogate = json_problem(payload, max_depth=sys.maxsize)
-        if surrogate:
-            raise ValueError(f"task arguments cannot be stored: {surrogate} (PostgreSQL jsonb rejects it)")
+        payload, _ = _checked_payload(args, kwargs)
         run_after = task.run_after
         return Job(
             kind=task.module_path,
@@ -246,6 +266,55 @@ class AwaBackend(BaseTaskBackend):
                 )
             )
         return messages
+
+
+# One INSERT for a whole batch: parallel arrays unnested in call order (the
+# ids, from the identity, follow that order). Like enqueue(), "deferred" and
+# run_at are decided by the database clock.
+INSERT_MANY = """
+    INSERT INTO awa_jobs (kind, queue, args, priority, max_attempts, metadata, state, run_at)
+    SELECT u.kind, u.queue, u.args, u.priority, %s, u.metadata,
+           CASE WHEN u.run_after > statement_timestamp() THEN 'scheduled' ELSE 'available' END,
+           coalesce(u.run_after, statement_timestamp())
+      FROM unnest(%s::text[], %s::text[], %s::jsonb[], %s::integer[], %s::jsonb[], %s::timestamptz[])
+           WITH ORDINALITY AS u(kind, queue, args, priority, metadata, run_after, n)
+     ORDER BY u.n
+    RETURNING id, state, run_at, created_at
+"""
+
+
+def _unsaved_job(**values: Any) -> Job:
+    """A ``Job`` of a new row, without ``Model.__init__`` (most of a bulk enqueue's
+    time); the database-computed columns are filled in after the INSERT."""
+    job = Job.__new__(Job)
+    job._state = ModelState()
+    job._state.adding = False
+    job.__dict__.update(_NEW_JOB_DEFAULTS, errors=[], worker_ids=[], tags=[], **values)
+    return job
+
+
+_NEW_JOB_DEFAULTS: dict[str, Any] = {
+    "id": None, "state": JobState.AVAILABLE, "attempt": 0, "run_at": None, "created_at": None,
+    "attempted_at": None, "started_at": None, "finished_at": None, "heartbeat_at": None, "result": None,
+}
+
+
+def _checked_payload(args: Any, kwargs: Any) -> tuple[dict[str, Any], str]:
+    """The stored form of a call's arguments and its JSON text; raise if PostgreSQL
+    could not store it, here in the caller rather than later in the worker (and
+    not with a database error that would abort the caller's transaction)."""
+    payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
+    text = json.dumps(payload, allow_nan=False)
+    if "\\u0000" not in text and "\\ud" not in text:
+        return payload, text  # json.dumps escapes NUL and every surrogate this way: none here
+    if _contains_nul(payload):
+        raise ValueError("task arguments cannot contain NUL characters (PostgreSQL jsonb rejects them)")
+    # Lone surrogates, like NUL, pass json.dumps and then fail in the
+    # database. (No depth bound here: json.dumps above already had one.)
+    surrogate = json_problem(payload, max_depth=sys.maxsize)
+    if surrogate:
+        raise ValueError(f"task arguments cannot be stored: {surrogate} (PostgreSQL jsonb rejects it)")
+    return payload, text
 
 
 def _contains_nul(value: Any) -> bool:

@@ -142,6 +142,7 @@ class Listener:
             conn = self.connection()
             if conn is not None and self._received(conn):
                 return True
+            conn = self._conn  # None if _received just dropped a broken connection
             fds = [self._wake_r] + ([conn.fileno()] if conn is not None else [])
             ready, _, _ = select.select(fds, [], [], min(remaining, WAIT_SLICE))
             if self._wake_r in ready:

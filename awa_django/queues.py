@@ -14,20 +14,21 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import Count, F, Q
-from django.db.models.functions import Greatest, Now
+from django.db.models import Count, Q
+from django.db.models.functions import Now
 
+from . import jobs
 from .actions import require_actor
 from .conf import conf
 from .connection_guards import bound_transaction_waits
-from .models import Job, JobState, QueueMeta
+from .models import Job, QueueMeta
 
 logger = logging.getLogger(__name__)
 
 # Jobs an operator may cancel: not yet running (a running attempt is owned by
 # its worker; cancelling under it would race its completion).
-CANCELLABLE = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
-FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
+CANCELLABLE = jobs.CANCELLABLE
+FINISHED = jobs.FINISHED
 PRUNE_BATCH = 5000
 
 
@@ -93,28 +94,6 @@ def resume_queue(queue: str, actor: str, using: str = "default") -> bool:
     return bool(changed)
 
 
-def _cancel(where: str, params: list[Any], actor: str, using: str) -> list[int]:
-    """Cancel the not-yet-running jobs matching ``where``; return their ids, sorted.
-
-    The state is re-checked by the UPDATE itself, so a job a worker claimed
-    meanwhile is left to its worker.
-    """
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            f"""
-            UPDATE awa_jobs
-               SET state = 'cancelled', finished_at = clock_timestamp(),
-                   errors = errors || jsonb_build_array(jsonb_build_object(
-                       'exception_class_path', 'awa_django.exceptions.JobCancelled',
-                       'traceback', 'cancelled by ' || %s))
-             WHERE {where} AND state = ANY (%s)
-            RETURNING id
-            """,
-            [actor, *params, list(CANCELLABLE)],
-        )
-        return sorted(r[0] for r in cursor.fetchall())
-
-
 def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list[int]:
     """Cancel every not-yet-running job of schedule ``cron_name``; return their ids.
 
@@ -122,7 +101,8 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
     "kill running work too?"). Pause the schedule first to stop new fires.
     """
     actor = _actor(actor)
-    ids = _cancel("metadata ->> 'cron_name' = %s AND metadata ? 'cron_name'", [cron_name], actor, using)
+    with connections[using].cursor() as cursor:
+        ids = jobs.cancel(cursor, actor, cron_name=cron_name)
     logger.info("%d job(s) of schedule %s cancelled by %s", len(ids), cron_name, actor,
                 extra={"event": "jobs.cancelled", "schedule": cron_name, "actor": actor})
     return ids
@@ -131,17 +111,8 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
 def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
     """Make a failed or cancelled job available again (one more attempt)."""
     actor = _actor(actor)
-    changed = (
-        Job.objects.using(using)
-        .filter(id=job_id, state__in=[JobState.FAILED, JobState.CANCELLED])
-        .update(
-            state=JobState.AVAILABLE,
-            run_at=Now(),
-            finished_at=None,
-            # One more attempt even if the budget was spent.
-            max_attempts=Greatest(F("max_attempts"), F("attempt") + 1),
-        )
-    )
+    with connections[using].cursor() as cursor:
+        changed = jobs.retry(cursor, job_id)
     if changed:
         logger.info("job %s retried by %s", job_id, actor, extra={"event": "job.retried", "job_id": job_id, "actor": actor})
     return bool(changed)
@@ -159,34 +130,15 @@ def prune_jobs(older_than: float | None = None, using: str = "default", *, dry_r
             or seconds < 0:
         raise ValueError(f"older_than must be a finite number of seconds >= 0, got {seconds!r}")
     age = timedelta(seconds=float(seconds))
-    if dry_run:
-        with connections[using].cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM awa_jobs WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s",
-                [list(FINISHED), age],  # type: ignore[list-item]
-            )
-            count: int = cursor.fetchone()[0]
-        return count
-    deleted = 0
     with connections[using].cursor() as cursor:
+        if dry_run:
+            return jobs.count_prunable(cursor, age)
+        deleted = 0
         while True:
-            # Small batches through the awa_jobs_finished index: short
-            # transactions, no long lock on a large table. Rows another
-            # session holds (a worker, an operator's retry) are skipped, never
-            # waited for, and the outer WHERE re-checks state and age on the
-            # row actually deleted: a job retried since the batch was chosen
-            # (now 'available') is never deleted.
-            cursor.execute(
-                """DELETE FROM awa_jobs WHERE id IN (
-                       SELECT id FROM awa_jobs
-                        WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s
-                        LIMIT %s
-                          FOR UPDATE SKIP LOCKED)
-                     AND state = ANY (%s) AND finished_at < clock_timestamp() - %s""",
-                [list(FINISHED), age, PRUNE_BATCH, list(FINISHED), age],  # type: ignore[list-item]
-            )
-            deleted += int(cursor.rowcount)
-            if cursor.rowcount < PRUNE_BATCH:
+            # Small batches: short transactions, no long lock on a large table.
+            batch = jobs.prune_batch(cursor, age, PRUNE_BATCH)
+            deleted += batch
+            if batch < PRUNE_BATCH:
                 break
     if deleted:
         logger.info("pruned %d finished job(s)", deleted, extra={"event": "jobs.pruned", "count": deleted})
@@ -212,7 +164,8 @@ def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[
     running, finished and missing jobs are left alone and not returned.
     """
     actor = _actor(actor)
-    ids = _cancel("id = ANY (%s)", [[int(i) for i in job_ids]], actor, using)
+    with connections[using].cursor() as cursor:
+        ids = jobs.cancel(cursor, actor, ids=[int(i) for i in job_ids])
     if ids:
         logger.info("%d job(s) cancelled by %s", len(ids), actor,
                     extra={"event": "jobs.cancelled", "job_ids": ids, "actor": actor})

@@ -10,139 +10,37 @@ inserted; polling every ``AWA_POLL_INTERVAL`` is the fallback.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import queue
-import random
 import socket
 import threading
 import time
-import traceback
 import uuid
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import (
-    DatabaseError,
-    DataError,
-    InterfaceError,
-    OperationalError,
-    close_old_connections,
-    connections,
-)
+from django.db import DatabaseError, connections
 from django.tasks import task_backends
-from django.tasks.base import TaskContext, TaskResultStatus
-from django.tasks.signals import task_finished, task_started
-from django.utils.json import normalize_json
 
-from . import db, jobcontext, metrics
-from .backend import AwaBackend, job_from_row, unstorable_reason
+from . import db, jobs, metrics
+from .backend import AwaBackend
 from .conf import conf
 from .connections import listen_alias
-from .evaluator import job_row
-from .exceptions import TaskTimeout, UnstorableResult
+from .exceptions import TaskTimeout
 from .health import Progress
 from .leader import leader_connection
-from .models import Job
+from .outcomes import Outcomes, ReportAbandoned, Success, error_entry, retry_delay
 from .runtime import RuntimeReporter
 from .schedules import Schedule
 from .shutdown import install_two_stage_shutdown
-from .taskpaths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
+from .taskrunner import Attempt, Runner, drop_unusable_connections, run_attempt
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["Attempt", "ReportAbandoned", "Worker", "error_entry", "retry_delay"]
+
 NOTIFY_CHANNEL = "awa_jobs"
 WAIT_SLICE = 0.05  # seconds; bounds how late a freed slot is refilled
-# A job whose task this process cannot import is handed back for this long:
-# another deployment sharing the database (and queue) may be able to run it.
-RELEASE_DELAY = timedelta(seconds=60)
-REPORT_RETRY_MAX_DELAY = 2.0  # seconds between report retries, at most
-
-
-class ReportAbandoned(Exception):
-    """A report could not reach the database within ``AWA_REPORT_RETRY_TIMEOUT`` (logged)."""
-
-
-def retry_delay(attempt: int) -> float:
-    """Exponential backoff with jitter: base * 2^(attempt-1), capped, x0.75-1.25."""
-    base = float(conf.RETRY_BACKOFF)
-    capped = min(float(conf.RETRY_BACKOFF_MAX), base * (2 ** max(0, attempt - 1)))
-    delay: float = capped * random.uniform(0.75, 1.25)
-    return delay
-
-
-def error_entry(exc: BaseException, attempt: int, worker_id: str) -> dict[str, Any]:
-    """The JSON stored in ``awa_jobs.errors`` for a failed attempt."""
-    kind = type(exc)
-    return {
-        "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-        "traceback": "".join(traceback.format_exception(exc)),
-        "attempt": attempt,
-        "worker_id": worker_id,
-    }
-
-
-@dataclass
-class Attempt:
-    """One claimed attempt being run in its own thread."""
-
-    row: dict[str, Any]
-    started: float = field(default_factory=time.monotonic)
-    timed_out: bool = False
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return (int(self.row["id"]), int(self.row["attempt"]))
-
-
-# How long a task thread waits for its next attempt before it ends.
-RUNNER_IDLE_TIMEOUT = 30.0
-
-
-def _drop_unusable_connections() -> None:
-    """After an attempt, close this thread's connections a task may have left
-    unusable (broken, inside a transaction, autocommit off); keep healthy ones
-    for the next attempt."""
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is None:
-            continue
-        if conn.in_atomic_block or not conn.get_autocommit() or (
-                conn.errors_occurred and not conn.is_usable()):
-            conn.close()
-
-
-class _Runner(threading.Thread):
-    """A task thread: runs the attempts handed to it, one at a time."""
-
-    def __init__(self, worker: Worker) -> None:
-        super().__init__(daemon=True, name="awa-task")
-        self.worker = worker
-        self.handoff: queue.SimpleQueue[Attempt | None] = queue.SimpleQueue()
-
-    def run(self) -> None:
-        try:
-            while True:
-                try:
-                    attempt = self.handoff.get(timeout=RUNNER_IDLE_TIMEOUT)
-                except queue.Empty:
-                    if self.worker._runner_retire(self):
-                        return
-                    continue  # an attempt was handed over just now
-                if attempt is None:
-                    return
-                self.worker._execute(attempt)
-                # Back in the pool before the slot is announced, so the next
-                # claim finds this thread (and its connection) idle.
-                idle = self.worker._runner_idle(self)
-                self.worker._slot_freed.set()
-                self.worker._listener.wake()
-                if not idle:
-                    return  # the worker has stopped (e.g. an attempt that outlived its timeout)
-        finally:
-            close_old_connections()
-            connections.close_all()
 
 
 class Worker:
@@ -190,7 +88,7 @@ class Worker:
         # Task threads waiting for their next attempt. A thread keeps its
         # database connection between attempts (a new thread per attempt
         # opened and closed one per job: most of a no-op job's cost).
-        self._idle_runners: list[_Runner] = []
+        self._idle_runners: list[Runner] = []
         self._runners_closed = False
         # Wakes the claim loop on a NOTIFY of new jobs, a freed slot or a stop.
         # After a failed LISTEN connect it polls for AWA_POLL_INTERVAL (no
@@ -200,14 +98,23 @@ class Worker:
             lambda: leader_connection(listen_alias(self.using), role="runtasks listener"),
             retry_after=float(conf.POLL_INTERVAL),
         )
-        self.completed = 0
-        self.failed = 0  # attempts whose task raised (or timed out, or could not run)
+        self.outcomes = Outcomes(self.backend, self.worker_id)
         self.abandoned = 0  # tasks still running when the shutdown timeout expired
         # runtasks declares the same schedules as runcron: in authoritative
         # mode every runtime of the owner is evidence for reconciliation.
         self.schedules = list(schedules or [])
         self.progress = Progress()  # health probes (see health.py)
         metrics.track_worker(self)
+
+    @property
+    def completed(self) -> int:
+        """Attempts completed by this worker."""
+        return self.outcomes.completed
+
+    @property
+    def failed(self) -> int:
+        """Attempts whose task raised (or timed out, or could not run)."""
+        return self.outcomes.failed
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -267,12 +174,10 @@ class Worker:
 
     # -- claiming ------------------------------------------------------------
     def claim(self, limit: int) -> list[dict[str, Any]]:
-        """Claim up to ``limit`` ready jobs (one new attempt each)."""
-        with db.reconnect_on_error(self.using, "claim", logger, "worker.error"):
-            with connections[self.using].cursor() as cursor:
-                cursor.execute("SELECT * FROM awa_claim_v1(%s, %s, %s)", [self.queues, limit, self.worker_id])
-                columns = [c.name for c in cursor.description]
-                return [job_row(columns, r) for r in cursor.fetchall()]
+        """Claim up to ``limit`` ready jobs in one statement (one new attempt each)."""
+        with db.reconnect_on_error(self.using, "claim", logger, "worker.error"), \
+                connections[self.using].cursor() as cursor:
+            return jobs.claim(cursor, self.queues, limit, self.worker_id)
         time.sleep(min(1.0, float(conf.POLL_INTERVAL)))
         return []
 
@@ -280,14 +185,10 @@ class Worker:
         """Return attempts whose worker stopped heartbeating to the queue."""
         with db.reconnect_on_error(self.using, "rescue", logger, "worker.error"), \
                 connections[self.using].cursor() as cursor:
-            cursor.execute(
-                "SELECT id, attempt, state FROM awa_rescue_v1(%s)",
-                [timedelta(seconds=float(conf.RESCUE_AFTER))],  # type: ignore[list-item]
-            )
-            for job_id, attempt, state in cursor.fetchall():
-                metrics.observe_rescued(state)
-                logger.warning("job %s attempt %s rescued -> %s", job_id, attempt, state,
-                               extra={"event": "job.rescued", "job_id": job_id})
+            for row in jobs.rescue(cursor, timedelta(seconds=float(conf.RESCUE_AFTER))):
+                metrics.observe_rescued(row["state"])
+                logger.warning("job %s attempt %s rescued -> %s", row["id"], row["attempt"], row["state"],
+                               extra={"event": "job.rescued", "job_id": row["id"]})
 
     def _wait(self, busy: bool) -> None:
         """Sleep until a NOTIFY, a freed slot, a stop request or the poll interval."""
@@ -310,11 +211,11 @@ class Worker:
             self._running[attempt.key] = attempt
             runner = self._idle_runners.pop() if self._idle_runners else None
         if runner is None:
-            runner = _Runner(self)
+            runner = Runner(self)
             runner.start()
         runner.handoff.put(attempt)
 
-    def _runner_idle(self, runner: _Runner) -> bool:
+    def runner_idle(self, runner: Runner) -> bool:
         """Put ``runner`` back in the pool; False once the worker has stopped."""
         with self._lock:
             if self._runners_closed:
@@ -322,7 +223,7 @@ class Worker:
             self._idle_runners.append(runner)
             return True
 
-    def _runner_retire(self, runner: _Runner) -> bool:
+    def runner_retire(self, runner: Runner) -> bool:
         """Take an idle ``runner`` out of the pool; False if an attempt was just handed to it."""
         with self._lock:
             if runner in self._idle_runners:
@@ -340,9 +241,18 @@ class Worker:
         for runner in runners:
             runner.join(timeout=5)
 
-    def _execute(self, attempt: Attempt) -> None:
+    def slot_freed(self) -> None:
+        """An attempt gave its slot back: wake the claim loop."""
+        self._slot_freed.set()
+        self._listener.wake()
+
+    def run_one(self, attempt: Attempt) -> Success | None:
+        """Run ``attempt`` in a task thread; a :class:`Success` queued for completion, or None."""
+        outcome: Success | str | None = None
         try:
-            self.execute(attempt.row)
+            outcome = run_attempt(self.outcomes, attempt.row)
+            if isinstance(outcome, Success):
+                self.outcomes.add(outcome)  # before the slot is freed: drain waits for it
         except ReportAbandoned:
             pass  # already logged; rescue decides the attempt's fate
         except Exception:  # never lose the slot on a bug in reporting
@@ -352,7 +262,8 @@ class Worker:
             with self._lock:
                 if self._running.get(attempt.key) is attempt:
                     self._running.pop(attempt.key, None)
-            _drop_unusable_connections()
+            drop_unusable_connections()
+        return outcome if isinstance(outcome, Success) else None
 
     def _enforce_timeout(self) -> None:
         """Fail attempts running longer than ``AWA_TASK_TIMEOUT`` and free their slots.
@@ -370,223 +281,52 @@ class Worker:
                 attempt.timed_out = True
                 self._running.pop(attempt.key, None)
         if expired:
-            self._slot_freed.set()
-            self._listener.wake()
+            self.slot_freed()
         for attempt in expired:
             row = attempt.row
             exc = TaskTimeout(f"attempt {row['attempt']} of job {row['id']} ({row['kind']}) "
                               f"exceeded AWA_TASK_TIMEOUT ({limit}s)")
             try:
-                self._fail(row, exc, None)
+                self.outcomes.fail(row, exc, None)
             except (ReportAbandoned, DatabaseError):
                 logger.exception("job %s: cannot record its timeout", row["id"], extra={"event": "worker.error"})
 
     def execute(self, row: dict[str, Any]) -> str | None:
-        """Run one claimed attempt and record its outcome; return the new state.
+        """Run one claimed attempt and record its outcome now; return the new state.
 
-        Whatever the task does (return, raise any ``BaseException``, return
-        something PostgreSQL cannot store), the attempt ends with a recorded
-        outcome. None means the report was stale (the attempt was rescued).
+        Whatever the task does, the attempt ends with a recorded outcome. None
+        means the report was stale (the attempt was rescued).
         """
-        job_id, attempt = int(row["id"]), int(row["attempt"])
-        try:
-            task = load_task(row["kind"])
-            args, kwargs = call_arguments(row["args"])
-        except TaskNotHere as exc:
-            return self._release(row, exc)
-        except TaskNotRunnable as exc:
-            return self._fail_job(row, exc)
-        result = self.backend.result_for(job_from_row(row), task)
-        info = jobcontext.JobInfo(
-            id=job_id, attempt=attempt, max_attempts=int(row["max_attempts"]), queue=row["queue"],
-            kind=row["kind"], metadata=dict(row["metadata"] or {}),
-        )
-        try:
-            # Inside the try: a task_started receiver that raises fails this
-            # attempt instead of leaving it running.
-            task_started.send(type(self.backend), task_result=result)
-            with jobcontext.running(info):
-                if task.takes_context:
-                    value = task.call(TaskContext(task_result=result), *args, **kwargs)
-                else:
-                    value = task.call(*args, **kwargs)
-            value = normalize_json(value)
-            reason = unstorable_reason(value)
-            if reason is not None:
-                raise UnstorableResult(f"the return value of {row['kind']} {reason}")
-            encoded = json.dumps(value, allow_nan=False)
-        # The task's failure is data, not a worker crash: SystemExit,
-        # KeyboardInterrupt (raised by the task, not a signal: signals go to
-        # the main thread's handler) and any other BaseException end the attempt.
-        except BaseException as exc:
-            return self._fail(row, exc, result)
-        try:
-            state: str | None = self._report(
-                "complete", row, "SELECT awa_complete_v1(%s, %s, %s::jsonb)", [job_id, attempt, encoded],
-                done=("completed",),
-            )
-        except DataError as exc:  # e.g. a value jsonb refuses that we did not foresee
-            return self._fail(row, UnstorableResult(f"PostgreSQL refused the return value: {exc}"), result)
-        if state is None:
-            logger.warning("job %s attempt %s finished after it was rescued; ignored", job_id, attempt,
-                           extra={"event": "job.stale_report", "job_id": job_id})
-            return None
-        self.completed += 1
-        metrics.observe_finished(row, "completed")
-        logger.info("job %s (%s) completed", job_id, row["kind"], extra={"event": "job.completed", "job_id": job_id})
-        finished = self._finished_result(row, task, result)
-        object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
-        object.__setattr__(finished, "_return_value", value)
-        self._send_finished(finished)
-        return state
-
-    def _send_finished(self, result: Any) -> None:
-        """Send ``task_finished``; the outcome is already stored, so a failing receiver is only logged."""
-        try:
-            task_finished.send(type(self.backend), task_result=result)
-        except Exception:
-            logger.exception("job %s: a task_finished receiver raised", result.id,
-                             extra={"event": "worker.error", "job_id": result.id})
-
-    def _finished_result(self, row: dict[str, Any], task: Any, fallback: Any) -> Any:
-        """The ``TaskResult`` as stored (finished_at, errors), for ``task_finished``."""
-        try:
-            job = Job.objects.using(self.using).get(id=int(row["id"]))
-            return self.backend.result_for(job, task)
-        except (DatabaseError, Job.DoesNotExist):
-            return fallback
-
-    def _report(self, what: str, row: dict[str, Any], sql: str, params: list[Any],
-                done: tuple[str, ...]) -> Any:
-        """Run an idempotent report, retrying on a fresh connection.
-
-        A lost connection is retried for up to ``AWA_REPORT_RETRY_TIMEOUT``: the
-        report functions are guarded by (id, attempt, state='running'), so
-        running one twice cannot record two outcomes. When a retry finds the
-        guard already spent, the row tells whether our earlier try committed.
-        """
-        deadline = time.monotonic() + float(conf.REPORT_RETRY_TIMEOUT)
-        delay, tries = 0.1, 0
-        while True:
-            tries += 1
-            try:
-                with connections[self.using].cursor() as cursor:
-                    cursor.execute(sql, params)
-                    value = cursor.fetchone()[0]
-                    if value is None and tries > 1 and done:
-                        cursor.execute("SELECT state FROM awa_jobs WHERE id = %s AND attempt = %s",
-                                       [int(row["id"]), int(row["attempt"])])
-                        found = cursor.fetchone()
-                        if found is not None and found[0] in done:
-                            value = found[0]  # our lost try did commit
-                    return value
-            except (OperationalError, InterfaceError) as exc:
-                connections[self.using].close()  # the next try opens a fresh connection
-                if time.monotonic() + delay > deadline:
-                    logger.error(
-                        "job %s attempt %s: %s report abandoned after %d tries: %s",
-                        row["id"], row["attempt"], what, tries, exc,
-                        extra={"event": "job.report_abandoned", "job_id": row["id"]},
-                    )
-                    raise ReportAbandoned(what) from exc
-                logger.warning("job %s attempt %s: %s report failed (%s); retrying on a fresh connection",
-                               row["id"], row["attempt"], what, exc,
-                               extra={"event": "job.report_retry", "job_id": row["id"]})
-                time.sleep(delay)
-                delay = min(delay * 2, REPORT_RETRY_MAX_DELAY)
-
-    def _release(self, row: dict[str, Any], reason: TaskNotHere) -> str | None:
-        """Hand back an attempt whose task module this process does not have.
-
-        Without counting the attempt, for another deployment sharing the
-        queue; once the job is older than ``AWA_UNKNOWN_TASK_TIMEOUT`` it fails.
-        """
-        give_up = max(0.0, float(conf.UNKNOWN_TASK_TIMEOUT))
-        delay = min(RELEASE_DELAY, timedelta(seconds=max(1.0, give_up)))
-        entry = error_entry(reason, int(row["attempt"]), self.worker_id)
-        state: str | None = self._report(
-            "release", row, "SELECT awa_release_v2(%s, %s, %s, %s, %s::jsonb)",
-            [int(row["id"]), int(row["attempt"]), delay, timedelta(seconds=give_up), json.dumps(entry)],
-            done=(),
-        )
-        if state is not None:
-            metrics.observe_finished(row, state if state == "failed" else "released")
-        if state == "failed":
-            self.failed += 1
-            logger.error("job %s failed: %s (not run here for AWA_UNKNOWN_TASK_TIMEOUT=%ss)",
-                         row["id"], reason, give_up, extra={"event": "job.failed", "job_id": row["id"]})
-        elif state is not None:
-            logger.warning("job %s released for another worker: %s", row["id"], reason,
-                           extra={"event": "job.released", "job_id": row["id"]})
-        return state
-
-    def _fail_job(self, row: dict[str, Any], exc: BaseException) -> str | None:
-        """Fail the job for good: it can never run here (bad path, bad args)."""
-        entry = error_entry(exc, int(row["attempt"]), self.worker_id)
-        state: str | None = self._report(
-            "fail", row, "SELECT awa_fail_job_v1(%s, %s, %s::jsonb)",
-            [int(row["id"]), int(row["attempt"]), json.dumps(entry)], done=("failed",),
-        )
-        if state is not None:
-            metrics.observe_finished(row, state)
-            self.failed += 1
-            logger.error("job %s failed: %s", row["id"], exc, extra={"event": "job.failed", "job_id": row["id"]})
-        return state
-
-    def _fail(self, row: dict[str, Any], exc: BaseException, result: Any) -> str | None:
-        job_id, attempt = int(row["id"]), int(row["attempt"])
-        entry = error_entry(exc, attempt, self.worker_id)
-        failed_state: str | None = self._report(
-            "fail", row, "SELECT awa_fail_v1(%s, %s, %s::jsonb, clock_timestamp() + %s)",
-            [job_id, attempt, json.dumps(entry), timedelta(seconds=retry_delay(attempt))],
-            done=("retryable", "failed"),
-        )
-        if failed_state is None:
-            return None
-        self.failed += 1
-        state = failed_state
-        metrics.observe_finished(row, state)
-        # A BaseException that is not an Exception (SystemExit, KeyboardInterrupt,
-        # GeneratorExit, custom) is never an ordinary failure: always ERROR, with
-        # its traceback, so it is not mistaken for a crash of the worker.
-        level = logging.ERROR if state == "failed" or not isinstance(exc, Exception) else logging.WARNING
-        logger.log(level, "job %s (%s) attempt %s failed -> %s: %s: %s", job_id, row["kind"], attempt, state,
-                   entry["exception_class_path"], exc, exc_info=not isinstance(exc, Exception),
-                   extra={"event": f"job.{state}", "job_id": job_id})
-        # task_finished marks the end of the task, not of one attempt: a
-        # retryable failure is not finished yet.
-        if result is not None and state == "failed":
-            finished = self._finished_result(row, result.task, result)
-            object.__setattr__(finished, "status", TaskResultStatus.FAILED)
-            self._send_finished(finished)
-        return state
+        outcome = run_attempt(self.outcomes, row)
+        return self.outcomes.complete(outcome) if isinstance(outcome, Success) else outcome
 
     # -- heartbeats and shutdown ----------------------------------------------
     def _heartbeat_loop(self) -> None:
-        """Every ``AWA_HEARTBEAT_INTERVAL``, stamp the attempts still running."""
+        """Every ``AWA_HEARTBEAT_INTERVAL``, stamp the attempts still running or
+        awaiting completion, in one statement."""
         interval = float(conf.HEARTBEAT_INTERVAL)
         while not self._drained.wait(interval):
             with self._lock:
                 keys = list(self._running)
+            keys += self.outcomes.unreported()
             if not keys:
                 continue
-            ids, attempts = [k[0] for k in keys], [k[1] for k in keys]
             try:
-                self._report(
-                    "heartbeat", {"id": ids, "attempt": attempts},
-                    "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [ids, attempts], done=(),
-                )
+                self.outcomes.heartbeat(keys)
             except (ReportAbandoned, DatabaseError) as exc:
                 logger.error("heartbeat failed: %s", exc, extra={"event": "worker.error"})
                 connections[self.using].close()
         connections.close_all()
 
     def _drain(self) -> int:
-        """Wait up to the shutdown timeout for running tasks; return how many remain."""
+        """Wait up to the shutdown timeout for running tasks (and their completions);
+        return how many tasks remain."""
         deadline = time.monotonic() + self.shutdown_timeout
         while self._running and time.monotonic() < deadline:
             time.sleep(WAIT_SLICE)
         if self._running:
             logger.warning("%d task(s) still running at shutdown; they will be rescued",
                            len(self._running), extra={"event": "worker.abandoned"})
+        # Completions in flight are bounded by AWA_REPORT_RETRY_TIMEOUT.
+        self.outcomes.wait_idle(max(0.0, deadline - time.monotonic()) + float(conf.REPORT_RETRY_TIMEOUT) + 1.0)
         return len(self._running)

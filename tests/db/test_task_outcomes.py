@@ -14,6 +14,7 @@ from django.tasks.exceptions import InvalidTask
 from django.tasks.signals import task_finished
 from django.test.utils import override_settings
 
+from awa_django.jobs import Done
 from awa_django.models import Job
 from awa_django.worker import Worker
 from tests.testapp import tasks
@@ -264,9 +265,8 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
     result = tasks.write_effect.enqueue("twice")
     worker = Worker()
     (row,) = worker.claim(1)
-    sql = "SELECT awa_complete_v1(%s, %s, %s::jsonb)"
-    params = [int(row["id"]), int(row["attempt"]), '"twice"']
-    assert worker._report("complete", row, sql, params, done=("completed",)) == "completed"
+    done = [Done(int(row["id"]), int(row["attempt"]), '"twice"')]
+    assert list(worker.outcomes.store_done(done)) == [(int(row["id"]), int(row["attempt"]))]
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -277,7 +277,7 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
     with raw_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
     # First try hits the dead session, the retry finds the job already completed.
-    assert worker._report("complete", row, sql, params, done=("completed",)) == "completed"
+    assert list(worker.outcomes.store_done(done)) == [(int(row["id"]), int(row["attempt"]))]
     assert job(result).state == "completed"
 
 
@@ -368,7 +368,6 @@ def test_worker__heartbeat_report_survives_a_terminated_connection() -> None:
     with raw_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
     ids, attempts = [int(row["id"])], [int(row["attempt"])]
-    stamped = worker._report("heartbeat", {"id": ids, "attempt": attempts},
-                             "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [ids, attempts], done=())
+    stamped = worker.outcomes.heartbeat(list(zip(ids, attempts, strict=True)))
     assert stamped == 1
     assert job(result).heartbeat_at > row["heartbeat_at"] - timedelta(minutes=1)

@@ -20,12 +20,14 @@ def results(enqueued: list[Any]) -> list[Any]:
 
 @override_settings(AWA_POLL_INTERVAL=0.05)
 def test_worker__consecutive_tasks_reuse_one_thread_and_its_connection() -> None:
-    enqueued = [tasks.backend_pid.enqueue() for _ in range(5)]
+    enqueued = [tasks.backend_pid.enqueue() for _ in range(8)]
     worker = Worker(burst=True, concurrency=1)
     worker.run()
-    assert worker.completed == 5
+    assert worker.completed == 8
     pids = results(enqueued)
-    assert len(set(pids)) == 1, pids  # a new thread per attempt opened a new connection each
+    # A new thread per attempt opened a new connection each. At most two task
+    # threads take turns: one stores the last completion while the other runs.
+    assert len(set(pids)) <= 2, pids
 
 
 @override_settings(AWA_POLL_INTERVAL=0.05)
@@ -36,4 +38,5 @@ def test_worker__a_connection_a_task_left_in_a_transaction_is_not_reused() -> No
     worker.run()
     assert worker.completed == 3
     left_open, *after = results([first, *then])
-    assert left_open not in after and after[0] == after[1]
+    # (Reuse itself is the test above; two task threads may take turns here.)
+    assert left_open not in after

@@ -1,0 +1,182 @@
+"""awa_django.jobs: one function per job SQL operation, each fenced by its attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from awa_django import jobs
+from awa_django.models import Job, QueueMeta
+
+pytestmark = pytest.mark.django_db
+
+ERROR = {"exception_class_path": "builtins.ValueError", "traceback": "boom"}
+
+
+@pytest.fixture
+def cursor() -> Iterator[Any]:
+    with connection.cursor() as cur:
+        yield cur
+
+
+def new_job(**fields: Any) -> Job:
+    values: dict[str, Any] = {"kind": "tests.testapp.tasks.echo", "args": {"args": [], "kwargs": {}}}
+    values.update(fields)
+    return Job.objects.create(**values)
+
+
+def claimed(cursor: Any, job: Job) -> dict[str, Any]:
+    (row,) = jobs.claim(cursor, None, 1, "w-1")
+    assert row["id"] == job.id
+    return row
+
+
+def test_claim__takes_up_to_the_limit_in_priority_order_with_a_new_attempt(cursor: Any) -> None:
+    low, high, mid = new_job(priority=-5), new_job(priority=5), new_job(priority=0)
+    rows = jobs.claim(cursor, None, 2, "w-1")
+    assert [r["id"] for r in rows] == [high.id, mid.id]
+    assert all(r["state"] == "running" and r["attempt"] == 1 and r["worker_ids"] == ["w-1"] for r in rows)
+    assert isinstance(rows[0]["args"], dict)  # JSON columns decoded
+    assert [r["id"] for r in jobs.claim(cursor, None, 5, "w-2")] == [low.id]
+
+
+def test_claim__skips_paused_queues_and_other_queues(cursor: Any) -> None:
+    new_job(queue="paused")
+    other = new_job(queue="other")
+    QueueMeta.objects.create(queue="paused", paused_at="2020-01-01T00:00:00Z", paused_by="op")
+    assert jobs.claim(cursor, ["default"], 5, "w-1") == []
+    assert [r["id"] for r in jobs.claim(cursor, None, 5, "w-1")] == [other.id]
+
+
+def test_complete__a_batch_in_one_statement_returns_the_stored_rows(cursor: Any) -> None:
+    a, b = new_job(), new_job()
+    rows = jobs.claim(cursor, None, 2, "w-1")
+    done = [jobs.Done(r["id"], r["attempt"], f'{{"n": {r["id"]}}}') for r in rows]
+    stored = jobs.complete(cursor, done)
+    assert sorted(r["id"] for r in stored) == sorted([a.id, b.id])
+    assert all(r["state"] == "completed" and r["finished_at"] is not None for r in stored)
+    assert all(r["result"] == {"n": r["id"]} for r in stored)
+    assert jobs.complete(cursor, []) == []
+
+
+def test_complete__is_fenced_by_the_attempt_so_a_late_report_changes_nothing(cursor: Any) -> None:
+    # Attempt 1 is rescued (worker presumed dead), attempt 2 is running: a late
+    # report of attempt 1 in the same batch as a good one completes only the good one.
+    rescued, fine = new_job(), new_job()
+    first = {r["id"]: r for r in jobs.claim(cursor, None, 2, "w-1")}
+    Job.objects.filter(id=rescued.id).update(heartbeat_at=first[rescued.id]["heartbeat_at"] - timedelta(hours=1))
+    assert [r["id"] for r in jobs.rescue(cursor, timedelta(minutes=5))] == [rescued.id]
+    (second,) = jobs.claim(cursor, None, 1, "w-2")
+    assert (second["id"], second["attempt"]) == (rescued.id, 2)
+    stored = jobs.complete(cursor, [jobs.Done(rescued.id, 1, '"late"'), jobs.Done(fine.id, 1, '"ok"')])
+    assert [r["id"] for r in stored] == [fine.id]
+    row = Job.objects.get(id=rescued.id)
+    assert (row.state, row.attempt, row.result) == ("running", 2, None)
+    # Reporting the same attempt twice completes it once.
+    assert jobs.complete(cursor, [jobs.Done(fine.id, 1, '"again"')]) == []
+    assert Job.objects.get(id=fine.id).result == "ok"
+
+
+def test_completed__finds_only_the_attempts_completed_as_named(cursor: Any) -> None:
+    job = new_job()
+    row = claimed(cursor, job)
+    assert jobs.completed(cursor, [jobs.Done(job.id, 1, "null")]) == []
+    jobs.complete(cursor, [jobs.Done(job.id, row["attempt"], "1")])
+    assert [r["id"] for r in jobs.completed(cursor, [jobs.Done(job.id, 1, "null")])] == [job.id]
+    assert jobs.completed(cursor, [jobs.Done(job.id, 2, "null")]) == []
+
+
+def test_fail__retryable_while_attempts_remain_then_failed(cursor: Any) -> None:
+    job = new_job(max_attempts=2)
+    row = claimed(cursor, job)
+    assert jobs.fail(cursor, job.id, row["attempt"], ERROR, timedelta(0)) == "retryable"
+    assert jobs.fail(cursor, job.id, row["attempt"], ERROR, timedelta(0)) is None  # stale now
+    row = claimed(cursor, job)
+    assert jobs.fail(cursor, job.id, row["attempt"], ERROR, timedelta(0)) == "failed"
+    stored = Job.objects.get(id=job.id)
+    assert stored.finished_at is not None and len(stored.errors) == 2
+
+
+def test_fail_job__fails_for_good_whatever_attempts_remain(cursor: Any) -> None:
+    job = new_job(max_attempts=5)
+    row = claimed(cursor, job)
+    assert jobs.fail_job(cursor, job.id, row["attempt"] + 1, ERROR) is None
+    assert jobs.fail_job(cursor, job.id, row["attempt"], ERROR) == "failed"
+    assert jobs.state_of(cursor, job.id, 1) == "failed"
+
+
+def test_release__hands_the_attempt_back_uncounted_or_fails_an_old_job(cursor: Any) -> None:
+    job = new_job()
+    row = claimed(cursor, job)
+    assert jobs.release(cursor, job.id, row["attempt"], timedelta(0), timedelta(hours=1), ERROR) == "available"
+    stored = Job.objects.get(id=job.id)
+    assert (stored.attempt, stored.worker_ids, stored.errors) == (0, [], [])
+    row = claimed(cursor, job)
+    assert jobs.release(cursor, job.id, row["attempt"], timedelta(0), timedelta(0), ERROR) == "failed"
+    assert Job.objects.get(id=job.id).errors == [ERROR]
+
+
+def test_state_of_and_fetch__name_the_attempt_and_the_row(cursor: Any) -> None:
+    job = new_job()
+    assert jobs.state_of(cursor, job.id, 1) is None
+    claimed(cursor, job)
+    assert jobs.state_of(cursor, job.id, 1) == "running"
+    fetched = jobs.fetch(cursor, job.id)
+    assert fetched is not None and fetched["id"] == job.id and fetched["args"] == {"args": [], "kwargs": {}}
+    assert jobs.fetch(cursor, job.id + 1000) is None
+
+
+def test_heartbeat__stamps_only_running_attempts_as_named(cursor: Any) -> None:
+    job, idle = new_job(), new_job()
+    row = claimed(cursor, job)
+    Job.objects.filter(id=job.id).update(heartbeat_at=row["heartbeat_at"] - timedelta(hours=1))
+    assert jobs.heartbeat(cursor, [(job.id, 2), (idle.id, 1)]) == 0
+    assert jobs.heartbeat(cursor, [(job.id, 1)]) == 1
+    assert jobs.heartbeat(cursor, []) == 0
+    assert Job.objects.get(id=job.id).heartbeat_at > row["heartbeat_at"] - timedelta(minutes=1)
+
+
+def test_rescue__returns_stale_attempts_to_the_queue_or_fails_the_last(cursor: Any) -> None:
+    again, last = new_job(max_attempts=3), new_job(max_attempts=1)
+    jobs.claim(cursor, None, 2, "w-1")
+    assert jobs.rescue(cursor, timedelta(minutes=5)) == []  # fresh heartbeats
+    Job.objects.update(heartbeat_at="2000-01-01T00:00:00Z")
+    states = {r["id"]: r["state"] for r in jobs.rescue(cursor, timedelta(minutes=5))}
+    assert states == {again.id: "retryable", last.id: "failed"}
+
+
+def test_cancel__by_ids_or_schedule_leaves_running_jobs_alone(cursor: Any) -> None:
+    waiting, running = new_job(), new_job(priority=50)
+    fired = new_job(metadata={"cron_name": "nightly"})
+    claimed(cursor, running)
+    assert jobs.cancel(cursor, "op", ids=[running.id, waiting.id, 99999]) == [waiting.id]
+    assert jobs.cancel(cursor, "op", cron_name="nightly") == [fired.id]
+    stored = Job.objects.get(id=waiting.id)
+    assert stored.state == "cancelled" and stored.errors[-1]["traceback"] == "cancelled by op"
+    assert Job.objects.get(id=running.id).state == "running"
+    with pytest.raises(ValueError):
+        jobs.cancel(cursor, "op")
+
+
+def test_retry__gives_a_failed_or_cancelled_job_one_more_attempt(cursor: Any) -> None:
+    job = new_job(max_attempts=1)
+    assert jobs.retry(cursor, job.id) is False  # not finished
+    row = claimed(cursor, job)
+    jobs.fail(cursor, job.id, row["attempt"], ERROR, timedelta(0))
+    assert jobs.retry(cursor, job.id) is True
+    stored = Job.objects.get(id=job.id)
+    assert (stored.state, stored.max_attempts, stored.finished_at) == ("available", 2, None)
+
+
+def test_prune__counts_and_deletes_only_finished_jobs_older_than_the_age(cursor: Any) -> None:
+    old, recent, waiting = new_job(), new_job(), new_job()
+    Job.objects.filter(id=old.id).update(state="completed", finished_at="2000-01-01T00:00:00Z")
+    Job.objects.filter(id=recent.id).update(state="failed", finished_at="2999-01-01T00:00:00Z")
+    age = timedelta(days=1)
+    assert jobs.count_prunable(cursor, age) == 1
+    assert jobs.prune_batch(cursor, age, 10) == 1
+    assert sorted(Job.objects.values_list("id", flat=True)) == [recent.id, waiting.id]
