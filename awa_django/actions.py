@@ -23,9 +23,11 @@ class ActionResult:
     """The outcome of one operator action.
 
     ``schedules`` are the names the action changed (``applied``) or would
-    change (a dry run, ``applied=False``); ``name`` is the target the operator
-    gave (a schedule, an owner or a queue), and ``detail`` says why nothing
-    changed when nothing did.
+    change (a dry run, ``applied=False``): schedules, or for a queue action
+    the queue; ``name`` is the target the operator gave (a schedule, an owner
+    or a queue), and ``detail`` says why nothing changed when nothing did.
+    A result is true when it changed something, so ``if pause_queue(...)``
+    reads as it did when queue actions returned a bool.
     """
 
     action: str
@@ -38,6 +40,9 @@ class ActionResult:
     def changed(self) -> bool:
         """True when the action was applied and changed at least one row."""
         return self.applied and bool(self.schedules)
+
+    def __bool__(self) -> bool:
+        return self.changed
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` shape of the lifecycle verbs (``awa cron retire ...``)."""

@@ -18,7 +18,7 @@ from django.db.models import Count, Q
 from django.db.models.functions import Now
 
 from . import jobs
-from .actions import require_actor
+from .actions import ActionResult, require_actor
 from .conf import conf
 from .connection_guards import bound_transaction_waits
 from .models import Job, QueueMeta
@@ -67,31 +67,32 @@ def is_queue_paused(queue: str, using: str = "default") -> bool:
     return QueueMeta.objects.using(using).filter(queue=queue, paused_at__isnull=False).exists()
 
 
-def pause_queue(queue: str, actor: str, using: str = "default") -> bool:
-    """Stop workers claiming from ``queue``. False if it was already paused."""
+def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
+    """Stop workers claiming from ``queue``; the result is false if it was already paused."""
     actor = require_actor(actor)
     with transaction.atomic(using=using):
         with connections[using].cursor() as cursor:
             bound_transaction_waits(cursor)
         meta, _ = QueueMeta.objects.using(using).select_for_update().get_or_create(queue=queue)
         if meta.paused_at is not None:
-            return False
+            return ActionResult("pause_queue", [], name=queue, detail=f"already paused by {meta.paused_by}")
         QueueMeta.objects.using(using).filter(queue=queue).update(paused_at=Now(), paused_by=actor)
     logger.info("queue %s paused by %s", queue, actor, extra={"event": "queue.paused", "queue": queue, "actor": actor})
-    return True
+    return ActionResult("pause_queue", [queue], name=queue)
 
 
-def resume_queue(queue: str, actor: str, using: str = "default") -> bool:
-    """Let workers claim from ``queue`` again. False if it was not paused."""
+def resume_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
+    """Let workers claim from ``queue`` again; the result is false if it was not paused."""
     actor = require_actor(actor)
     changed = (
         QueueMeta.objects.using(using)
         .filter(queue=queue, paused_at__isnull=False)
         .update(paused_at=None, paused_by=None)
     )
-    if changed:
-        logger.info("queue %s resumed by %s", queue, actor, extra={"event": "queue.resumed", "queue": queue, "actor": actor})
-    return bool(changed)
+    if not changed:
+        return ActionResult("resume_queue", [], name=queue, detail="not paused")
+    logger.info("queue %s resumed by %s", queue, actor, extra={"event": "queue.resumed", "queue": queue, "actor": actor})
+    return ActionResult("resume_queue", [queue], name=queue)
 
 
 def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list[int]:

@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.db import close_old_connections, connection
 from django.test import override_settings
 
+from awa_django.actions import ActionResult
 from awa_django.management.commands.awa import default_actor
 from awa_django.models import Job, JobState, QueueMeta
 from awa_django.queues import (
@@ -76,11 +77,12 @@ def cron_job(name: str, state: JobState, **fields: Any) -> Job:
 
 def test_pause_queue__records_the_actor_and_is_idempotent() -> None:
     assert is_queue_paused("mail") is False
-    assert pause_queue("mail", "alice") is True
+    assert pause_queue("mail", "alice") == ActionResult("pause_queue", ["mail"])
     meta = QueueMeta.objects.get(queue="mail")
     assert meta.paused_by == "alice" and meta.paused_at is not None
     assert is_queue_paused("mail") is True
-    assert pause_queue("mail", "bob") is False
+    again_result = pause_queue("mail", "bob")
+    assert not again_result and again_result.detail == "already paused by alice"
     again = QueueMeta.objects.get(queue="mail")
     assert (again.paused_by, again.paused_at) == ("alice", meta.paused_at)  # first pauser kept
     assert is_queue_paused("default") is False
@@ -88,18 +90,18 @@ def test_pause_queue__records_the_actor_and_is_idempotent() -> None:
 
 def test_resume_queue__clears_the_pause_and_is_idempotent() -> None:
     pause_queue("mail", "alice")
-    assert resume_queue("mail", "bob") is True
+    assert resume_queue("mail", "bob").changed
     meta = QueueMeta.objects.get(queue="mail")
     assert meta.paused_at is None and meta.paused_by is None
     assert is_queue_paused("mail") is False
-    assert resume_queue("mail", "bob") is False
+    assert resume_queue("mail", "bob").detail == "not paused"
     # Pausing again works after a resume, with the new actor.
-    assert pause_queue("mail", "carol") is True
+    assert pause_queue("mail", "carol")
     assert QueueMeta.objects.get(queue="mail").paused_by == "carol"
 
 
 def test_resume_queue__never_paused_queue_is_a_no_op() -> None:
-    assert resume_queue("ghost", "alice") is False
+    assert not resume_queue("ghost", "alice")
     assert not QueueMeta.objects.filter(queue="ghost").exists()
 
 
@@ -135,7 +137,7 @@ def test_pause_queue__concurrent_pauses_change_it_once() -> None:
     def pause(actor: str) -> None:
         try:
             barrier.wait(timeout=60)
-            outcomes.append(pause_queue("mail", actor))
+            outcomes.append(bool(pause_queue("mail", actor)))
         except Exception as exc:
             errors.append(exc)
         finally:
@@ -166,7 +168,7 @@ def test_pause_queue__racing_pauses_of_a_resumed_queue_change_it_once(
 
     def pause(actor: str) -> None:
         try:
-            outcomes.append(pause_queue("mail", actor))
+            outcomes.append(bool(pause_queue("mail", actor)))
         except Exception as exc:
             errors.append(exc)
         finally:

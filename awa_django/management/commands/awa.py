@@ -211,7 +211,7 @@ class Command(BaseCommand):
         self.emit(options, data, "\n".join(lines))
 
     def _queue_action(self, options: dict[str, Any], action: str, func: Any) -> None:
-        changed = func(options["name"], options["actor"])
+        changed = func(options["name"], options["actor"]).changed
         data = {"action": action, "queue": options["name"], "changed": changed}
         self.emit(options, data, printable(f"{action}: queue {options['name']}: ") + ("done" if changed else "no change"))
 
