@@ -14,18 +14,20 @@ re-evaluates parked rows at every maintenance run (``reevaluate_parked``).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DataError, IntegrityError, InternalError, connections, transaction
+from django.db import connections
 
 from . import cronexpr, validation
 from .conf import DEFAULTS, conf
+from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
+
+__all__ = ["FIRE", "ROW_FAULTS", "PassResult", "evaluate", "fire_plan", "job_row", "plan_row",
+           "reevaluate_parked"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,19 +60,22 @@ _DUE_COLUMNS = """
 TIMESTAMP_LOW = "1970-01-01T00:00:00+00:00"
 TIMESTAMP_HIGH = "9000-01-01T00:00:00+00:00"
 
+# The columns every read of rows to plan selects (see plan_row).
+DUE_COLUMNS = _DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH)
+
 # Rows needing evaluation: due, or awaiting a (re)computation. Two arms of a
 # UNION ALL rather than an OR, so each is a range scan of the partial index
 # awa_cron_jobs_due (an OR would make the planner filter the whole table).
-SELECT_DUE = """
-    SELECT {columns}
+SELECT_DUE = f"""
+    SELECT {DUE_COLUMNS}
       FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
     UNION ALL
-    SELECT {columns}
+    SELECT {DUE_COLUMNS}
       FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL
      ORDER BY name
-""".format(columns=_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH))
+"""
 
 # One batch of SELECT_DUE: the due rows after a name (keyset), at most a limit.
 # A large due set is fired batch by batch, each batch its own fire statement
@@ -79,7 +84,7 @@ SELECT_DUE = """
 # Rows whose CAS is lost keep next_fire_at NULL; the keyset (name > last) is
 # what stops a pass from reading them again.
 SELECT_DUE_BATCH = f"""
-    SELECT {_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH)}
+    SELECT {DUE_COLUMNS}
       FROM awa_cron_jobs
      WHERE name = ANY(ARRAY(
         -- Names first (each arm stops at the limit, through an index), the
@@ -272,6 +277,16 @@ def plan_row(row: dict[str, Any], limit: int,
         return park_entry(row, f"cannot be evaluated: {type(exc).__name__}: {exc}")
 
 
+def plan_batch(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The plan entries of one batch of rows read by ``SELECT_DUE_BATCH``.
+
+    Every row of a batch shares its "now", so that is where inputs repeat:
+    the memo of fire times lives for the batch, nothing is kept across batches.
+    """
+    memo: dict[FireKey, tuple[list[str], str]] = {}
+    return [plan_row(row, limit, memo) for row in rows]
+
+
 def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
     entry = _entry(row)
     expression = _parsed_expression(row["cron_expr"])
@@ -313,73 +328,6 @@ def _warn_catch_up_limit(row: dict[str, Any], count: int, limit: int) -> None:
         )
 
 
-def job_row(columns: list[str], values: Any) -> dict[str, Any]:
-    """A raw ``awa_jobs`` row as a dict, with JSON columns decoded.
-
-    Django's psycopg adapters hand jsonb to Python as text (JSONField decodes it
-    itself), so raw cursors must decode it here.
-    """
-    job = dict(zip(columns, values, strict=True))
-    for key in ("args", "metadata", "errors", "result"):
-        if isinstance(job.get(key), str):
-            job[key] = json.loads(job[key])
-    return job
-
-
-FIRE = "SELECT * FROM awa_cron_fire_v3(%s::jsonb)"
-# Errors a value in one row can cause (constraint, bad data, a trigger's
-# RAISE); anything else is not a row's fault.
-ROW_FAULTS = (IntegrityError, DataError, InternalError)
-
-
-def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    cursor.execute(FIRE, [json.dumps(plan)])
-    columns = [c.name for c in cursor.description]
-    return [job_row(columns, r) for r in cursor.fetchall()]
-
-
-def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run the set-based fire statement; if it fails anyway, isolate the row.
-
-    Every value the statement uses was validated per row, so the fallback is
-    a safety net for what validation cannot foresee (a user trigger on
-    awa_jobs, a constraint added by hand): each entry then goes alone, and an
-    entry whose own statement fails is parked with the database's message.
-    Errors that are no row's fault (connection lost, a missing function or
-    privilege, a timeout) propagate: the pass failed as a whole.
-    """
-    try:
-        with _isolated(cursor):
-            return _fire(cursor, plan)
-    except ROW_FAULTS as exc:
-        logger.warning("fire statement failed (%s); firing row by row", exc,
-                       extra={"event": "cron.fire_isolated"})
-    jobs: list[dict[str, Any]] = []
-    for entry in plan:
-        try:
-            with _isolated(cursor):
-                jobs.extend(_fire(cursor, [entry]))
-        except ROW_FAULTS as exc:
-            reason = f"fire statement failed: {(str(exc).strip().splitlines() or [''])[0]}"
-            logger.error("schedule %s cannot be fired and is parked: %s", entry["name"], reason,
-                         extra={"event": "cron.parked", "schedule": entry["name"], "reason": reason})
-            try:
-                with _isolated(cursor):
-                    _fire(cursor, [{**entry, "fires": [], "park": reason}])
-            except ROW_FAULTS as park_exc:
-                logger.error("schedule %s cannot even be parked: %s", entry["name"], park_exc,
-                             extra={"event": "cron.error", "schedule": entry["name"]})
-    return jobs
-
-
-def _isolated(cursor: Any) -> Any:
-    """A savepoint when the caller holds a transaction (a failed statement must
-    not abort it); nothing in autocommit, where a statement is its own."""
-    if connections[cursor.db.alias].in_atomic_block:
-        return transaction.atomic(using=cursor.db.alias)
-    return nullcontext()
-
-
 def evaluate(using: str = "default",
              on_fired: Callable[[list[dict[str, Any]]], None] | None = None) -> PassResult:
     """Run one evaluation pass on database ``using``; return what happened.
@@ -397,13 +345,10 @@ def evaluate(using: str = "default",
             columns = [c.name for c in cursor.description]
             rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
             result.evaluated += len(rows)
-            # Per batch: every row of a batch shares its "now", so that is
-            # where inputs repeat; nothing is kept across batches.
-            memo: dict[FireKey, tuple[list[str], str]] = {}
             if rows:
-                fired = fire_plan(cursor, [plan_row(row, limit, memo) for row in rows])
+                fired = fire_plan(cursor, plan_batch(rows, limit))
                 result.fired += len(fired)
-                _log_fired(fired)
+                log_fired(fired)
                 if on_fired is None:
                     result.jobs.extend(fired)
                 else:
@@ -414,23 +359,6 @@ def evaluate(using: str = "default",
         cursor.execute(SELECT_NEXT_DUE)
         result.next_due_in, result.pending = cursor.fetchone()
     return result
-
-
-def _log_fired(jobs: list[dict[str, Any]]) -> None:
-    for job in jobs:
-        metadata = job["metadata"] if isinstance(job["metadata"], dict) else {}
-        logger.info(
-            "schedule %s fired for %s (job %s)",
-            metadata.get("cron_name"),
-            metadata.get("cron_fire_at"),
-            job["id"],
-            extra={
-                "event": "cron.fired",
-                "schedule": metadata.get("cron_name"),
-                "fire_at": metadata.get("cron_fire_at"),
-                "job_id": job["id"],
-            },
-        )
 
 
 def reevaluate_parked(using: str = "default") -> int:
