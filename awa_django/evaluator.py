@@ -150,9 +150,12 @@ def _max_args_bytes() -> int:
     return int(limit)
 
 
-def row_problem(row: dict[str, Any]) -> str | None:
+def row_problem(row: dict[str, Any], max_bytes: int | None = None) -> str | None:
     """Why the evaluator cannot handle ``row`` (a value no declaration could
-    produce, written by raw SQL or an old writer), or None."""
+    produce, written by raw SQL or an old writer), or None.
+
+    ``max_bytes`` is ``AWA_MAX_ARGS_BYTES`` read once for a batch (read here
+    when omitted)."""
     for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
         if row[column] is None and row[text_column] is not None:
             return (f"{column} {row[text_column]!r} is outside the supported range "
@@ -162,7 +165,7 @@ def row_problem(row: dict[str, Any]) -> str | None:
         return 'args is not {"args": [...], "kwargs": {...}}'
     if row["metadata_type"] != "object":
         return f"metadata is a JSON {row['metadata_type']}, not an object"
-    limit = _max_args_bytes()
+    limit = _max_args_bytes() if max_bytes is None else max_bytes
     for column in ("args", "metadata"):
         problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
         if problem:
@@ -248,7 +251,8 @@ def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
 
 
 def plan_row(row: dict[str, Any], limit: int,
-             memo: dict[FireKey, tuple[list[str], str]] | None = None) -> dict[str, Any]:
+             memo: dict[FireKey, tuple[list[str], str]] | None = None,
+             max_bytes: int | None = None) -> dict[str, Any]:
     """Compute the fires and the next fire of one row read by ``SELECT_DUE``.
 
     ``memo`` (one per batch) holds the fire times already computed for the
@@ -257,7 +261,7 @@ def plan_row(row: dict[str, Any], limit: int,
     alone.
     """
     try:
-        problem = row_problem(row)
+        problem = row_problem(row, max_bytes)
         if problem:
             return park_entry(row, problem)
         if memo is None:
@@ -284,7 +288,8 @@ def plan_batch(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     the memo of fire times lives for the batch, nothing is kept across batches.
     """
     memo: dict[FireKey, tuple[list[str], str]] = {}
-    return [plan_row(row, limit, memo) for row in rows]
+    max_bytes = _max_args_bytes()
+    return [plan_row(row, limit, memo, max_bytes) for row in rows]
 
 
 def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:

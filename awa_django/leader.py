@@ -23,6 +23,7 @@ import psycopg
 from django.db import connections
 
 from . import db, election, metrics, prefire
+from .announcer import Announcer
 from .backend import announce_fires
 from .conf import conf
 from .election import LEADER_LOCK_KEY
@@ -96,6 +97,7 @@ class Leader:
         self._lock_conn: psycopg.Connection[Any] | None = None
         self._listener: db.Listener | None = None
         self._next_check = 0.0  # when lead() next pings the lock connection
+        self._announcer: Announcer | None = None  # while lead() runs
         self.progress = Progress()  # health probes (see health.py)
         metrics.track_leader(self)
 
@@ -251,8 +253,12 @@ class Leader:
         started = time.monotonic()
         with db.reconnect_on_error(self.using, "evaluation", logger, "cron.error") as guard:
             # Each batch's fire statement has committed (autocommit): its jobs
-            # are announced as it goes, and not kept for the whole pass.
-            result = evaluate(using=self.using, on_fired=_fired)
+            # are announced as it goes (while the next batch is read, planned
+            # and fired, when lead() runs), and not kept for the whole pass.
+            try:
+                result = evaluate(using=self.using, on_fired=self._on_fired)
+            finally:
+                self._drain_announcements()
             self.progress.mark()
             metrics.observe_pass(result, time.monotonic() - started)
         if guard.error is not None:
@@ -273,6 +279,7 @@ class Leader:
             target=self._maintenance_loop, args=(maintenance_stop,), name="awa-maintenance", daemon=True
         )
         maintenance.start()
+        self._announcer = Announcer(_fired)
         self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
             while not self.stop_requested.is_set():
@@ -284,9 +291,23 @@ class Leader:
                 "leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"}
             )
         finally:
+            announcer, self._announcer = self._announcer, None
+            if announcer is not None:
+                announcer.close()
             maintenance_stop.set()
             maintenance.join(timeout=10)
             self.release()
+
+    def _on_fired(self, jobs: Sequence[dict[str, Any]]) -> None:
+        """A committed batch: announced on the announcer's thread while leading."""
+        if self._announcer is None:
+            _fired(jobs)
+        else:
+            self._announcer.submit(jobs)
+
+    def _drain_announcements(self) -> None:
+        if self._announcer is not None:
+            self._announcer.drain()
 
     def _check_leadership(self) -> None:
         """Ping the lock connection every ``AWA_LEADER_CHECK_INTERVAL``."""
@@ -329,9 +350,12 @@ class Leader:
         """
         with db.reconnect_on_error(self.using, "evaluation", logger, "cron.error"):
             prepared = prefire.prepare(using=self.using)
-            if prepared is not None and prefire.fire_prepared(prepared, using=self.using,
-                                                              on_fired=_fired) is not None:
-                self.progress.mark()
+            try:
+                if prepared is not None and prefire.fire_prepared(prepared, using=self.using,
+                                                                  on_fired=self._on_fired) is not None:
+                    self.progress.mark()
+            finally:
+                self._drain_announcements()
 
     def _maintenance_loop(self, stop: threading.Event) -> None:
         """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
