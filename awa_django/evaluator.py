@@ -22,12 +22,15 @@ from typing import Any
 
 from django.db import connections
 
-from . import cronexpr, validation
-from .conf import DEFAULTS, conf
+from . import cronexpr
+from .conf import conf
+from .db import dict_rows
 from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
+from .pipeline import FirePipeline
+from .rowchecks import PARSE_CACHE_SIZE, TIMESTAMP_HIGH, TIMESTAMP_LOW, max_args_bytes, row_problem
 
-__all__ = ["FIRE", "ROW_FAULTS", "PassResult", "evaluate", "fire_plan", "job_row", "plan_row",
-           "reevaluate_parked"]
+__all__ = ["FIRE", "ROW_FAULTS", "TIMESTAMP_HIGH", "TIMESTAMP_LOW", "PassResult", "evaluate", "fire_plan",
+           "job_row", "plan_row", "reevaluate_parked", "row_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +59,6 @@ _DUE_COLUMNS = """
     octet_length(metadata::text) AS metadata_bytes,
     statement_timestamp() AS now
 """
-# Timestamps the evaluator accepts (see docs/explanation/semantics.md).
-TIMESTAMP_LOW = "1970-01-01T00:00:00+00:00"
-TIMESTAMP_HIGH = "9000-01-01T00:00:00+00:00"
 
 # The columns every read of rows to plan selects (see plan_row).
 DUE_COLUMNS = _DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH)
@@ -106,8 +106,6 @@ SELECT_DUE_BATCH = f"""
 # Rows per fire statement: large enough that the per-statement round trip is
 # noise, small enough that a batch commits within tens of milliseconds.
 FIRE_BATCH_SIZE = 500
-# Parsed expressions kept by the evaluator (one per distinct expression text).
-PARSE_CACHE_SIZE = 4096
 
 # Seconds until the earliest stored next fire, and whether any row awaits a
 # (re)computation (a concurrent change, or a CAS this pass lost).
@@ -140,58 +138,6 @@ class PassResult:
     fired: int = 0  # jobs enqueued by the pass
     next_due_in: float | None = None  # seconds; None = nothing scheduled
     pending: bool = False  # some row awaits evaluation right now
-
-
-def _max_args_bytes() -> int:
-    limit = conf.MAX_ARGS_BYTES
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        # A settings mistake (reported by check E060) must not park every row.
-        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
-    return int(limit)
-
-
-def row_problem(row: dict[str, Any], max_bytes: int | None = None) -> str | None:
-    """Why the evaluator cannot handle ``row`` (a value no declaration could
-    produce, written by raw SQL or an old writer), or None.
-
-    ``max_bytes`` is ``AWA_MAX_ARGS_BYTES`` read once for a batch (read here
-    when omitted)."""
-    for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
-        if row[column] is None and row[text_column] is not None:
-            return (f"{column} {row[text_column]!r} is outside the supported range "
-                    f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}")
-    if (row["args_type"] != "object" or row["args_args_type"] != "array"
-            or row["args_kwargs_type"] != "object" or list(row["args_keys"] or []) != ["args", "kwargs"]):
-        return 'args is not {"args": [...], "kwargs": {...}}'
-    if row["metadata_type"] != "object":
-        return f"metadata is a JSON {row['metadata_type']}, not an object"
-    limit = _max_args_bytes() if max_bytes is None else max_bytes
-    for column in ("args", "metadata"):
-        problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
-        if problem:
-            return f"{column} {problem}"
-    problem = _kind_problem(row["kind"])
-    if problem:
-        return f"kind {problem}"
-    problem = _expression_problem(row["cron_expr"])
-    if problem:
-        return f"cron_expr {problem}"
-    problem = _timezone_problem(row["timezone"])
-    if problem:
-        return f"timezone {problem}"
-    if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
-        return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
-    return None
-
-
-# The checks and the parse of an expression depend on its text alone, and a
-# pass sees the same few texts on thousands of rows: each is done once per
-# process, not once per row per pass (issue 10: it was half the cost of a row).
-# The zone is parsed per row through cronexpr.parse_timezone (ZoneInfo keeps
-# its own cache), so a leader whose tz database changes is not misled.
-_expression_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.expression_problem)
-_timezone_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.timezone_problem)
-_kind_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.kind_problem)
 
 
 @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
@@ -288,7 +234,7 @@ def plan_batch(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     the memo of fire times lives for the batch, nothing is kept across batches.
     """
     memo: dict[FireKey, tuple[list[str], str]] = {}
-    max_bytes = _max_args_bytes()
+    max_bytes = max_args_bytes()
     return [plan_row(row, limit, memo, max_bytes) for row in rows]
 
 
@@ -334,36 +280,59 @@ def _warn_catch_up_limit(row: dict[str, Any], count: int, limit: int) -> None:
 
 
 def evaluate(using: str = "default",
-             on_fired: Callable[[list[dict[str, Any]]], None] | None = None) -> PassResult:
+             on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
+             pipelined: bool = False) -> PassResult:
     """Run one evaluation pass on database ``using``; return what happened.
 
     With ``on_fired``, each batch's jobs are handed to it as soon as the
     batch's fire statement has run (committed, in autocommit) and are not kept
     in the result: a pass over 100,000 due rows holds one batch, not all jobs.
+    With ``pipelined`` too (the leader, in autocommit), the fire statements
+    from the second batch on run on a second connection while the next batch
+    is read and planned (see pipeline.py).
     """
     result = PassResult()
     limit = int(conf.CATCH_UP_LIMIT)
+    pipeline: FirePipeline | None = None
+
+    def fired(jobs: list[dict[str, Any]]) -> None:
+        log_fired(jobs)
+        if on_fired is None:
+            result.jobs.extend(jobs)
+        else:
+            on_fired(jobs)
+
     with connections[using].cursor() as cursor:
-        after = ""
-        while True:
-            cursor.execute(SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE})
-            columns = [c.name for c in cursor.description]
-            rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-            result.evaluated += len(rows)
-            if rows:
-                fired = fire_plan(cursor, plan_batch(rows, limit))
-                result.fired += len(fired)
-                log_fired(fired)
-                if on_fired is None:
-                    result.jobs.extend(fired)
-                else:
-                    on_fired(fired)
-            if len(rows) < FIRE_BATCH_SIZE:
-                break
-            after = rows[-1]["name"]
+        try:
+            after = ""
+            while True:
+                cursor.execute(SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE})
+                rows = dict_rows(cursor)
+                result.evaluated += len(rows)
+                more = len(rows) == FIRE_BATCH_SIZE
+                if pipeline is None and more and pipelined and on_fired is not None \
+                        and not connections[using].in_atomic_block:
+                    pipeline = FirePipeline(using, _fire_batch, fired)
+                if pipeline is not None:
+                    pipeline.submit(plan_batch(rows, limit))
+                elif rows:
+                    jobs = _fire_batch(cursor, plan_batch(rows, limit))
+                    result.fired += len(jobs)
+                    fired(jobs)
+                if not more:
+                    break
+                after = rows[-1]["name"]
+        finally:
+            if pipeline is not None:
+                result.fired += pipeline.finish()
         cursor.execute(SELECT_NEXT_DUE)
         result.next_due_in, result.pending = cursor.fetchone()
     return result
+
+
+def _fire_batch(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Looked up at each call: tests replace fire_plan in this module.
+    return fire_plan(cursor, plan)
 
 
 def reevaluate_parked(using: str = "default") -> int:

@@ -256,7 +256,8 @@ class Leader:
             # are announced as it goes (while the next batch is read, planned
             # and fired, when lead() runs), and not kept for the whole pass.
             try:
-                result = evaluate(using=self.using, on_fired=self._on_fired)
+                result = evaluate(using=self.using, on_fired=self._on_fired,
+                                  pipelined=self._announcer is not None)
             finally:
                 self._drain_announcements()
             self.progress.mark()
