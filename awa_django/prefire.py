@@ -31,6 +31,7 @@ from . import evaluator
 from .conf import conf
 from .db import dict_rows
 from .firing import log_fired
+from .pipeline import FirePipeline
 
 # How long before a slot its rows are read and planned: enough for a few
 # thousand rows on a loaded machine, short enough that a stop request or a
@@ -101,18 +102,34 @@ def fire_prepared(prepared: Prepared, using: str = "default",
                   on_fired: Callable[[list[dict[str, Any]]], None] | None = None) -> evaluator.PassResult | None:
     """Wait (in the database) for the slot, then send the prepared batches.
 
-    Returns None, having sent nothing, when the plan is stale. The batches go
-    back to back; their jobs are logged and handed to ``on_fired`` (one call
-    per batch, after the last batch committed) only then, so announcing the
-    first batch never delays the next one.
+    Returns None, having sent nothing, when the plan is stale. With several
+    batches (in autocommit), every other one goes to a second connection,
+    opened before the slot and handed its batches only once the sleep has
+    returned: the batches hold different rows, so the two statements run side
+    by side. The jobs are logged and handed to ``on_fired`` (one call per
+    batch) only when every batch has committed, so announcing never delays a
+    fire.
     """
     result = evaluator.PassResult(evaluated=prepared.evaluated)
-    with connections[using].cursor() as cursor:
-        cursor.execute(SLEEP_UNTIL_SLOT, {"slot": prepared.slot, "stale": STALE_AFTER})
-        fresh = cursor.fetchone()[0]
-        if not fresh:
-            return None
-        fired = [evaluator.fire_plan(cursor, plan) for plan in prepared.batches]
+    fired: list[list[dict[str, Any]]] = []
+    pipeline = None
+    if len(prepared.batches) > 1 and not connections[using].in_atomic_block:
+        pipeline = FirePipeline(using, _fire_batch, fired.append)
+    try:
+        with connections[using].cursor() as cursor:
+            cursor.execute(SLEEP_UNTIL_SLOT, {"slot": prepared.slot, "stale": STALE_AFTER})
+            if not cursor.fetchone()[0]:
+                return None
+            own = prepared.batches
+            if pipeline is not None:
+                own = prepared.batches[0::2]
+                for plan in prepared.batches[1::2]:
+                    pipeline.submit(plan)
+            for plan in own:
+                fired.append(evaluator.fire_plan(cursor, plan))
+    finally:
+        if pipeline is not None:
+            pipeline.finish()
     for jobs in fired:
         result.fired += len(jobs)
         log_fired(jobs)
@@ -121,3 +138,7 @@ def fire_prepared(prepared: Prepared, using: str = "default",
         else:
             on_fired(jobs)
     return result
+
+
+def _fire_batch(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return evaluator.fire_plan(cursor, plan)

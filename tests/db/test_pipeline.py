@@ -69,3 +69,30 @@ def _fires_per_slot() -> dict[tuple[str, str], int]:
         key = (metadata["cron_name"], metadata["cron_fire_at"])
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def test_prepared_batches__side_by_side_on_two_connections_never_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awa_django import prefire
+    from tests.db.test_prefire import prepared_for
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    names = make_due(5)
+    prepared = prepared_for(names)
+    assert len(prepared.batches) == 3
+    firing: list[str] = []
+    real = evaluator.fire_plan
+
+    def recording(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        firing.append(threading.current_thread().name)
+        return real(cursor, plan)
+
+    monkeypatch.setattr(evaluator, "fire_plan", recording)
+    threads: list[str] = []
+    result = prefire.fire_prepared(prepared, on_fired=lambda jobs: threads.append(threading.current_thread().name))
+    assert result is not None and result.fired == 5
+    assert threads == [threading.current_thread().name] * 3  # announced on the caller's thread, at the end
+    assert sorted(firing) == sorted([threading.current_thread().name] * 2 + ["awa-fire"])
+    jobs = list(Job.objects.all())
+    assert sorted(j.metadata["cron_name"] for j in jobs) == names
+    assert all(j.created_at >= prepared.slot for j in jobs)
+    assert all(count == 1 for count in _fires_per_slot().values())
