@@ -352,8 +352,8 @@ class Leader:
         with db.reconnect_on_error(self.using, "evaluation", logger, "cron.error"):
             prepared = prefire.prepare(using=self.using)
             try:
-                if prepared is not None and prefire.fire_prepared(prepared, using=self.using,
-                                                                  on_fired=self._on_fired) is not None:
+                if prepared is not None and prefire.fire_prepared(prepared, using=self.using, on_fired=self._on_fired,
+                                                                  stop=self.stop_requested) is not None:
                     self.progress.mark()
             finally:
                 self._drain_announcements()

@@ -3,9 +3,10 @@
 Between passes the leader knows the earliest stored ``next_fire_at`` (the
 next *slot*). Shortly before it, :func:`prepare` reads the rows due at that
 slot (at most ``PREPARED_ROWS``, so memory stays bounded) and plans their
-fires as of the slot; :func:`fire_prepared` then has the *database* sleep
-until the slot (``pg_sleep_until``: the database clock decides, as for every
-fire, never the leader's) and sends the planned batches back to back. At the
+fires as of the slot; :func:`fire_prepared` then waits until just before the
+slot, has the *database* sleep the last moment (``pg_sleep_until``: the
+database clock decides, as for every fire, never the leader's) and sends the
+planned batches back to back. At the
 slot only the fire statements run, instead of a read and the Python planning
 of every row.
 
@@ -20,6 +21,8 @@ pass (which coalesces what a long delay missed) rather than fire a stale plan.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,11 +47,16 @@ PREPARED_ROWS = 2000
 # A plan whose slot is further in the past than this when the database is
 # ready to send it is dropped.
 STALE_AFTER = 1.0
+# The last part of the wait for a slot, spent in pg_sleep_until (the part
+# before it is spent on the leader's thread, where a stop request ends it):
+# a statement_timeout shorter than this would cancel it.
+DATABASE_WAIT = 0.05
 
 # The rows at the earliest stored slot, when that slot is at most %(ahead)s
 # seconds away: only through the partial index awa_cron_jobs_due.
 SELECT_NEXT_SLOT = f"""
-    SELECT {evaluator.DUE_COLUMNS}, next_fire_at AS slot
+    SELECT {evaluator.DUE_COLUMNS}, next_fire_at AS slot,
+           EXTRACT(EPOCH FROM next_fire_at - clock_timestamp())::float8 AS slot_in
       FROM awa_cron_jobs
      WHERE name = ANY(ARRAY(
         SELECT name FROM awa_cron_jobs
@@ -74,6 +82,9 @@ class Prepared:
     """The fires of one slot, planned ahead."""
 
     slot: datetime
+    # time.monotonic() at the slot, as measured when the rows were read (the
+    # database's clock, through the distance to the slot it reported).
+    slot_at: float = 0.0
     batches: list[list[dict[str, Any]]] = field(default_factory=list)
     evaluated: int = 0
 
@@ -88,7 +99,8 @@ def prepare(using: str = "default", ahead: float = PREPARE_AHEAD,
         rows = dict_rows(cursor)
     if not rows:
         return None
-    prepared = Prepared(slot=rows[0]["slot"], evaluated=len(rows))
+    prepared = Prepared(slot=rows[0]["slot"], slot_at=time.monotonic() + rows[-1]["slot_in"],
+                        evaluated=len(rows))
     size = evaluator.FIRE_BATCH_SIZE
     for start in range(0, len(rows), size):
         batch = rows[start:start + size]
@@ -99,10 +111,13 @@ def prepare(using: str = "default", ahead: float = PREPARE_AHEAD,
 
 
 def fire_prepared(prepared: Prepared, using: str = "default",
-                  on_fired: Callable[[list[dict[str, Any]]], None] | None = None) -> evaluator.PassResult | None:
-    """Wait (in the database) for the slot, then send the prepared batches.
+                  on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
+                  stop: threading.Event | None = None) -> evaluator.PassResult | None:
+    """Wait for the slot, then send the prepared batches.
 
-    Returns None, having sent nothing, when the plan is stale. With several
+    The leader's thread waits until ``DATABASE_WAIT`` before the slot (a
+    ``stop`` ends that wait: nothing is sent), the database the rest. Returns
+    None, having sent nothing, when stopped or the plan is stale. With several
     batches (in autocommit), every other one goes to a second connection,
     opened before the slot and handed its batches only once the sleep has
     returned: the batches hold different rows, so the two statements run side
@@ -116,6 +131,9 @@ def fire_prepared(prepared: Prepared, using: str = "default",
     if len(prepared.batches) > 1 and not connections[using].in_atomic_block:
         pipeline = FirePipeline(using, _fire_batch, fired.append)
     try:
+        local_wait = prepared.slot_at - DATABASE_WAIT - time.monotonic()
+        if stop is not None and stop.wait(max(0.0, local_wait)):
+            return None
         with connections[using].cursor() as cursor:
             cursor.execute(SLEEP_UNTIL_SLOT, {"slot": prepared.slot, "stale": STALE_AFTER})
             if not cursor.fetchone()[0]:

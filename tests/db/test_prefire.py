@@ -3,6 +3,7 @@ and nothing a pause, a change or a stale plan forbids."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime
 from typing import Any
@@ -107,3 +108,13 @@ def test_fire_prepared__drops_a_stale_plan(monkeypatch: pytest.MonkeyPatch) -> N
     assert prefire.fire_prepared(prepared) is None
     assert jobs("late") == []
     assert CronJob.objects.get(name="late").next_fire_at == prepared.slot
+
+
+def test_fire_prepared__a_stop_before_the_slot_sends_nothing() -> None:
+    CronJobFactory(name="stopped", cron_expr=EVERY_SECOND)
+    prepared = prepared_for(["stopped"])
+    stop = threading.Event()
+    stop.set()
+    assert prefire.fire_prepared(prepared, stop=stop) is None
+    assert jobs("stopped") == []
+    assert CronJob.objects.get(name="stopped").next_fire_at == prepared.slot
