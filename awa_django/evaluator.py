@@ -3,8 +3,11 @@
 "Now" is the database clock (``statement_timestamp()``), so leaders on hosts
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
-O(due), not O(all schedules). All fires of a pass go to the database in one
-call of ``awa_cron_fire_v3``, which keeps the per-row compare-and-swap.
+O(due), not O(all schedules). The due rows are read and planned in batches
+of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v3`` (see
+firing.py), which keeps the per-row compare-and-swap; the leader has the
+calls run on a second connection while the next batch is planned
+(pipeline.py), and fires the rows of the next slot planned ahead (prefire.py).
 
 A row the evaluator cannot handle (a value written by raw SQL or an old
 writer) is parked alone, with its reason in ``parked_reason``; the leader

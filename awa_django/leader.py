@@ -7,7 +7,8 @@ never through a transaction-pooling PgBouncer, which would share the session).
 The same connection LISTENs on ``awa_cron`` so the leader wakes as soon as a
 schedule changes, and is pinged (``SELECT 1``) to notice a silently dropped
 session: when it fails the leader steps down at once. A deposed leader that
-still fires is harmless, every fire being a compare-and-swap.
+still fires is harmless, every fire being a compare-and-swap. The SQL lives
+elsewhere: the lock in election.py, the passes in evaluator.py and prefire.py.
 """
 
 from __future__ import annotations
