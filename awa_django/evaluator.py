@@ -3,8 +3,11 @@
 "Now" is the database clock (``statement_timestamp()``), so leaders on hosts
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
-O(due), not O(all schedules). All fires of a pass go to the database in one
-call of ``awa_cron_fire_v3``, which keeps the per-row compare-and-swap.
+O(due), not O(all schedules). The due rows are read and planned in batches
+of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v3`` (see
+firing.py), which keeps the per-row compare-and-swap; the leader has the
+calls run on a second connection while the next batch is planned
+(pipeline.py), and fires the rows of the next slot planned ahead (prefire.py).
 
 A row the evaluator cannot handle (a value written by raw SQL or an old
 writer) is parked alone, with its reason in ``parked_reason``; the leader
@@ -14,18 +17,23 @@ re-evaluates parked rows at every maintenance run (``reevaluate_parked``).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DataError, IntegrityError, InternalError, connections, transaction
+from django.db import connections
 
-from . import cronexpr, validation
-from .conf import DEFAULTS, conf
+from . import cronexpr
+from .conf import conf
+from .db import dict_rows
+from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
+from .pipeline import FirePipeline
+from .rowchecks import PARSE_CACHE_SIZE, TIMESTAMP_HIGH, TIMESTAMP_LOW, max_args_bytes, row_problem
+
+__all__ = ["FIRE", "ROW_FAULTS", "TIMESTAMP_HIGH", "TIMESTAMP_LOW", "PassResult", "evaluate", "fire_plan",
+           "job_row", "plan_row", "reevaluate_parked", "row_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,23 +62,23 @@ _DUE_COLUMNS = """
     octet_length(metadata::text) AS metadata_bytes,
     statement_timestamp() AS now
 """
-# Timestamps the evaluator accepts (see docs/explanation/semantics.md).
-TIMESTAMP_LOW = "1970-01-01T00:00:00+00:00"
-TIMESTAMP_HIGH = "9000-01-01T00:00:00+00:00"
+
+# The columns every read of rows to plan selects (see plan_row).
+DUE_COLUMNS = _DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH)
 
 # Rows needing evaluation: due, or awaiting a (re)computation. Two arms of a
 # UNION ALL rather than an OR, so each is a range scan of the partial index
 # awa_cron_jobs_due (an OR would make the planner filter the whole table).
-SELECT_DUE = """
-    SELECT {columns}
+SELECT_DUE = f"""
+    SELECT {DUE_COLUMNS}
       FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
     UNION ALL
-    SELECT {columns}
+    SELECT {DUE_COLUMNS}
       FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL
      ORDER BY name
-""".format(columns=_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH))
+"""
 
 # One batch of SELECT_DUE: the due rows after a name (keyset), at most a limit.
 # A large due set is fired batch by batch, each batch its own fire statement
@@ -79,7 +87,7 @@ SELECT_DUE = """
 # Rows whose CAS is lost keep next_fire_at NULL; the keyset (name > last) is
 # what stops a pass from reading them again.
 SELECT_DUE_BATCH = f"""
-    SELECT {_DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH)}
+    SELECT {DUE_COLUMNS}
       FROM awa_cron_jobs
      WHERE name = ANY(ARRAY(
         -- Names first (each arm stops at the limit, through an index), the
@@ -101,8 +109,6 @@ SELECT_DUE_BATCH = f"""
 # Rows per fire statement: large enough that the per-statement round trip is
 # noise, small enough that a batch commits within tens of milliseconds.
 FIRE_BATCH_SIZE = 500
-# Parsed expressions kept by the evaluator (one per distinct expression text).
-PARSE_CACHE_SIZE = 4096
 
 # Seconds until the earliest stored next fire, and whether any row awaits a
 # (re)computation (a concurrent change, or a CAS this pass lost).
@@ -135,55 +141,6 @@ class PassResult:
     fired: int = 0  # jobs enqueued by the pass
     next_due_in: float | None = None  # seconds; None = nothing scheduled
     pending: bool = False  # some row awaits evaluation right now
-
-
-def _max_args_bytes() -> int:
-    limit = conf.MAX_ARGS_BYTES
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        # A settings mistake (reported by check E060) must not park every row.
-        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
-    return int(limit)
-
-
-def row_problem(row: dict[str, Any]) -> str | None:
-    """Why the evaluator cannot handle ``row`` (a value no declaration could
-    produce, written by raw SQL or an old writer), or None."""
-    for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
-        if row[column] is None and row[text_column] is not None:
-            return (f"{column} {row[text_column]!r} is outside the supported range "
-                    f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}")
-    if (row["args_type"] != "object" or row["args_args_type"] != "array"
-            or row["args_kwargs_type"] != "object" or list(row["args_keys"] or []) != ["args", "kwargs"]):
-        return 'args is not {"args": [...], "kwargs": {...}}'
-    if row["metadata_type"] != "object":
-        return f"metadata is a JSON {row['metadata_type']}, not an object"
-    limit = _max_args_bytes()
-    for column in ("args", "metadata"):
-        problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
-        if problem:
-            return f"{column} {problem}"
-    problem = _kind_problem(row["kind"])
-    if problem:
-        return f"kind {problem}"
-    problem = _expression_problem(row["cron_expr"])
-    if problem:
-        return f"cron_expr {problem}"
-    problem = _timezone_problem(row["timezone"])
-    if problem:
-        return f"timezone {problem}"
-    if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
-        return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
-    return None
-
-
-# The checks and the parse of an expression depend on its text alone, and a
-# pass sees the same few texts on thousands of rows: each is done once per
-# process, not once per row per pass (issue 10: it was half the cost of a row).
-# The zone is parsed per row through cronexpr.parse_timezone (ZoneInfo keeps
-# its own cache), so a leader whose tz database changes is not misled.
-_expression_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.expression_problem)
-_timezone_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.timezone_problem)
-_kind_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.kind_problem)
 
 
 @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
@@ -243,7 +200,8 @@ def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
 
 
 def plan_row(row: dict[str, Any], limit: int,
-             memo: dict[FireKey, tuple[list[str], str]] | None = None) -> dict[str, Any]:
+             memo: dict[FireKey, tuple[list[str], str]] | None = None,
+             max_bytes: int | None = None) -> dict[str, Any]:
     """Compute the fires and the next fire of one row read by ``SELECT_DUE``.
 
     ``memo`` (one per batch) holds the fire times already computed for the
@@ -252,7 +210,7 @@ def plan_row(row: dict[str, Any], limit: int,
     alone.
     """
     try:
-        problem = row_problem(row)
+        problem = row_problem(row, max_bytes)
         if problem:
             return park_entry(row, problem)
         if memo is None:
@@ -270,6 +228,17 @@ def plan_row(row: dict[str, Any], limit: int,
         return entry
     except Exception as exc:  # one row must never fail the pass
         return park_entry(row, f"cannot be evaluated: {type(exc).__name__}: {exc}")
+
+
+def plan_batch(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The plan entries of one batch of rows read by ``SELECT_DUE_BATCH``.
+
+    Every row of a batch shares its "now", so that is where inputs repeat:
+    the memo of fire times lives for the batch, nothing is kept across batches.
+    """
+    memo: dict[FireKey, tuple[list[str], str]] = {}
+    max_bytes = max_args_bytes()
+    return [plan_row(row, limit, memo, max_bytes) for row in rows]
 
 
 def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -313,124 +282,60 @@ def _warn_catch_up_limit(row: dict[str, Any], count: int, limit: int) -> None:
         )
 
 
-def job_row(columns: list[str], values: Any) -> dict[str, Any]:
-    """A raw ``awa_jobs`` row as a dict, with JSON columns decoded.
-
-    Django's psycopg adapters hand jsonb to Python as text (JSONField decodes it
-    itself), so raw cursors must decode it here.
-    """
-    job = dict(zip(columns, values, strict=True))
-    for key in ("args", "metadata", "errors", "result"):
-        if isinstance(job.get(key), str):
-            job[key] = json.loads(job[key])
-    return job
-
-
-FIRE = "SELECT * FROM awa_cron_fire_v3(%s::jsonb)"
-# Errors a value in one row can cause (constraint, bad data, a trigger's
-# RAISE); anything else is not a row's fault.
-ROW_FAULTS = (IntegrityError, DataError, InternalError)
-
-
-def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    cursor.execute(FIRE, [json.dumps(plan)])
-    columns = [c.name for c in cursor.description]
-    return [job_row(columns, r) for r in cursor.fetchall()]
-
-
-def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run the set-based fire statement; if it fails anyway, isolate the row.
-
-    Every value the statement uses was validated per row, so the fallback is
-    a safety net for what validation cannot foresee (a user trigger on
-    awa_jobs, a constraint added by hand): each entry then goes alone, and an
-    entry whose own statement fails is parked with the database's message.
-    Errors that are no row's fault (connection lost, a missing function or
-    privilege, a timeout) propagate: the pass failed as a whole.
-    """
-    try:
-        with _isolated(cursor):
-            return _fire(cursor, plan)
-    except ROW_FAULTS as exc:
-        logger.warning("fire statement failed (%s); firing row by row", exc,
-                       extra={"event": "cron.fire_isolated"})
-    jobs: list[dict[str, Any]] = []
-    for entry in plan:
-        try:
-            with _isolated(cursor):
-                jobs.extend(_fire(cursor, [entry]))
-        except ROW_FAULTS as exc:
-            reason = f"fire statement failed: {(str(exc).strip().splitlines() or [''])[0]}"
-            logger.error("schedule %s cannot be fired and is parked: %s", entry["name"], reason,
-                         extra={"event": "cron.parked", "schedule": entry["name"], "reason": reason})
-            try:
-                with _isolated(cursor):
-                    _fire(cursor, [{**entry, "fires": [], "park": reason}])
-            except ROW_FAULTS as park_exc:
-                logger.error("schedule %s cannot even be parked: %s", entry["name"], park_exc,
-                             extra={"event": "cron.error", "schedule": entry["name"]})
-    return jobs
-
-
-def _isolated(cursor: Any) -> Any:
-    """A savepoint when the caller holds a transaction (a failed statement must
-    not abort it); nothing in autocommit, where a statement is its own."""
-    if connections[cursor.db.alias].in_atomic_block:
-        return transaction.atomic(using=cursor.db.alias)
-    return nullcontext()
-
-
 def evaluate(using: str = "default",
-             on_fired: Callable[[list[dict[str, Any]]], None] | None = None) -> PassResult:
+             on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
+             pipelined: bool = False) -> PassResult:
     """Run one evaluation pass on database ``using``; return what happened.
 
     With ``on_fired``, each batch's jobs are handed to it as soon as the
     batch's fire statement has run (committed, in autocommit) and are not kept
     in the result: a pass over 100,000 due rows holds one batch, not all jobs.
+    With ``pipelined`` too (the leader, in autocommit), the fire statements
+    from the second batch on run on a second connection while the next batch
+    is read and planned (see pipeline.py).
     """
     result = PassResult()
     limit = int(conf.CATCH_UP_LIMIT)
+    pipeline: FirePipeline | None = None
+
+    def fired(jobs: list[dict[str, Any]]) -> None:
+        log_fired(jobs)
+        if on_fired is None:
+            result.jobs.extend(jobs)
+        else:
+            on_fired(jobs)
+
     with connections[using].cursor() as cursor:
-        after = ""
-        while True:
-            cursor.execute(SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE})
-            columns = [c.name for c in cursor.description]
-            rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-            result.evaluated += len(rows)
-            # Per batch: every row of a batch shares its "now", so that is
-            # where inputs repeat; nothing is kept across batches.
-            memo: dict[FireKey, tuple[list[str], str]] = {}
-            if rows:
-                fired = fire_plan(cursor, [plan_row(row, limit, memo) for row in rows])
-                result.fired += len(fired)
-                _log_fired(fired)
-                if on_fired is None:
-                    result.jobs.extend(fired)
-                else:
-                    on_fired(fired)
-            if len(rows) < FIRE_BATCH_SIZE:
-                break
-            after = rows[-1]["name"]
+        try:
+            after = ""
+            while True:
+                cursor.execute(SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE})
+                rows = dict_rows(cursor)
+                result.evaluated += len(rows)
+                more = len(rows) == FIRE_BATCH_SIZE
+                if pipeline is None and more and pipelined and on_fired is not None \
+                        and not connections[using].in_atomic_block:
+                    pipeline = FirePipeline(using, _fire_batch, fired)
+                if pipeline is not None:
+                    pipeline.submit(plan_batch(rows, limit))
+                elif rows:
+                    jobs = _fire_batch(cursor, plan_batch(rows, limit))
+                    result.fired += len(jobs)
+                    fired(jobs)
+                if not more:
+                    break
+                after = rows[-1]["name"]
+        finally:
+            if pipeline is not None:
+                result.fired += pipeline.finish()
         cursor.execute(SELECT_NEXT_DUE)
         result.next_due_in, result.pending = cursor.fetchone()
     return result
 
 
-def _log_fired(jobs: list[dict[str, Any]]) -> None:
-    for job in jobs:
-        metadata = job["metadata"] if isinstance(job["metadata"], dict) else {}
-        logger.info(
-            "schedule %s fired for %s (job %s)",
-            metadata.get("cron_name"),
-            metadata.get("cron_fire_at"),
-            job["id"],
-            extra={
-                "event": "cron.fired",
-                "schedule": metadata.get("cron_name"),
-                "fire_at": metadata.get("cron_fire_at"),
-                "job_id": job["id"],
-            },
-        )
+def _fire_batch(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Looked up at each call: tests replace fire_plan in this module.
+    return fire_plan(cursor, plan)
 
 
 def reevaluate_parked(using: str = "default") -> int:

@@ -7,7 +7,8 @@ never through a transaction-pooling PgBouncer, which would share the session).
 The same connection LISTENs on ``awa_cron`` so the leader wakes as soon as a
 schedule changes, and is pinged (``SELECT 1``) to notice a silently dropped
 session: when it fails the leader steps down at once. A deposed leader that
-still fires is harmless, every fire being a compare-and-swap.
+still fires is harmless, every fire being a compare-and-swap. The SQL lives
+elsewhere: the lock in election.py, the passes in evaluator.py and prefire.py.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from typing import Any
 import psycopg
 from django.db import connections
 
-from . import db, metrics
+from . import db, election, metrics, prefire
+from .announcer import Announcer
 from .backend import announce_fires
 from .conf import conf
+from .election import LEADER_LOCK_KEY
 from .evaluator import PassResult, evaluate, reevaluate_parked
 from .exceptions import LeadershipUnavailable
 from .health import Progress
@@ -37,8 +40,8 @@ from .sync import sync_schedules
 
 logger = logging.getLogger(__name__)
 
-# pg_advisory_lock key: the bytes "AWADJLDR" as a signed 64-bit integer.
-LEADER_LOCK_KEY = int.from_bytes(b"AWADJLDR", "big", signed=True)
+__all__ = ["LEADER_LOCK_KEY", "NOTIFY_CHANNEL", "Leader", "announce_each", "leader_connection"]
+
 NOTIFY_CHANNEL = "awa_cron"
 # Pause after a pass that fired nothing while rows it read stay due (locked
 # by another session, skipped): short, but no busy loop.
@@ -94,6 +97,8 @@ class Leader:
         self.is_leader = False
         self._lock_conn: psycopg.Connection[Any] | None = None
         self._listener: db.Listener | None = None
+        self._next_check = 0.0  # when lead() next pings the lock connection
+        self._announcer: Announcer | None = None  # while lead() runs
         self.progress = Progress()  # health probes (see health.py)
         metrics.track_leader(self)
 
@@ -178,10 +183,7 @@ class Leader:
             logger.warning("election: cannot connect: %s", exc, extra={"event": "leader.error"})
             return False
         try:
-            acquired = conn.execute(
-                "SELECT pg_try_advisory_lock(%s)", [LEADER_LOCK_KEY]
-            ).fetchone()
-            if not acquired or not acquired[0]:
+            if not election.try_lock(conn):
                 conn.close()
                 return False
             listener = db.Listener.on(conn, NOTIFY_CHANNEL)
@@ -205,7 +207,7 @@ class Leader:
         if conn is None:
             return
         try:
-            conn.execute("SELECT pg_advisory_unlock(%s)", [LEADER_LOCK_KEY])
+            election.unlock(conn)
         except psycopg.Error:
             pass  # closing the session releases the lock anyway
         finally:
@@ -252,8 +254,13 @@ class Leader:
         started = time.monotonic()
         with db.reconnect_on_error(self.using, "evaluation", logger, "cron.error") as guard:
             # Each batch's fire statement has committed (autocommit): its jobs
-            # are announced as it goes, and not kept for the whole pass.
-            result = evaluate(using=self.using, on_fired=_fired)
+            # are announced as it goes (while the next batch is read, planned
+            # and fired, when lead() runs), and not kept for the whole pass.
+            try:
+                result = evaluate(using=self.using, on_fired=self._on_fired,
+                                  pipelined=self._announcer is not None)
+            finally:
+                self._drain_announcements()
             self.progress.mark()
             metrics.observe_pass(result, time.monotonic() - started)
         if guard.error is not None:
@@ -274,34 +281,83 @@ class Leader:
             target=self._maintenance_loop, args=(maintenance_stop,), name="awa-maintenance", daemon=True
         )
         maintenance.start()
-        next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
+        self._announcer = Announcer(_fired)
+        self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
             while not self.stop_requested.is_set():
                 result = self.evaluate_pass()
-                if time.monotonic() >= next_check:
-                    self.ping()
-                    next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
-                # A pass that read due rows but fired nothing while rows stay
-                # due: they are locked by another session (skipped) or lost
-                # their CAS. Back off briefly instead of spinning.
-                contended = result.evaluated > 0 and not result.fired
-                if result.pending and not contended:
-                    continue
-                wait = float(conf.EVALUATE_INTERVAL)
-                if result.next_due_in is not None:
-                    wait = min(wait, max(result.next_due_in, 0.0))
-                if contended:
-                    wait = max(wait, min(float(conf.EVALUATE_INTERVAL), CONTENTION_BACKOFF))
-                deadline = time.monotonic() + min(wait, max(0.0, next_check - time.monotonic()))
-                self.wait_for_change(deadline)
+                self._check_leadership()
+                self._wait_after(result)
         except psycopg.Error as exc:
             logger.warning(
                 "leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"}
             )
         finally:
+            announcer, self._announcer = self._announcer, None
+            if announcer is not None:
+                announcer.close()
             maintenance_stop.set()
             maintenance.join(timeout=10)
             self.release()
+
+    def _on_fired(self, jobs: Sequence[dict[str, Any]]) -> None:
+        """A committed batch: announced on the announcer's thread while leading."""
+        if self._announcer is None:
+            _fired(jobs)
+        else:
+            self._announcer.submit(jobs)
+
+    def _drain_announcements(self) -> None:
+        if self._announcer is not None:
+            self._announcer.drain()
+
+    def _check_leadership(self) -> None:
+        """Ping the lock connection every ``AWA_LEADER_CHECK_INTERVAL``."""
+        if time.monotonic() >= self._next_check:
+            self.ping()
+            self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
+
+    def _wait_after(self, result: PassResult) -> None:
+        """Until the next pass: none, a change, the next check, or the next slot.
+
+        When the wait ends at a slot, the slot's rows are planned shortly
+        before it and fired the moment it arrives (see prefire.py); the pass
+        that follows fires whatever the prepared batches did not cover.
+        """
+        # A pass that read due rows but fired nothing while rows stay due:
+        # they are locked by another session (skipped) or lost their CAS.
+        # Back off briefly instead of spinning.
+        contended = result.evaluated > 0 and not result.fired
+        if result.pending and not contended:
+            return
+        wait = float(conf.EVALUATE_INTERVAL)
+        if result.next_due_in is not None:
+            wait = min(wait, max(result.next_due_in, 0.0))
+        if contended:
+            wait = max(wait, min(float(conf.EVALUATE_INTERVAL), CONTENTION_BACKOFF))
+        until_check = max(0.0, self._next_check - time.monotonic())
+        slot_in = result.next_due_in
+        if contended or slot_in is None or not 0.0 < slot_in <= min(wait, until_check):
+            self.wait_for_change(time.monotonic() + min(wait, until_check))
+            return
+        prepare_at = time.monotonic() + max(0.0, slot_in - prefire.PREPARE_AHEAD)
+        if not self.wait_for_change(prepare_at) and not self.stop_requested.is_set():
+            self.fire_next_slot()
+
+    def fire_next_slot(self) -> None:
+        """Plan the next slot's rows and fire them at the slot.
+
+        Database errors are logged, not fatal: the ordinary pass that follows
+        evaluates every row this did not fire.
+        """
+        with db.reconnect_on_error(self.using, "evaluation", logger, "cron.error"):
+            prepared = prefire.prepare(using=self.using)
+            try:
+                if prepared is not None and prefire.fire_prepared(prepared, using=self.using, on_fired=self._on_fired,
+                                                                  stop=self.stop_requested) is not None:
+                    self.progress.mark()
+            finally:
+                self._drain_announcements()
 
     def _maintenance_loop(self, stop: threading.Event) -> None:
         """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
@@ -318,13 +374,13 @@ class Leader:
     def ping(self) -> None:
         """``SELECT 1`` on the lock connection; raises if the session is gone."""
         assert self._lock_conn is not None
-        self._lock_conn.execute("SELECT 1")
+        election.ping(self._lock_conn)
 
-    def wait_for_change(self, deadline: float) -> None:
-        """Sleep until ``deadline``, a NOTIFY on ``awa_cron``, or a stop request.
+    def wait_for_change(self, deadline: float) -> bool:
+        """Sleep until ``deadline``, a NOTIFY on ``awa_cron`` (True), or a stop request.
 
         Errors on the lock connection (e.g. the session was terminated)
         propagate, so the leader steps down immediately.
         """
         assert self._listener is not None
-        self._listener.wait(deadline - time.monotonic(), self.stop_requested)
+        return self._listener.wait(deadline - time.monotonic(), self.stop_requested)

@@ -1,0 +1,74 @@
+"""Fire statements on a second connection, while the next batch is read and planned.
+
+A pass over a large due set alternates two kinds of work: reading and
+planning a batch (Python, on the leader's thread) and running its fire
+statement (mostly the database). Done in turn, each waits for the other. A
+:class:`FirePipeline` runs the fire statements on a thread of its own, with
+its own connection, one batch at a time and in order, while the leader's
+thread reads and plans the next batch (the next read only touches rows
+after the batches already handed over: the keyset of ``SELECT_DUE_BATCH``).
+
+Every batch is still its own statement, committed on its own (autocommit),
+with the same compare-and-swap; at most one batch waits while another is
+fired, so memory stays bounded. An error in the fire thread (the database
+went away) is raised on the leader's thread by the next :meth:`submit` or by
+:meth:`finish`, so the pass fails as it would have without the pipeline.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connections
+
+Plan = list[dict[str, Any]]
+Fire = Callable[[Any, Plan], list[dict[str, Any]]]
+OnFired = Callable[[list[dict[str, Any]]], None]
+
+
+class FirePipeline:
+    """Run ``fire(cursor, plan)`` for each submitted plan, in order, on its own thread."""
+
+    def __init__(self, using: str, fire: Fire, on_fired: OnFired) -> None:
+        self.using = using
+        self._fire = fire
+        self._on_fired = on_fired
+        self._queue: queue.Queue[Plan | None] = queue.Queue(maxsize=1)
+        self._error: BaseException | None = None
+        self.fired = 0
+        self._thread = threading.Thread(target=self._run, name="awa-fire", daemon=True)
+        self._thread.start()
+
+    def submit(self, plan: Plan) -> None:
+        """Hand over a batch's plan (blocks while one batch already waits)."""
+        self._raise_error()
+        self._queue.put(plan)
+
+    def finish(self) -> int:
+        """Wait for every submitted batch; return how many jobs they fired."""
+        self._queue.put(None)
+        self._thread.join()
+        self._raise_error()
+        return self.fired
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _run(self) -> None:
+        try:
+            with connections[self.using].cursor() as cursor:
+                while (plan := self._queue.get()) is not None:
+                    jobs = self._fire(cursor, plan)
+                    self.fired += len(jobs)
+                    self._on_fired(jobs)
+        except BaseException as exc:  # handed to the leader's thread
+            self._error = exc
+            while self._queue.get() is not None:  # let submit()/finish() return
+                pass
+        finally:
+            connections[self.using].close()  # this thread's own connection

@@ -1,0 +1,98 @@
+"""A pass whose fire statements run on a second connection (pipeline.py):
+every due row fires once, batches commit in order, errors reach the pass."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from django.db import OperationalError
+
+from awa_django import evaluator
+from awa_django.models import CronJob, Job
+from tests.factories import CronJobFactory
+
+# The second connection sees only committed rows: no test transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def make_due(count: int) -> list[str]:
+    names = [f"p{i:02d}" for i in range(count)]
+    for name in names:
+        CronJobFactory(name=name, cron_expr="* * * * * *")
+    return names
+
+
+def test_pipeline__every_due_row_fires_once_batch_by_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    names = make_due(7)
+    batches: list[tuple[list[str], str]] = []
+
+    def on_fired(jobs: list[dict[str, Any]]) -> None:
+        batches.append(([j["metadata"]["cron_name"] for j in jobs], threading.current_thread().name))
+
+    result = evaluator.evaluate(on_fired=on_fired, pipelined=True)
+    assert result.evaluated == 7 and result.fired == 7 and result.jobs == []
+    assert [name for batch, _ in batches for name in batch] == names
+    assert {thread for _, thread in batches} == {"awa-fire"}  # fired on the second connection
+    assert Job.objects.count() == 7
+    assert not CronJob.objects.filter(next_fire_at__isnull=True).exists()
+    # The next pass finds nothing left to fire for these slots.
+    again = evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)
+    assert Job.objects.count() == 7 + again.fired
+    assert all(count == 1 for count in _fires_per_slot().values())
+
+
+def test_pipeline__a_failed_fire_statement_fails_the_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    make_due(6)
+    real = evaluator.fire_plan
+    calls: list[int] = []
+
+    def failing(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(cursor, plan)
+
+    monkeypatch.setattr(evaluator, "fire_plan", failing)
+    with pytest.raises(OperationalError):
+        evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)
+    assert not [t for t in threading.enumerate() if t.name == "awa-fire"]
+    assert Job.objects.count() == 2  # the first batch committed, nothing after the failure
+
+
+def _fires_per_slot() -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for metadata in Job.objects.values_list("metadata", flat=True):
+        key = (metadata["cron_name"], metadata["cron_fire_at"])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_prepared_batches__side_by_side_on_two_connections_never_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awa_django import prefire
+    from tests.db.test_prefire import prepared_for
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    names = make_due(5)
+    prepared = prepared_for(names)
+    assert len(prepared.batches) == 3
+    firing: list[str] = []
+    real = evaluator.fire_plan
+
+    def recording(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        firing.append(threading.current_thread().name)
+        return real(cursor, plan)
+
+    monkeypatch.setattr(evaluator, "fire_plan", recording)
+    threads: list[str] = []
+    result = prefire.fire_prepared(prepared, on_fired=lambda jobs: threads.append(threading.current_thread().name))
+    assert result is not None and result.fired == 5
+    assert threads == [threading.current_thread().name] * 3  # announced on the caller's thread, at the end
+    assert sorted(firing) == sorted([threading.current_thread().name] * 2 + ["awa-fire"])
+    jobs = list(Job.objects.all())
+    assert sorted(j.metadata["cron_name"] for j in jobs) == names
+    assert all(j.created_at >= prepared.slot for j in jobs)
+    assert all(count == 1 for count in _fires_per_slot().values())

@@ -1,0 +1,120 @@
+"""Fires planned before their slot (prefire.py): never early, never twice,
+and nothing a pause, a change or a stale plan forbids."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from awa_django import prefire
+from awa_django.models import CronJob, Job
+from tests.conftest import operator_context
+from tests.factories import CronJobFactory
+
+pytestmark = pytest.mark.django_db
+
+EVERY_SECOND = "* * * * * *"
+
+
+def set_slot(names: list[str], seconds_ahead: int) -> datetime:
+    """Store the next whole second at least ``seconds_ahead`` away as these rows' next fire."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = date_trunc('second', clock_timestamp())"
+            " + make_interval(secs => %s) WHERE name = ANY(%s) RETURNING next_fire_at",
+            [seconds_ahead, names],
+        )
+        slot: datetime = cursor.fetchone()[0]
+    return slot
+
+
+def prepared_for(names: list[str], **kwargs: Any) -> prefire.Prepared:
+    """Prepare the slot of ``names``; a machine stalled past the slot retries (60 s)."""
+    deadline = time.monotonic() + 60
+    while True:
+        slot = set_slot(names, 2)
+        prepared = prefire.prepare(ahead=30, **kwargs)
+        if prepared is not None or time.monotonic() > deadline:
+            assert prepared is not None, "nothing prepared"
+            assert prepared.slot == slot
+            return prepared
+
+
+def jobs(name: str) -> list[Job]:
+    return list(Job.objects.filter(metadata__cron_name=name).order_by("id"))
+
+
+def test_prepare__nothing_when_the_next_slot_is_further_than_ahead() -> None:
+    CronJobFactory(name="far", cron_expr=EVERY_SECOND)
+    set_slot(["far"], 30)
+    assert prefire.prepare(ahead=5) is None
+
+
+def test_prepare__reads_only_active_rows_of_the_earliest_slot_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = [f"s{i}" for i in range(5)]
+    for name in [*names, "paused", "later"]:
+        CronJobFactory(name=name, cron_expr=EVERY_SECOND)
+    with operator_context():
+        CronJob.objects.filter(name="paused").update(paused_at=timezone.now())
+    monkeypatch.setattr("awa_django.evaluator.FIRE_BATCH_SIZE", 2)
+    set_slot(["later"], 20)
+    prepared = prepared_for([*names, "paused"], rows_limit=4)
+    assert prepared.evaluated == 4
+    assert [[e["name"] for e in batch] for batch in prepared.batches] == [["s0", "s1"], ["s2", "s3"]]
+    assert all(e["fires"] == [prepared.slot.isoformat()] for batch in prepared.batches for e in batch)
+
+
+def test_fire_prepared__never_before_the_slot_and_once() -> None:
+    CronJobFactory(name="tick", cron_expr=EVERY_SECOND)
+    prepared = prepared_for(["tick"])
+    result = prefire.fire_prepared(prepared)
+    assert result is not None and result.fired == 1
+    (job,) = jobs("tick")
+    assert job.metadata["cron_fire_at"] == prepared.slot.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    assert job.created_at >= prepared.slot and job.run_at >= prepared.slot
+    row = CronJob.objects.get(name="tick")
+    assert row.last_enqueued_at == prepared.slot and row.next_fire_at > prepared.slot
+    # The same plan again (a retry, a deposed leader): its CAS is lost.
+    again = prefire.fire_prepared(prepared)
+    assert again is not None and again.fired == 0
+    assert len(jobs("tick")) == 1
+
+
+def test_fire_prepared__a_row_paused_or_changed_since_is_not_fired() -> None:
+    CronJobFactory(name="paused", cron_expr=EVERY_SECOND)
+    CronJobFactory(name="changed", cron_expr=EVERY_SECOND)
+    CronJobFactory(name="kept", cron_expr=EVERY_SECOND)
+    prepared = prepared_for(["paused", "changed", "kept"])
+    with operator_context():
+        CronJob.objects.filter(name="paused").update(paused_at=timezone.now())
+    CronJob.objects.filter(name="changed").update(cron_expr="*/2 * * * * *")
+    result = prefire.fire_prepared(prepared)
+    assert result is not None and result.fired == 1
+    assert jobs("paused") == [] and jobs("changed") == [] and len(jobs("kept")) == 1
+    assert CronJob.objects.get(name="changed").next_fire_at is None  # re-evaluated by the next pass
+
+
+def test_fire_prepared__drops_a_stale_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    CronJobFactory(name="late", cron_expr=EVERY_SECOND)
+    prepared = prepared_for(["late"])
+    # Any delay at all now counts as stale: the plan must be dropped unsent.
+    monkeypatch.setattr(prefire, "STALE_AFTER", -3600.0)
+    assert prefire.fire_prepared(prepared) is None
+    assert jobs("late") == []
+    assert CronJob.objects.get(name="late").next_fire_at == prepared.slot
+
+
+def test_fire_prepared__a_stop_before_the_slot_sends_nothing() -> None:
+    CronJobFactory(name="stopped", cron_expr=EVERY_SECOND)
+    prepared = prepared_for(["stopped"])
+    stop = threading.Event()
+    stop.set()
+    assert prefire.fire_prepared(prepared, stop=stop) is None
+    assert jobs("stopped") == []
+    assert CronJob.objects.get(name="stopped").next_fire_at == prepared.slot
