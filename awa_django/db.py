@@ -264,11 +264,14 @@ class reconnect_on_error:
             ...
     """
 
-    def __init__(self, using: str, what: str, log: logging.Logger, event: str) -> None:
+    def __init__(self, using: str, what: str, log: logging.Logger, event: str,
+                 also: tuple[type[BaseException], ...] = ()) -> None:
         self.using = using
         self.what = what
         self.log = log
         self.event = event
+        # Further errors handled the same way (e.g. a report that gave up retrying).
+        self.errors = CONNECTION_ERRORS + also
         self.error: BaseException | None = None
 
     def __enter__(self) -> reconnect_on_error:
@@ -276,7 +279,7 @@ class reconnect_on_error:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> bool:
-        if exc is None or not isinstance(exc, CONNECTION_ERRORS):
+        if exc is None or not isinstance(exc, self.errors):
             return False
         self.error = exc
         self.log.error("%s failed: %s", self.what, exc, extra={"event": self.event})

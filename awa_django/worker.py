@@ -311,11 +311,8 @@ class Worker:
             keys += self.outcomes.unreported()
             if not keys:
                 continue
-            try:
+            with db.reconnect_on_error(self.using, "heartbeat", logger, "worker.error", also=(ReportAbandoned,)):
                 self.outcomes.heartbeat(keys)
-            except (ReportAbandoned, DatabaseError) as exc:
-                logger.error("heartbeat failed: %s", exc, extra={"event": "worker.error"})
-                connections[self.using].close()
         connections.close_all()
 
     def _drain(self) -> int:

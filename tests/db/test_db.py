@@ -230,3 +230,15 @@ def test_reconnect_on_error__other_errors_propagate_untouched() -> None:
         with db.reconnect_on_error("default", "probe", log, "test.error") as guard:
             raise ZeroDivisionError
     assert guard.error is None
+
+
+def test_reconnect_on_error__also_handles_the_errors_named_by_the_caller(caplog: Any) -> None:
+    class GaveUp(Exception):
+        pass
+
+    log = logging.getLogger("awa_django.test")
+    with caplog.at_level(logging.ERROR, logger="awa_django.test"):
+        with db.reconnect_on_error("default", "report", log, "test.error", also=(GaveUp,)) as guard:
+            raise GaveUp("retries exhausted")
+    assert isinstance(guard.error, GaveUp)
+    assert [r.getMessage() for r in caplog.records] == ["report failed: retries exhausted"]
