@@ -382,8 +382,9 @@ def announce_fires(rows: Iterable[dict[str, Any]]) -> None:
     """Send ``task_enqueued`` for committed cron-fire job rows.
 
     Only jobs whose task uses an :class:`AwaBackend` are announced (another
-    backend never sees these rows). Called by the leader after the fire
-    statement committed.
+    backend never sees these rows). Called once the fire statement has
+    committed: by the leader's announcer thread (``leader.announce_each``) and
+    after an operator's trigger (``operations.trigger``).
     """
     for row in rows:
         task = resolve_task(row["kind"])

@@ -166,7 +166,7 @@ def declared_schedules() -> list[Schedule]:
 
 
 def finite(value: float) -> bool:
-    """True for a finite, non-negative number (used by settings checks)."""
+    """True for a finite, non-negative number (used by the system checks in ``checks``)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
