@@ -105,11 +105,19 @@ def worker_rows(w: dict[str, Any]) -> list[Row]:
     best = {s: max(float(r["jobs_per_s"]) for r in runs if int(r["processes"]) == 1) for s, runs in peers.items()}
     if best:
         worst = min(jps / v for v in best.values())
+        need = 4 * max(best.values())
         out.append(("one runtasks process >= 4x each peer's one process",
-                    ", ".join(f"{jps / v:.1f}x {s}" for s, v in best.items()), worst >= 4, ""))
+                    ", ".join(f"{jps / v:.1f}x {s}" for s, v in best.items()), worst >= 4,
+                    "" if worst >= 4 else f"needs {need:,.0f} jobs/s ({need / jps:.1f}x this run's); "
+                    "bounded as in the row above."))
     if 2 in ours:
-        scale = float(ours[2]["jobs_per_s"]) / jps
-        out.append(("two processes scale near-linearly (>= 1.8x one)", f"{scale:.2f}x", scale >= 1.8, ""))
+        two = float(ours[2]["jobs_per_s"])
+        scale = two / jps
+        out.append(("two processes scale near-linearly (>= 1.8x one)", f"{scale:.2f}x", scale >= 1.8,
+                    "" if scale >= 1.8 else f"{two:,.0f} jobs/s with two processes, {jps:,.0f} with one, "
+                    f"{f(ours[2].get('transactions_per_unit'), 2)} transactions per job; "
+                    "the two workers and PostgreSQL share the machine's "
+                    "cores (the profile covers one process only)."))
     return out
 
 
@@ -225,7 +233,8 @@ def method(results: dict[str, Any]) -> list[str]:
             "counted (*-*).",
             "- W2's window runs from the scheduler's start to its last fire, so its per-fire costs include "
             "the start-up and idle passes divided over N.",
-            "- Repetitions: " + "; ".join(few) + f"; W3 {config['w3_worker']['reps']}, enqueue "
-            f"{config['enqueue']['reps']}; W4 one {config['w4']['seconds']} s run per system. Fewer than 5 "
-            "where a repetition takes minutes (a peer's large burst runs to its cut-off; W4 is 60 s per "
-            "system), to keep `make bench` near 15 minutes.", ""]
+            f"- Repetitions: W1 idle, the median of {config['w1_idle']['reps']} passes per system and N; "
+            + "; ".join(few) + f"; W3 {config['w3_worker']['reps']}, enqueue {config['enqueue']['reps']}; W4 one "
+            f"{config['w4']['seconds']} s run per system; W1 planning pass and W5 one run per N (awa_django "
+            "only). Fewer than 5 where a repetition takes minutes (a peer's large burst runs to its cut-off; "
+            "W4 is a minute per system), to keep `make bench` near 15 minutes.", ""]
