@@ -184,7 +184,7 @@ def wait_for_jobs(process: subprocess.Popen[bytes], n: int, timeout: float) -> f
     """Polls until ``n`` jobs exist or ``timeout``; stops ``process``; its peak RSS."""
     try:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and process.poll() is None:
             if sql("SELECT count(*) FROM awa_jobs")[0][0] >= n:
                 break
             time.sleep(0.2)

@@ -156,7 +156,8 @@ def plans(counted: Statements, top: int = 6) -> dict[str, Any]:
             if entry["max_ms"] >= into["max_ms"]:
                 into["max_ms"], into["plan"] = entry["max_ms"], entry["plan"]
     if not merged:
-        return {"error": "no plan came back (auto_explain could not be loaded?)"}
+        errors = {data["auto_explain_error"] for data in counted.files() if data.get("auto_explain_error")}
+        return {"error": f"no plan came back ({'; '.join(errors) or 'auto_explain not loaded'})"}
     ranked = sorted(merged.items(), key=lambda kv: -kv[1]["total_ms"])[:top]
     return {"statements": [{"text": text, **entry} for text, entry in ranked]}
 

@@ -109,12 +109,13 @@ def ensure_bench_venv() -> str | None:
 
 
 def run_side(python: str, module: str, env: dict[str, str], workload: str, **kwargs: Any) -> dict[str, Any]:
-    log(f"  {module.rsplit('.', 1)[-1]} {workload} {json.dumps(kwargs)}")
+    started = time.monotonic()
     proc = subprocess.run([python, "-m", module, workload, json.dumps(kwargs)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise BrokenBenchmark(f"{module} {workload} {kwargs} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    log(f"  {module.rsplit('.', 1)[-1]} {workload} {json.dumps(kwargs)}: {time.monotonic() - started:.0f} s")
     return result
 
 

@@ -56,14 +56,20 @@ def _connected(sender: Any, connection: Any, **kwargs: Any) -> None:
     if not os.environ.get("BENCH_AUTO_EXPLAIN"):
         return
     raw = connection.connection
+    try:
+        with raw.cursor() as cursor:
+            cursor.execute("LOAD 'auto_explain'")  # needs a superuser; without it, no plans, no harm
+            for name, value in (("log_min_duration", "0"), ("log_analyze", "on"), ("log_buffers", "on"),
+                                ("log_nested_statements", "on"), ("log_timing", "on"), ("log_level", "notice")):
+                cursor.execute(f"SET auto_explain.{name} = '{value}'")
+    except Exception as exc:  # reported in the results, never fatal
+        STATE["auto_explain_error"] = str(exc)
+        raw.rollback()
+        return
+    finally:
+        if not raw.autocommit:
+            raw.commit()
     raw.add_notice_handler(_on_notice)
-    with raw.cursor() as cursor:
-        cursor.execute("LOAD 'auto_explain'")
-        for name, value in (("log_min_duration", "0"), ("log_analyze", "on"), ("log_buffers", "on"),
-                            ("log_nested_statements", "on"), ("log_timing", "on"), ("log_level", "notice")):
-            cursor.execute(f"SET auto_explain.{name} = '{value}'")
-    if not raw.autocommit:
-        raw.commit()
 
 
 def _dump(directory: str) -> None:
