@@ -146,7 +146,7 @@ def prepare_burst(n: int, lead: float) -> Any:
     """``n`` daily schedules, all due at the slot ``lead`` s from now (plus time
     to insert them: 50 µs a row), so the scheduler starts before it; the slot."""
     reset()
-    ahead = lead + n / 20_000
+    ahead = int(lead + n / 20_000 + 0.999)  # whole seconds: the slot is a whole second
     slot = sql(f"SELECT date_trunc('second', statement_timestamp()) + interval '{ahead} seconds'")[0][0]
     expr = f"{slot.second} {slot.minute} {slot.hour} * * *"  # daily, at the slot (UTC)
     insert_schedules(n, expr, f"'{slot.isoformat()}'::timestamptz")

@@ -115,7 +115,7 @@ def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
     starts before the slot and is cut off ``timeout`` s after it."""
     reset()
     # The same allowance as awa_django's side for inserting the rows (50 µs a row).
-    slot = timezone.now().replace(microsecond=0) + timezone.timedelta(seconds=lead + n / 20_000)
+    slot = timezone.now().replace(microsecond=0) + timezone.timedelta(seconds=int(lead + n / 20_000 + 0.999))
     clocked = ClockedSchedule.objects.create(clocked_time=slot)
     PeriodicTask.objects.bulk_create(PeriodicTask(name=f"bench-{i:06d}", task="bench.noop", clocked=clocked,
                                                   one_off=True) for i in range(n))
