@@ -148,9 +148,16 @@ def targets(w: dict[str, Any]) -> list[str]:
     rows.append(w4_row(w))
     for r in w.get("w5_startup", {}).get(AWA, []):
         if int(r["n"]) == 10_000:
+            met = float(r["unchanged_s"]) <= 3
+            small = [x for x in w["w5_startup"][AWA] if int(x["n"]) < 10_000]
+            bound = "" if met else (
+                f"the whole command, Django's start-up included (with {int(small[0]['n']):,} declared it takes "
+                f"{f(small[0]['unchanged_s'], 1)} s), so about "
+                f"{(float(r['unchanged_s']) - float(small[0]['unchanged_s'])) / (10_000 - int(small[0]['n'])) * 1e3:.2f}"
+                " ms per declared schedule on an unchanged start; start-up is not profiled by this run."
+                if small else "start-up is not profiled by this run.")
             rows.append(("runcron starts in <= 3 s with 10,000 declared (unchanged)",
-                         f"{f(r['unchanged_s'], 1)} s (first start {f(r['first_s'], 1)} s)",
-                         float(r["unchanged_s"]) <= 3, ""))
+                         f"{f(r['unchanged_s'], 1)} s (first start {f(r['first_s'], 1)} s)", met, bound))
     rows += worker_rows(w) + enqueue_rows(w)
     lines = ["## Against the targets of issue 10", "",
              "Where a target is missed, the last column says what bounds the number and how far it is from "
@@ -182,7 +189,7 @@ def profile_block(title: str, spy: dict[str, Any], what: str) -> list[str]:
     return lines + [""]
 
 
-def plan_block(title: str, explain: dict[str, Any], shown: int = 2) -> list[str]:
+def plan_block(title: str, explain: dict[str, Any], shown: int = 3) -> list[str]:
     if not explain or explain.get("error"):
         return [f"### {title}", "", f"Not measured: {explain.get('error', 'no plans in this run')}.", ""]
     lines = [f"### {title}", "", "| statement (literals folded) | calls | total ms | slowest ms |", "|---|---:|---:|---:|"]
@@ -190,7 +197,8 @@ def plan_block(title: str, explain: dict[str, Any], shown: int = 2) -> list[str]
         text = s["text"].replace("|", "\\|")
         lines.append(f"| `{text[:140]}{'…' if len(text) > 140 else ''}` | {s['count']} | {f(s['total_ms'], 2)} | "
                      f"{f(s['max_ms'], 3)} |")
-    for s in explain["statements"][:shown]:
+    # A function call's own plan is one node; the statements inside it carry the plans worth reading.
+    for s in [s for s in explain["statements"] if s["plan"].count("(cost=") > 1][:shown]:
         lines_of_plan = s["plan"].splitlines()
         first = next((i for i, line in enumerate(lines_of_plan) if "(cost=" in line), 0)
         plan = "\n".join(lines_of_plan[first:first + 40])
