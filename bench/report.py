@@ -86,7 +86,7 @@ def w4_table(w: dict[str, Any]) -> list[str]:
     runs = w["w4_every_second"]
     ours = runs[AWA]
     lines = [f"## W4: {int(ours['n']):,} every-second schedules for {f(ours['seconds'], 0)} s", "",
-             "After 5 s of start-up, the fires of the slots inside the window (the first and the last "
+             f"After {f(ours.get('warmup', 5), 0)} s of start-up, the fires of the slots inside the window (the first and the last "
              "two seconds excluded). celery-beat runs one-second interval schedules (its crontab has no "
              "seconds), whose due time is its previous send plus one second. *Missing*: expected fires "
              "without their job when the window closed (awa_django's `coalesce` policy skips a slot it "

@@ -42,10 +42,10 @@ PEER_REQUIREMENTS = ["django>=6.0,<6.1", "psycopg[binary]>=3.2", "django-tasks-d
 QUICK: dict[str, Any] = {
     "w1_idle": {"n": [100, 1000], "reps": 3},
     "w1_plan": {"n": [1000]},
-    "w2_burst": {"n": [500], "reps": {}, "peer_reps": {}, "lead": 2, "timeout": 20, "peer_cut_off": 4},
-    "w3_worker": {"jobs": 100, "processes": [1], "reps": 1},
+    "w2_burst": {"n": [500], "reps": {}, "peer_reps": {}, "lead": 2, "timeout": 20, "peer_cut_off": 2},
+    "w3_worker": {"jobs": 50, "processes": [1], "reps": 1},
     "enqueue": {"count": 100, "reps": 1},
-    "w4": {"n": 50, "seconds": 4, "peers": False},
+    "w4": {"n": 50, "seconds": 4, "warmup": 2, "peers": False},
     "w5_startup": {"n": [100]},
     "profile": {"burst_n": 500, "jobs": 100, "explain_n": 200, "explain_jobs": 20},
 }

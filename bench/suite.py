@@ -107,7 +107,8 @@ def w4(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> Non
     log("W4 every-second schedules")
     systems = with_peers(sides, (BEAT, PROCRASTINATE) if config["w4"].get("peers", True) else ())
     w["w4_every_second"] = interleaved(systems, "w4_every_second", {s: 1 for s in systems},
-                                       n=config["w4"]["n"], seconds=config["w4"]["seconds"])
+                                       n=config["w4"]["n"], seconds=config["w4"]["seconds"],
+                                       warmup=config["w4"].get("warmup", 5))
     if w["w4_every_second"][AWA]["doubled"]:
         raise BrokenBenchmark(f"W4: {w['w4_every_second'][AWA]['doubled']} slots fired twice")
 

@@ -134,14 +134,14 @@ def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
     return result
 
 
-def w4_every_second(n: int, seconds: float) -> dict[str, Any]:
+def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]:
     reset()
     every, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
     PeriodicTask.objects.bulk_create(PeriodicTask(name=f"bench-{i:06d}", task="bench.noop", interval=every)
                                      for i in range(n))
     start = time.time()
-    beat_loop(start + 5 + seconds, lambda: False)
-    window = [(t, due) for t, due in SENDS if start + 5 < t <= start + 5 + seconds]
+    beat_loop(start + warmup + seconds, lambda: False)
+    window = [(t, due) for t, due in SENDS if start + warmup < t <= start + warmup + seconds]
     result = quantiles([(t - due) * 1000 for t, due in window if due is not None])
     expected = int(seconds) * n
     result.update(n=n, seconds=seconds, expected_fires=expected, fired_in_window=len(window),
