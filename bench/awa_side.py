@@ -15,6 +15,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,18 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from awa_django.evaluator import evaluate  # noqa: E402
 from bench.benchapp.tasks import noop  # noqa: E402
+from bench.timing import db_cost, per_unit  # noqa: E402
+from bench.timing import enqueue_rates as timed_enqueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 KIND = "bench.benchapp.tasks.noop"
 
 
+OWN = {"statements": 0}  # this process's own statements (polls) inside measured windows
+
+
 def sql(statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+    OWN["statements"] += 1
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return cursor.fetchall() if cursor.description else []
@@ -44,8 +51,20 @@ def reset() -> None:
     sql("TRUNCATE awa_cron_jobs, awa_jobs")
 
 
-def wal_lsn() -> int:
-    return int(sql("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")[0][0])
+class Statements:
+    """Counts the statements the child processes send (``bench.benchapp``'s
+    hook, written when each exits): ``env`` goes to the children."""
+
+    def __init__(self, **extra: str) -> None:
+        self.directory = tempfile.mkdtemp(prefix="awa-bench-sql-")
+        self.env = {"BENCH_SQL_DIR": self.directory, **extra}
+
+    def files(self) -> list[dict[str, Any]]:
+        return [json.loads(p.read_text()) for p in sorted(Path(self.directory).glob("*.json"))]
+
+    def count(self) -> int | None:
+        files = self.files()
+        return sum(f["statements"] for f in files) if files else None
 
 
 def insert_schedules(n: int, cron_expr: str, next_fire_sql: str | None) -> None:
@@ -70,8 +89,15 @@ def env_for_processes() -> dict[str, str]:
     return env
 
 
-def manage(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "django", *args], cwd=ROOT, env=env_for_processes())
+def manage(*args: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([*prefix, sys.executable, "-m", "django", *args], cwd=ROOT,
+                            env={**env_for_processes(), **(env or {})})
+
+
+def per_fire(cost: dict[str, Any], units: int, own: int, statements: int | None) -> dict[str, Any]:
+    out = per_unit(cost, units, own)
+    out["statements_per_unit"] = statements / units if statements is not None and units else None
+    return out
 
 
 # -- W1: idle pass, and the planning pass (per-row cost) -----------------------
@@ -116,31 +142,58 @@ def lateness(since_id: int = 0) -> dict[str, Any]:
     return {"jobs": row[0], "ms_p50": row[1], "ms_p99": row[2], "ms_max": row[3]}
 
 
+def prepare_burst(n: int, lead: float) -> Any:
+    """``n`` daily schedules, all due at the slot ``lead`` s from now (plus time
+    to insert them: 50 µs a row), so the scheduler starts before it; the slot."""
+    reset()
+    ahead = int(lead + n / 20_000 + 0.999)  # whole seconds: the slot is a whole second
+    slot = sql(f"SELECT date_trunc('second', statement_timestamp()) + interval '{ahead} seconds'")[0][0]
+    expr = f"{slot.second} {slot.minute} {slot.hour} * * *"  # daily, at the slot (UTC)
+    insert_schedules(n, expr, f"'{slot.isoformat()}'::timestamptz")
+    return slot
+
+
+def insert_jobs(jobs: int) -> None:
+    """``jobs`` available no-op jobs, inserted with SQL (the worker's input)."""
+    reset()
+    sql(
+        "INSERT INTO awa_jobs (kind, queue, args, state, priority, max_attempts, metadata, tags) "
+        "SELECT %s, 'default', '{\"args\": [], \"kwargs\": {}}', 'available', 0, 3, '{}', '{}' "
+        "FROM generate_series(1, %s)",
+        [KIND, jobs],
+    )
+
+
 def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
     """``n`` schedules all due at one slot ``lead`` seconds ahead; a real
     ``runcron`` (started before the slot) fires them. Lateness = job
     created_at - slot; dropped = schedules without their job by ``timeout``."""
-    reset()
-    slot = sql(f"SELECT date_trunc('second', statement_timestamp()) + interval '{lead} seconds'")[0][0]
-    expr = f"{slot.second} {slot.minute} {slot.hour} * * *"  # daily, at the slot (UTC)
-    insert_schedules(n, expr, f"'{slot.isoformat()}'::timestamptz")
-    wal_before = wal_lsn()
-    runcron = manage("runcron")
+    prepare_burst(n, lead)
+    counted = Statements()
+    cost: dict[str, Any] = {}
+    with db_cost(sql, connection.close, cost):
+        own = OWN["statements"]
+        runcron = manage("runcron", env=counted.env)
+        peak_rss_mb = wait_for_jobs(runcron, n, lead + timeout)
+        own = OWN["statements"] - own
+    result = lateness()
+    result.update(n=n, runcron_peak_rss_mb=peak_rss_mb, dropped=n - result["jobs"],
+                  **per_fire(cost, result["jobs"], own, counted.count()))
+    return result
+
+
+def wait_for_jobs(process: subprocess.Popen[bytes], n: int, timeout: float) -> float | None:
+    """Polls until ``n`` jobs exist or ``timeout``; stops ``process``; its peak RSS."""
     try:
-        deadline = time.monotonic() + lead + timeout
-        done = 0
-        while time.monotonic() < deadline:
-            done = sql("SELECT count(*) FROM awa_jobs")[0][0]
-            if done >= n:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and process.poll() is None:
+            if sql("SELECT count(*) FROM awa_jobs")[0][0] >= n:
                 break
             time.sleep(0.2)
-        peak_rss_mb = peak_rss(runcron.pid)
+        return peak_rss(process.pid)
     finally:
-        runcron.send_signal(signal.SIGTERM)
-        runcron.wait(60)
-    result = lateness()
-    result.update(n=n, runcron_peak_rss_mb=peak_rss_mb, dropped=n - result["jobs"], wal_bytes_per_fire=(wal_lsn() - wal_before) / max(1, n))
-    return result
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
 
 
 def peak_rss(pid: int) -> float | None:
@@ -155,12 +208,12 @@ def peak_rss(pid: int) -> float | None:
 
 
 # -- W4: lateness of many every-second schedules --------------------------------
-def w4_every_second(n: int, seconds: float) -> dict[str, Any]:
+def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]:
     reset()
     insert_schedules(n, "* * * * * *", None)
     runcron = manage("runcron")
     try:
-        time.sleep(5)  # start-up, and the first pass that plans every row
+        time.sleep(warmup)  # start-up, and the first pass that plans every row
         first = sql("SELECT coalesce(max(id), 0), statement_timestamp() FROM awa_jobs")[0]
         time.sleep(seconds)
         last = sql("SELECT statement_timestamp()")[0][0]
@@ -180,7 +233,7 @@ def w4_every_second(n: int, seconds: float) -> dict[str, Any]:
         "SELECT count(*) FROM (SELECT 1 FROM awa_jobs WHERE metadata ? 'cron_fire_at'"
         " GROUP BY metadata->>'cron_name', metadata->>'cron_fire_at' HAVING count(*) > 1) d"
     )[0][0]
-    result.update(n=n, seconds=seconds, expected_fires=expected, fired_in_window=slots[1],
+    result.update(n=n, seconds=seconds, warmup=warmup, expected_fires=expected, fired_in_window=slots[1],
                   skipped=max(0, expected - slots[1]), doubled=doubled)
     return result
 
@@ -188,46 +241,44 @@ def w4_every_second(n: int, seconds: float) -> dict[str, Any]:
 # -- W3: worker throughput and enqueue rates -------------------------------------
 def enqueue_rates(count: int) -> dict[str, Any]:
     reset()
-    start = time.perf_counter()
-    for _ in range(count):
-        noop.enqueue()
-    single = count / (time.perf_counter() - start)
-    start = time.perf_counter()
-    with transaction.atomic():
-        for _ in range(count):
-            noop.enqueue()
-    batch = count / (time.perf_counter() - start)
-    out = {"single_per_s": single, "one_transaction_per_s": batch}
     backend = noop.get_backend()
-    if hasattr(backend, "enqueue_many"):
-        start = time.perf_counter()
-        backend.enqueue_many([(noop, (), {})] * count)
-        out["enqueue_many_per_s"] = count / (time.perf_counter() - start)
-    return out
+    bulk = None
+    if hasattr(backend, "enqueue_many"):  # the bulk path of issue 10, where it exists
+        def bulk(n: int) -> Any:
+            return backend.enqueue_many([(noop, (), {})] * n)
+    return timed_enqueue(count, noop.enqueue, transaction.atomic, bulk)
+
+
+def commit_rate(count: int) -> dict[str, Any]:
+    """Single-row INSERTs, each its own commit, from one connection: the rate
+    this machine's PostgreSQL commits at (a bound for one-commit-per-item work)."""
+    sql("CREATE TABLE IF NOT EXISTS bench_commit_rate (v int)")
+    start = time.perf_counter()
+    for i in range(count):
+        sql("INSERT INTO bench_commit_rate VALUES (%s)", [i])
+    rate = count / (time.perf_counter() - start)
+    sql("DROP TABLE bench_commit_rate")
+    return {"commits_per_s": rate}
 
 
 def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
-    reset()
-    sql(
-        "INSERT INTO awa_jobs (kind, queue, args, state, priority, max_attempts, metadata, tags) "
-        "SELECT %s, 'default', '{\"args\": [], \"kwargs\": {}}', 'available', 0, 3, '{}', '{}' "
-        "FROM generate_series(1, %s)",
-        [KIND, jobs],
-    )
-    wal_before = wal_lsn()
-    start = time.monotonic()
-    workers = [manage("runtasks", "--burst", "--concurrency", str(concurrency)) for _ in range(processes)]
-    for worker in workers:
-        worker.wait(600)
-    wall = time.monotonic() - start
+    insert_jobs(jobs)
+    counted = Statements()
+    cost: dict[str, Any] = {}
+    with db_cost(sql, connection.close, cost):
+        start = time.monotonic()
+        workers = [manage("runtasks", "--burst", "--concurrency", str(concurrency), env=counted.env)
+                   for _ in range(processes)]
+        for worker in workers:
+            worker.wait(600)
+        wall = time.monotonic() - start
     done, span = sql(
         "SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(attempted_at)) FROM awa_jobs"
         " WHERE state = 'completed'"
     )[0]
     assert done == jobs, f"{done} of {jobs} jobs completed"
     return {"jobs": jobs, "processes": processes, "concurrency": concurrency,
-            "jobs_per_s": jobs / float(span), "wall_s": wall,
-            "wal_bytes_per_job": (wal_lsn() - wal_before) / jobs}
+            "jobs_per_s": jobs / float(span), "wall_s": wall, **per_fire(cost, jobs, 0, counted.count())}
 
 
 # -- W5: runcron start-up with N declared schedules -----------------------------
@@ -252,7 +303,8 @@ def w5_startup(n: int) -> dict[str, Any]:
 
 
 WORKLOADS = {"w5_startup": w5_startup, "w1_idle": w1_idle, "w1_plan": w1_plan, "w2_burst": w2_burst,
-             "w4_every_second": w4_every_second, "enqueue_rates": enqueue_rates, "w3_worker": w3_worker}
+             "w4_every_second": w4_every_second, "enqueue_rates": enqueue_rates, "w3_worker": w3_worker,
+             "commit_rate": commit_rate}
 
 if __name__ == "__main__":
     print(json.dumps(WORKLOADS[sys.argv[1]](**json.loads(sys.argv[2])), default=str))

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -27,38 +26,40 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `python bench/run.py` puts bench/, not the root, on the path
+from bench.suite import AWA, BEAT, PROCRASTINATE, TASKS_DB, BrokenBenchmark, Side, log, run_all  # noqa: E402
+
 CACHE = ROOT / ".cache"
 BENCH_VENV = CACHE / "bench-venv"
 # Pinned: a published number names the version it was measured with.
 PEER_REQUIREMENTS = ["django>=6.0,<6.1", "psycopg[binary]>=3.2", "django-tasks-db==0.13.0",
-                     "django-celery-beat==2.9.0", "matplotlib>=3.8"]
+                     "django-celery-beat==2.9.0", "procrastinate==3.10.0", "matplotlib>=3.8"]
 
+# Sizes and repetitions. The full run aims at about 15 minutes on an idle
+# 2-core machine: the peers' W2 runs are cut off (peer_cut_off seconds after
+# the slot, reporting what they fired by then) and take fewer repetitions at the
+# larger N; W4 runs once per system (60 s each). docs/benchmarks.md prints the
+# repetitions of every figure.
 QUICK: dict[str, Any] = {
-    "w1_idle": {"n": [100, 1000, 10000], "reps": 5},
+    "w1_idle": {"n": [100, 1000], "reps": 3},
     "w1_plan": {"n": [1000]},
-    "w2_burst": {"n": [1000], "reps": 1, "lead": 5, "timeout": 30},
-    "w3_worker": {"jobs": 200, "processes": [1], "reps": 1},
-    "enqueue": {"count": 200, "reps": 1},
-    "w4": {"n": 100, "seconds": 4},
+    "w2_burst": {"n": [500], "reps": {}, "peer_reps": {}, "lead": 2, "timeout": 20, "peer_cut_off": 2},
+    "w3_worker": {"jobs": 50, "processes": [1], "reps": 1},
+    "enqueue": {"count": 100, "reps": 1},
+    "w4": {"n": 50, "seconds": 4, "warmup": 2, "peers": False},
     "w5_startup": {"n": [100]},
+    "profile": {"burst_n": 500, "jobs": 100, "explain_n": 200, "explain_jobs": 20},
 }
 FULL: dict[str, Any] = {
     "w1_idle": {"n": [100, 1000, 10000, 100000], "reps": 20},
     "w1_plan": {"n": [1000, 10000, 100000]},
-    "w2_burst": {"n": [1000, 10000, 100000], "reps": 5, "reps_at_max": 1, "lead": 6, "timeout": 300},
-    "w3_worker": {"jobs": 2000, "processes": [1, 2], "reps": 3},
+    "w2_burst": {"n": [1000, 10000, 100000], "reps": {1000: 5, 10000: 5, 100000: 1},
+                 "peer_reps": {1000: 5, 10000: 3, 100000: 1}, "lead": 5, "timeout": 300, "peer_cut_off": 20},
+    "w3_worker": {"jobs": 500, "processes": [1, 2], "reps": 5},
     "enqueue": {"count": 2000, "reps": 5},
     "w4": {"n": 1000, "seconds": 60},
     "w5_startup": {"n": [1000, 10000]},
+    "profile": {"burst_n": 100000, "jobs": 1000, "explain_n": 1000, "explain_jobs": 200},
 }
-
-
-class BrokenBenchmark(Exception):
-    """A workload crashed or broke a guarantee: the benchmark itself is wrong."""
-
-
-def log(message: str) -> None:
-    print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
 def psql(database: str, statement: str) -> None:
@@ -108,23 +109,36 @@ def ensure_bench_venv() -> str | None:
 
 
 def run_side(python: str, module: str, env: dict[str, str], workload: str, **kwargs: Any) -> dict[str, Any]:
+    started = time.monotonic()
     proc = subprocess.run([python, "-m", module, workload, json.dumps(kwargs)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise BrokenBenchmark(f"{module} {workload} {kwargs} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    log(f"  {module.rsplit('.', 1)[-1]} {workload} {json.dumps(kwargs)}: {time.monotonic() - started:.0f} s")
     return result
 
 
-def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per key, the median of the numeric values over the repetitions."""
-    out: dict[str, Any] = {"reps": len(runs)}
-    for key in runs[0]:
-        values = [r[key] for r in runs]
-        try:
-            out[key] = statistics.median(float(v) for v in values)
-        except (TypeError, ValueError):
-            out[key] = values[0]
+def peer_setup(peer_python: str, peer_db: str) -> None:
+    """The peers' tables, in one database (their tables do not overlap)."""
+    subprocess.run([peer_python, "-m", "django", "migrate", "-v0"], cwd=ROOT,
+                   env=dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings"),
+                   check=True)
+    run_side(peer_python, "bench.peers.procrastinate_side", peer_env(peer_db), "setup")
+
+
+def sides(awa_python: str, peer_python: str | None, peer_db: str) -> dict[str, Side]:
+    """One callable per system (and the profiler), each in its own process and virtualenv."""
+    def side(python: str, module: str, env: dict[str, str]) -> Side:
+        return lambda workload, **kwargs: run_side(python, module, env, workload, **kwargs)
+
+    out = {AWA: side(awa_python, "bench.awa_side", project_env()),
+           "profile": side(awa_python, "bench.profile", project_env())}
+    if peer_python:
+        beat_env = dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings")
+        out[BEAT] = side(peer_python, "bench.peers.celery_beat_side", beat_env)
+        out[TASKS_DB] = side(peer_python, "bench.peers.tasks_db_side", peer_env(peer_db))
+        out[PROCRASTINATE] = side(peer_python, "bench.peers.procrastinate_side", peer_env(peer_db))
     return out
 
 
@@ -135,84 +149,14 @@ def run(mode: str) -> dict[str, Any]:
     awa_python = sys.executable
     subprocess.run([awa_python, "-m", "django", "migrate", "-v0"], cwd=ROOT, env=project_env(), check=True)
     peer_python = ensure_bench_venv()
-    peers: dict[str, str] = {}  # system -> the python that runs it
     if peer_python:
-        # One database for both peers (their tables do not overlap).
-        subprocess.run([peer_python, "-m", "django", "migrate", "-v0"], cwd=ROOT,
-                       env=dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings"),
-                       check=True)
-        peers["django-tasks-db"] = peer_python
-        peers["django-celery-beat"] = peer_python
-
-    def awa(workload: str, **kwargs: Any) -> dict[str, Any]:
-        return run_side(awa_python, "bench.awa_side", project_env(), workload, **kwargs)
-
-    def tasks_db(workload: str, **kwargs: Any) -> dict[str, Any]:
-        return run_side(peers["django-tasks-db"], "bench.peers.tasks_db_side", peer_env(peer_db),
-                        workload, **kwargs)
-
-    results: dict[str, Any] = {"mode": mode, "config": config, "machine": machine(), "versions": {},
-                               "workloads": {}}
-    w: dict[str, Any] = results["workloads"]
+        peer_setup(peer_python, peer_db)
+    results: dict[str, Any] = {"mode": mode, "config": config, "machine": machine()}
     started = time.monotonic()
-
-    def celery_beat(workload: str, **kwargs: Any) -> dict[str, Any]:
-        env = dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings")
-        return run_side(peers["django-celery-beat"], "bench.peers.celery_beat_side", env, workload, **kwargs)
-
-    log("W1 idle pass")
-    w["w1_idle"] = {"awa_django": [], **({"django-celery-beat": []} if "django-celery-beat" in peers else {})}
-    for n in config["w1_idle"]["n"]:
-        w["w1_idle"]["awa_django"].append(awa("w1_idle", n=n, reps=config["w1_idle"]["reps"]))
-        if "django-celery-beat" in peers:
-            w["w1_idle"]["django-celery-beat"].append(celery_beat("w1_idle", n=n, reps=config["w1_idle"]["reps"]))
-    log("W1 planning pass (rows awaiting computation)")
-    w["w1_plan"] = {"awa_django": [awa("w1_plan", n=n) for n in config["w1_plan"]["n"]]}
-
-    log("W2 due burst")
-    burst = config["w2_burst"]
-    w["w2_burst"] = {"awa_django": []}
-    for n in burst["n"]:
-        reps = burst.get("reps_at_max", burst["reps"]) if n == max(burst["n"]) else burst["reps"]
-        runs = [awa("w2_burst", n=n, lead=burst["lead"], timeout=burst["timeout"]) for _ in range(reps)]
-        for r in runs:
-            if r["dropped"]:
-                log(f"W2 n={n}: {r['dropped']} fires missing after {burst['timeout']} s")
-        w["w2_burst"]["awa_django"].append(median_of(runs))
-
-    log("W3 worker throughput")
-    worker_peers = [p for p in peers if p == "django-tasks-db"]  # the peers with a task worker
-    w["w3_worker"] = {"awa_django": [], **{p: [] for p in worker_peers}}
-    for processes in config["w3_worker"]["processes"]:
-        runs: dict[str, list[dict[str, Any]]] = {"awa_django": [], **{p: [] for p in worker_peers}}
-        for _ in range(config["w3_worker"]["reps"]):  # interleaved: a slow moment hits both
-            runs["awa_django"].append(awa("w3_worker", jobs=config["w3_worker"]["jobs"],
-                                          processes=processes, concurrency=1))
-            if "django-tasks-db" in peers:
-                runs["django-tasks-db"].append(tasks_db("w3_worker", jobs=config["w3_worker"]["jobs"],
-                                                        processes=processes, concurrency=1))
-        for system, system_runs in runs.items():
-            w["w3_worker"][system].append(median_of(system_runs))
-
-    log("W3 enqueue rates")
-    runs = {"awa_django": [], **{p: [] for p in worker_peers}}
-    for _ in range(config["enqueue"]["reps"]):
-        runs["awa_django"].append(awa("enqueue_rates", count=config["enqueue"]["count"]))
-        if "django-tasks-db" in peers:
-            runs["django-tasks-db"].append(tasks_db("enqueue_rates", count=config["enqueue"]["count"]))
-    w["enqueue"] = {system: median_of(r) for system, r in runs.items()}
-
-    log("W4 every-second schedules")
-    w4 = awa("w4_every_second", n=config["w4"]["n"], seconds=config["w4"]["seconds"])
-    if w4["doubled"]:
-        raise BrokenBenchmark(f"W4: {w4['doubled']} slots fired twice")
-    w["w4_every_second"] = {"awa_django": w4}
-
-    log("W5 runcron start-up")
-    w["w5_startup"] = {"awa_django": [awa("w5_startup", n=n) for n in config["w5_startup"]["n"]]}
-
+    results["workloads"] = run_all(sides(awa_python, peer_python, peer_db), config)
     results["versions"] = versions(awa_python, peer_python)
     results["elapsed_s"] = time.monotonic() - started
+    results["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     return results
 
 
@@ -231,7 +175,7 @@ def versions(awa_python: str, peer_python: str | None) -> dict[str, str]:
     out = {f"{k} (awa_django)": v for k, v in out.items()}
     if peer_python:
         peer = json.loads(subprocess.run([peer_python, "-c", code, "django", "django-tasks-db",
-                                          "django-celery-beat", "celery"],
+                                          "django-celery-beat", "celery", "procrastinate", "croniter"],
                                          capture_output=True, text=True, check=True).stdout)
         out.update({f"{k} (peers)": v for k, v in peer.items()})
     return out

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ django.setup()
 from django.db import connection, transaction  # noqa: E402
 
 from bench.benchapp.tasks import noop  # noqa: E402
+from bench.timing import db_cost, per_unit  # noqa: E402
+from bench.timing import enqueue_rates as timed_enqueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,15 +39,7 @@ def reset() -> None:
 
 def enqueue_rates(count: int) -> dict[str, Any]:
     reset()
-    start = time.perf_counter()
-    for _ in range(count):
-        noop.enqueue()
-    single = count / (time.perf_counter() - start)
-    start = time.perf_counter()
-    with transaction.atomic():
-        for _ in range(count):
-            noop.enqueue()
-    return {"single_per_s": single, "one_transaction_per_s": count / (time.perf_counter() - start)}
+    return timed_enqueue(count, noop.enqueue, transaction.atomic)
 
 
 def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
@@ -53,18 +48,23 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
     with transaction.atomic():
         for _ in range(jobs):
             noop.enqueue()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    start = time.monotonic()
-    workers = [subprocess.Popen([sys.executable, "-m", "django", "db_worker", "--batch",
-                                 "--no-startup-delay", "--interval", "0.1"], cwd=ROOT, env=env)
-               for _ in range(processes)]
-    for worker in workers:
-        worker.wait(900)
-    wall = time.monotonic() - start
+    counted = tempfile.mkdtemp(prefix="tasks-db-bench-sql-")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), BENCH_SQL_DIR=counted)
+    cost: dict[str, Any] = {}
+    with db_cost(sql, connection.close, cost):
+        start = time.monotonic()
+        workers = [subprocess.Popen([sys.executable, "-m", "django", "db_worker", "--batch",
+                                     "--no-startup-delay", "--interval", "0.1"], cwd=ROOT, env=env)
+                   for _ in range(processes)]
+        for worker in workers:
+            worker.wait(900)
+        wall = time.monotonic() - start
+    statements = sum(json.loads(p.read_text())["statements"] for p in Path(counted).glob("*.json"))
     done, span = sql("SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(started_at))"
                      " FROM django_tasks_database_dbtaskresult WHERE status = 'SUCCESSFUL'")[0]
     assert done == jobs, f"{done} of {jobs} tasks succeeded"
-    return {"jobs": jobs, "processes": processes, "jobs_per_s": jobs / float(span), "wall_s": wall}
+    return {"jobs": jobs, "processes": processes, "jobs_per_s": jobs / float(span), "wall_s": wall,
+            **per_unit(cost, jobs), "statements_per_unit": statements / jobs}
 
 
 WORKLOADS = {"enqueue_rates": enqueue_rates, "w3_worker": w3_worker}
