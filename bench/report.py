@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.report_analysis import AWA, f, method, ratio, targets, where_the_time_goes
+from bench.report_analysis import AWA, f, method, ratio, targets, w3_key, where_the_time_goes
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = "images/benchmarks.png"
@@ -112,16 +112,18 @@ def w5_table(w: dict[str, Any]) -> list[str]:
 
 def w3_table(w: dict[str, Any]) -> list[str]:
     lines = ["## W3: worker and enqueue throughput", "",
-             "No-op jobs, one at a time per process (`runtasks --burst`, `db_worker --batch`, procrastinate's "
-             "`run_worker(wait=False)`); jobs/s is the completed jobs over the span from the first start to "
-             "the last finish.", "",
-             "| system | processes | jobs/s | awa_django / system | WAL bytes / task | transactions / task "
-             "| statements / task | reps |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    ours = {int(r["processes"]): r for r in w["w3_worker"][AWA]}
+             "No-op jobs; each process runs *concurrency* jobs at a time (`runtasks --burst --concurrency`, "
+             "procrastinate's `run_worker(wait=False, concurrency=...)`; django-tasks-db's `db_worker --batch` "
+             "has no such option and runs one). jobs/s is the completed jobs over the span from the first start "
+             "to the last finish; the ratio compares awa_django at the same processes and concurrency.", "",
+             "| system | processes | concurrency | jobs/s | awa_django / system | WAL bytes / task "
+             "| transactions / task | statements / task | reps |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    ours = {w3_key(r): r for r in w["w3_worker"][AWA]}
     for system, runs in w["w3_worker"].items():
         for r in runs:
-            lines.append(f"| {system} | {int(r['processes'])} | {f(r['jobs_per_s'], 0)} | "
-                         f"{ratio(ours[int(r['processes'])]['jobs_per_s'], r['jobs_per_s'], 2)} | "
+            mine = ours.get(w3_key(r), {})
+            lines.append(f"| {system} | {int(r['processes'])} | {w3_key(r)[1]} | {f(r['jobs_per_s'], 0)} | "
+                         f"{ratio(mine.get('jobs_per_s'), r['jobs_per_s'], 2)} | "
                          f"{f(r.get('wal_bytes_per_unit'), 0)} | {f(r.get('transactions_per_unit'), 2)} | "
                          f"{f(r.get('statements_per_unit'), 2)} | {r['reps']} |")
     lines += ["", "Enqueue: `count` single calls, the same inside one transaction, and one bulk call "

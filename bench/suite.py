@@ -93,10 +93,14 @@ def w3(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> Non
     systems = with_peers(sides, (TASKS_DB, PROCRASTINATE))
     w["w3_worker"] = {s: [] for s in systems}
     reps = {s: config["w3_worker"]["reps"] for s in systems}
-    for processes in config["w3_worker"]["processes"]:
-        for system, result in interleaved(systems, "w3_worker", reps, jobs=config["w3_worker"]["jobs"],
-                                          processes=processes, concurrency=1).items():
-            w["w3_worker"][system].append(result)
+    # Each process runs `concurrency` jobs at a time where the system has such
+    # an option (django-tasks-db's db_worker has none: it runs at 1 only).
+    for concurrency in config["w3_worker"].get("concurrency", [1]):
+        runnable = systems if concurrency == 1 else {s: v for s, v in systems.items() if s != TASKS_DB}
+        for processes in config["w3_worker"]["processes"]:
+            for system, result in interleaved(runnable, "w3_worker", reps, jobs=config["w3_worker"]["jobs"],
+                                              processes=processes, concurrency=concurrency).items():
+                w["w3_worker"][system].append(result)
     w["enqueue"] = interleaved(systems, "enqueue_rates", {s: config["enqueue"]["reps"] for s in systems},
                                count=config["enqueue"]["count"])
     w["commit_rate"] = interleaved({AWA: sides[AWA]}, "commit_rate", {AWA: config["enqueue"]["reps"]},

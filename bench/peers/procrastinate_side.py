@@ -71,14 +71,13 @@ def child(entry: str, env: dict[str, str] | None = None) -> subprocess.Popen[byt
 
 
 def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
-    del concurrency  # one job at a time per process, like the others
     reset()
     with app.open():
         noop.batch_defer(*({} for _ in range(jobs)))
     cost: dict[str, Any] = {}
     with db_cost(DB.sql, DB.close, cost):
         start = time.monotonic()
-        workers = [child("_worker") for _ in range(processes)]
+        workers = [child("_worker", {"BENCH_CONCURRENCY": str(concurrency)}) for _ in range(processes)]
         for worker in workers:
             worker.wait(900)
         wall = time.monotonic() - start
@@ -86,12 +85,13 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
         "SELECT count(*) FILTER (WHERE type = 'succeeded'), EXTRACT(EPOCH FROM max(at) FILTER (WHERE type ="
         " 'succeeded') - min(at) FILTER (WHERE type = 'started')) FROM procrastinate_events")[0]
     assert done == jobs, f"{done} of {jobs} jobs succeeded"
-    return {"jobs": jobs, "processes": processes, "jobs_per_s": jobs / float(span), "wall_s": wall,
-            **per_unit(cost, jobs)}
+    return {"jobs": jobs, "processes": processes, "concurrency": concurrency, "jobs_per_s": jobs / float(span),
+            "wall_s": wall, **per_unit(cost, jobs)}
 
 
 def _worker() -> None:
-    app.run_worker(queues=["default"], wait=False, concurrency=1, install_signal_handlers=False)
+    app.run_worker(queues=["default"], wait=False, concurrency=int(os.environ.get("BENCH_CONCURRENCY", "1")),
+                   install_signal_handlers=False)
 
 
 def _deferrer() -> None:

@@ -63,7 +63,7 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
     done, span = sql("SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(started_at))"
                      " FROM django_tasks_database_dbtaskresult WHERE status = 'SUCCESSFUL'")[0]
     assert done == jobs, f"{done} of {jobs} tasks succeeded"
-    return {"jobs": jobs, "processes": processes, "jobs_per_s": jobs / float(span), "wall_s": wall,
+    return {"jobs": jobs, "processes": processes, "concurrency": 1, "jobs_per_s": jobs / float(span), "wall_s": wall,
             **per_unit(cost, jobs), "statements_per_unit": statements / jobs}
 
 
