@@ -44,8 +44,10 @@ demo: $(STAMP)
 conformance: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/conformance.py $(PYTEST_ARGS)
 
+LINTED := awa_django tests scripts example_project conformance bench verification
 lint: $(STAMP)
-	$(VENV)/bin/ruff check awa_django tests scripts example_project conformance bench
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy awa_django
 
 check: $(STAMP)

@@ -59,7 +59,11 @@ class Announcer:
                     return
                 self._handle(jobs)
             except Exception as exc:  # announcing must never stop the leader
-                logger.error("cannot announce %d fires: %s", len(jobs or ()), exc,
-                             extra={"event": "cron.announce_failed"})
+                logger.error(
+                    "cannot announce %d fires: %s",
+                    len(jobs or ()),
+                    exc,
+                    extra={"event": "cron.announce_failed"},
+                )
             finally:
                 self._queue.task_done()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -31,12 +30,11 @@ from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.base import TaskError, TaskResult, TaskResultStatus
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
-from django.utils.json import normalize_json
 
 from .conf import conf
 from .models import Job, JobState
+from .payloads import checked_payload
 from .taskpaths import TaskNotHere, TaskNotRunnable, is_allowed_module, load_task
-from .validation import json_problem
 
 STATUS = {
     JobState.AVAILABLE: TaskResultStatus.READY,
@@ -78,9 +76,7 @@ class AwaBackend(BaseTaskBackend):
         self.announce([result])
         return result
 
-    def enqueue_many(
-        self, calls: Iterable[tuple[Task[Any, Any], Any, Any]]
-    ) -> list[TaskResult[Any, Any]]:
+    def enqueue_many(self, calls: Iterable[tuple[Task[Any, Any], Any, Any]]) -> list[TaskResult[Any, Any]]:
         """Enqueue many ``(task, args, kwargs)`` calls in one INSERT statement.
 
         Every call is validated first, as by ``enqueue``: one bad call raises
@@ -97,11 +93,18 @@ class AwaBackend(BaseTaskBackend):
                 self.validate_task(task)
                 require_runnable_here(task)
                 checked.add(id(task))
-            payload, text = _checked_payload(args, kwargs)
+            payload, text = checked_payload(args, kwargs)
             run_after = task.run_after
-            jobs.append(_unsaved_job(kind=task.module_path, queue=task.queue_name, args=payload,
-                                     priority=task.priority, max_attempts=self.max_attempts,
-                                     metadata={"run_after": run_after.isoformat()} if run_after is not None else {}))
+            jobs.append(
+                _unsaved_job(
+                    kind=task.module_path,
+                    queue=task.queue_name,
+                    args=payload,
+                    priority=task.priority,
+                    max_attempts=self.max_attempts,
+                    metadata={"run_after": run_after.isoformat()} if run_after is not None else {},
+                )
+            )
             encoded.append(text)
         self._insert_many(jobs, encoded, [task.run_after for task, _, _ in calls])
         results = [self.result_for(job, task) for (task, _, _), job in zip(calls, jobs, strict=True)]
@@ -113,8 +116,15 @@ class AwaBackend(BaseTaskBackend):
         with connections[self.database].cursor() as cursor:
             cursor.execute(
                 INSERT_MANY,
-                [self.max_attempts, [j.kind for j in jobs], [j.queue for j in jobs], encoded,
-                 [j.priority for j in jobs], [json.dumps(j.metadata) for j in jobs], run_afters],
+                [
+                    self.max_attempts,
+                    [j.kind for j in jobs],
+                    [j.queue for j in jobs],
+                    encoded,
+                    [j.priority for j in jobs],
+                    [json.dumps(j.metadata) for j in jobs],
+                    run_afters,
+                ],
             )
             rows = cursor.fetchall()
         if len(rows) != len(jobs):  # pragma: no cover - the INSERT has no WHERE
@@ -127,7 +137,7 @@ class AwaBackend(BaseTaskBackend):
         """The unsaved job row of one validated call."""
         self.validate_task(task)
         require_runnable_here(task)
-        payload, _ = _checked_payload(args, kwargs)
+        payload, _ = checked_payload(args, kwargs)
         run_after = task.run_after
         return Job(
             kind=task.module_path,
@@ -230,8 +240,7 @@ class AwaBackend(BaseTaskBackend):
             # place the mistake can be reported.
             messages.append(
                 Error(
-                    f"task backend {self.alias!r} is an AwaBackend but 'awa_django' is not in "
-                    "INSTALLED_APPS",
+                    f"task backend {self.alias!r} is an AwaBackend but 'awa_django' is not in INSTALLED_APPS",
                     hint="Add 'awa_django' to INSTALLED_APPS and run manage.py migrate.",
                     id="awa_django.E070",
                 )
@@ -294,37 +303,17 @@ def _unsaved_job(**values: Any) -> Job:
 
 
 _NEW_JOB_DEFAULTS: dict[str, Any] = {
-    "id": None, "state": JobState.AVAILABLE, "attempt": 0, "run_at": None, "created_at": None,
-    "attempted_at": None, "started_at": None, "finished_at": None, "heartbeat_at": None, "result": None,
+    "id": None,
+    "state": JobState.AVAILABLE,
+    "attempt": 0,
+    "run_at": None,
+    "created_at": None,
+    "attempted_at": None,
+    "started_at": None,
+    "finished_at": None,
+    "heartbeat_at": None,
+    "result": None,
 }
-
-
-def _checked_payload(args: Any, kwargs: Any) -> tuple[dict[str, Any], str]:
-    """The stored form of a call's arguments and its JSON text; raise if PostgreSQL
-    could not store it, here in the caller rather than later in the worker (and
-    not with a database error that would abort the caller's transaction)."""
-    payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
-    text = json.dumps(payload, allow_nan=False)
-    if "\\u0000" not in text and "\\ud" not in text:
-        return payload, text  # json.dumps escapes NUL and every surrogate this way: none here
-    if _contains_nul(payload):
-        raise ValueError("task arguments cannot contain NUL characters (PostgreSQL jsonb rejects them)")
-    # Lone surrogates, like NUL, pass json.dumps and then fail in the
-    # database. (No depth bound here: json.dumps above already had one.)
-    surrogate = json_problem(payload, max_depth=sys.maxsize)
-    if surrogate:
-        raise ValueError(f"task arguments cannot be stored: {surrogate} (PostgreSQL jsonb rejects it)")
-    return payload, text
-
-
-def _contains_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_contains_nul(v) for v in value)
-    return False
 
 
 def resolve_task(kind: str) -> Task[Any, Any] | None:
@@ -349,33 +338,10 @@ def require_runnable_here(task: Task[Any, Any]) -> None:
         )
 
 
-def unstorable_reason(value: Any) -> str | None:
-    """Why PostgreSQL jsonb cannot store ``value`` (NUL, lone surrogate), or None."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            return "contains a NUL character (PostgreSQL jsonb rejects them)"
-        if any("\ud800" <= ch <= "\udfff" for ch in value):
-            return "contains a lone surrogate (not valid Unicode; PostgreSQL jsonb rejects it)"
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            reason = unstorable_reason(key) or unstorable_reason(item)
-            if reason:
-                return reason
-    elif isinstance(value, list):
-        for item in value:
-            reason = unstorable_reason(item)
-            if reason:
-                return reason
-    return None
-
-
 def job_from_row(row: dict[str, Any]) -> Job:
     """An unsaved ``Job`` instance from a raw ``awa_jobs`` row dict."""
     fields = {f.attname for f in Job._meta.concrete_fields}
     return Job(**{k: v for k, v in row.items() if k in fields})
-
-
 
 
 def announce_fires(rows: Iterable[dict[str, Any]]) -> None:

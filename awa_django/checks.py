@@ -89,8 +89,7 @@ def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
             messages.append(
                 _error(
                     "awa_django.E002",
-                    f"schedule {schedule.name!r}: field 'name': declared in AWA_SCHEDULES "
-                    "and in a cron.py",
+                    f"schedule {schedule.name!r}: field 'name': declared in AWA_SCHEDULES and in a cron.py",
                     obj=f"AWA_SCHEDULES[{schedule.name!r}]",
                 )
             )
@@ -212,7 +211,9 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
                 state = f"not as shipped in {file_name}.sql (replaced by hand)"
             else:
                 continue
-            messages.append(_error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}"))
+            messages.append(
+                _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
+            )
     return messages
 
 
@@ -256,7 +257,9 @@ HINTS.update(
 
 
 @register(Tags.database)
-def check_migrations_applied(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+def check_migrations_applied(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
     """awa_django's migrations are all applied (``manage.py check --database default``)."""
     from django.core.checks import Warning as CheckWarning
     from django.db import DatabaseError, connections

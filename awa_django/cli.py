@@ -49,8 +49,15 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
         # A timestamp no datetime can hold ('infinity'): show the database's text.
         if data[f] is None and getattr(row, f"{f}_text", None) is not None:
             data[f] = getattr(row, f"{f}_text")
-    data["state"] = ("retired" if row.retired_at else "paused" if row.paused_at
-                     else "parked" if row.parked_at else "active")
+    data["state"] = (
+        "retired"
+        if row.retired_at
+        else "paused"
+        if row.paused_at
+        else "parked"
+        if row.parked_at
+        else "active"
+    )
     data["description"] = describe_cron(row.cron_expr)
     if upcoming:
         data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
@@ -151,7 +158,9 @@ def add_schedule_verbs(groups: Any) -> None:
         if needs_name:
             sub.add_argument("name", help="schedule name")
         if mutates:
-            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit (default: cli:<user>)")
+            sub.add_argument(
+                "--actor", default=default_actor(), help="operator recorded for audit (default: cli:<user>)"
+            )
         sub.add_argument("--json", action="store_true", help="machine-readable output")
         return sub
 
@@ -168,6 +177,7 @@ def add_schedule_verbs(groups: Any) -> None:
 
 def add_lifecycle_verbs(verbs: Any) -> None:
     """Owner-scoped reconciliation: lifecycle verbs are dry runs unless --apply."""
+
     def lifecycle(name: str, help_text: str, *positionals: str) -> Any:
         sub = verbs.add_parser(name, help=help_text + " Dry run unless --apply.")
         for positional in positionals:
@@ -178,16 +188,20 @@ def add_lifecycle_verbs(verbs: Any) -> None:
         return sub
 
     adopt = lifecycle("adopt", "Give a schedule to an owner.", "name", "owner")
-    adopt.add_argument("--expected-owner", default=None,
-                       help="the current owner you expect (default: unowned)")
+    adopt.add_argument(
+        "--expected-owner", default=None, help="the current owner you expect (default: unowned)"
+    )
     lifecycle("retire", "Retire a schedule (durable tombstone; never fires).", "name")
     lifecycle("restore", "Restore a retired schedule from now on (no replay).", "name")
     lifecycle("retire-owner", "Retire every schedule of an owner.", "owner")
     lifecycle("restore-owner", "Restore every retired schedule of an owner.", "owner")
     plan = verbs.add_parser("plan", help="Explain what reconciliation of an owner would do (read-only).")
     plan.add_argument("owner")
-    plan.add_argument("--manifest", metavar="FILE",
-                      help="preview this JSON list of schedule definitions instead of the published one")
+    plan.add_argument(
+        "--manifest",
+        metavar="FILE",
+        help="preview this JSON list of schedule definitions instead of the published one",
+    )
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     owners = verbs.add_parser("owners", help="List owners with their live plan summary.")
     owners.add_argument("--json", action="store_true", help="machine-readable output")
@@ -197,9 +211,11 @@ def add_queue_verbs(groups: Any) -> None:
     """``awa queue ...``."""
     queue = groups.add_parser("queue", help="Inspect, pause and resume queues.")
     qverbs = queue.add_subparsers(dest="verb", required=True, metavar="VERB")
-    for name, help_text in (("list", "List queues with job counts."),
-                            ("pause", "Stop workers claiming from a queue (enqueue continues)."),
-                            ("resume", "Let workers claim from a queue again.")):
+    for name, help_text in (
+        ("list", "List queues with job counts."),
+        ("pause", "Stop workers claiming from a queue (enqueue continues)."),
+        ("resume", "Let workers claim from a queue again."),
+    ):
         sub = qverbs.add_parser(name, help=help_text)
         if name != "list":
             sub.add_argument("name", help="queue name")
@@ -216,16 +232,23 @@ def add_jobs_verbs(groups: Any) -> None:
     jlist.add_argument("--queue")
     jlist.add_argument("--cron", metavar="NAME", help="only jobs of this schedule")
     jlist.add_argument("--limit", type=int, default=50)
-    jcancel = jverbs.add_parser("cancel", help="Cancel one job by id, or the not-yet-running jobs of a schedule.")
+    jcancel = jverbs.add_parser(
+        "cancel", help="Cancel one job by id, or the not-yet-running jobs of a schedule."
+    )
     jcancel.add_argument("id", type=int, nargs="?", help="job id")
     jcancel.add_argument("--cron", metavar="NAME", help="cancel every not-yet-running job of this schedule")
     jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
     jretry.add_argument("id", type=int, help="job id")
     jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
-    jprune.add_argument("--older-than", type=positive_seconds, metavar="SECONDS",
-                        help="override AWA_JOB_RETENTION for this run (a finite number > 0)")
-    jprune.add_argument("--dry-run", action="store_true",
-                        help="count the jobs that would be deleted; delete nothing")
+    jprune.add_argument(
+        "--older-than",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="override AWA_JOB_RETENTION for this run (a finite number > 0)",
+    )
+    jprune.add_argument(
+        "--dry-run", action="store_true", help="count the jobs that would be deleted; delete nothing"
+    )
     for sub in (jlist, jcancel, jretry, jprune):
         sub.add_argument("--json", action="store_true", help="machine-readable output")
     for sub in (jcancel, jretry):
@@ -236,9 +259,13 @@ def add_health(groups: Any) -> None:
     """``awa health``."""
     probe = groups.add_parser("health", help="Health probe: exit 0 if healthy, 1 if not.")
     probe.set_defaults(verb="probe")
-    probe.add_argument("--role", choices=sorted(health.ROLES),
-                       help="also check the runcron (cron) or runtasks (tasks) process on this host")
-    probe.add_argument("--local", action="store_true",
-                       help="only check this host's process (a liveness probe); needs --role")
+    probe.add_argument(
+        "--role",
+        choices=sorted(health.ROLES),
+        help="also check the runcron (cron) or runtasks (tasks) process on this host",
+    )
+    probe.add_argument(
+        "--local", action="store_true", help="only check this host's process (a liveness probe); needs --role"
+    )
     probe.add_argument("--pid", type=int, help="only the process with this pid (with --role)")
     probe.add_argument("--json", action="store_true", help="machine-readable output")

@@ -90,5 +90,7 @@ def privilege_error(exc: BaseException) -> str | None:
     if getattr(cause, "sqlstate", None) != "42501":
         return None
     first_line = (str(exc).strip().splitlines() or ["permission denied"])[0]
-    return (f"missing database privilege: {first_line} (grant it to this process's role; see "
-            "'Least-privilege database roles' in docs/howto/deploying-runcron.md)")
+    return (
+        f"missing database privilege: {first_line} (grant it to this process's role; see "
+        "'Least-privilege database roles' in docs/howto/deploying-runcron.md)"
+    )

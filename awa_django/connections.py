@@ -76,7 +76,14 @@ def probe_pgbouncer(alias: str, timeout: int = 5) -> str | None:
     from django.db import connections
 
     params = dict(connections[alias].get_connection_params())
-    for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding", "dbname", "database"):
+    for key in (
+        "cursor_factory",
+        "context",
+        "prepare_threshold",
+        "server_side_binding",
+        "dbname",
+        "database",
+    ):
         params.pop(key, None)
     params["connect_timeout"] = timeout
     try:

@@ -51,9 +51,19 @@ from .cronparse import (
     parse_cron,
     parse_timezone,
 )
+from .crontz import _classify, _in_fold, _naive, _transition
 
-__all__ = ["CronError", "CronExpression", "due_fires", "fires_between", "latest_fire",
-           "legacy_difference", "next_fire", "parse_cron", "parse_timezone"]
+__all__ = [
+    "CronError",
+    "CronExpression",
+    "due_fires",
+    "fires_between",
+    "latest_fire",
+    "legacy_difference",
+    "next_fire",
+    "parse_cron",
+    "parse_timezone",
+]
 
 
 # --- searching local wall-clock times ----------------------------------------------------
@@ -161,8 +171,7 @@ def _prev_naive(plan: _Plan, start: datetime) -> datetime | None:
         day = _prev_day(plan, t.year, t.month, t.day - 1)
     if day is None:
         return None
-    return datetime(day.year, day.month, day.day, plan.hours[-1], plan.minutes[-1],
-                    plan.seconds[-1])
+    return datetime(day.year, day.month, day.day, plan.hours[-1], plan.minutes[-1], plan.seconds[-1])
 
 
 class _Exhausted(Exception):
@@ -199,48 +208,6 @@ def _step(it: _Cursor, backward: bool, start: datetime | None = None) -> datetim
     return found
 
 
-def _naive(instant: datetime) -> datetime:
-    return instant.replace(tzinfo=None, microsecond=0)
-
-
-def _transition(tz: ZoneInfo, lo: datetime, hi: datetime) -> tuple[datetime, datetime, datetime]:
-    """Find the offset change in (lo, hi]: (instant, its wall time on the old offset, on the new).
-
-    The two wall times bound the gap (old..new) or the fold (new..old) in local time.
-    zoneinfo has no public list of transitions, so this bisects on whole seconds.
-    lo/hi are the two readings (fold=0/1) of one local time, so they are at most one
-    DST shift apart, which takes about 12 steps.
-    """
-    old = lo.astimezone(tz).utcoffset() or timedelta(0)
-    while hi - lo > _SECOND:
-        mid = (lo + (hi - lo) / 2).replace(microsecond=0)
-        if mid.astimezone(tz).utcoffset() == old:
-            lo = mid
-        else:
-            hi = mid
-    return hi, _naive(hi + old), _naive(hi + (hi.astimezone(tz).utcoffset() or timedelta(0)))
-
-
-def _classify(naive: datetime, tz: ZoneInfo) -> tuple[str, datetime, datetime]:
-    """Return (kind, first, second) for a local time; kind is "single", "fold" or "gap".
-
-    Under PEP 495, fold=0 reads a local time with the offset in force before a
-    transition and fold=1 with the one after. If converting back gives a different
-    wall time, the time lies in a gap. If it round-trips but the two readings differ,
-    it is ambiguous. For a fold, first < second are the two occurrences. For a gap,
-    first < second bracket the transition instant.
-    """
-    a = naive.replace(tzinfo=tz, fold=0).astimezone(UTC)
-    b = naive.replace(tzinfo=tz, fold=1).astimezone(UTC)
-    if _naive(a.astimezone(tz)) != naive:
-        return "gap", min(a, b), max(a, b)
-    return ("fold" if a != b else "single"), a, b
-
-
-def _in_fold(local: datetime) -> bool:
-    return local.replace(fold=1 - local.fold).utcoffset() != local.utcoffset()
-
-
 def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
     """Yield every fire instant > ``after``, ascending, each exactly once.
 
@@ -252,14 +219,14 @@ def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[da
     wild = not expr.fixed_time
     local = after.astimezone(tz)
     it = _iter(expr, _naive(local))
-    last = after              # yields are strictly increasing; this also drops gap duplicates
-    fold = None               # (start, end) naive bounds of the fold being walked
+    last = after  # yields are strictly increasing; this also drops gap duplicates
+    fold = None  # (start, end) naive bounds of the fold being walked
     second_pass = False
     if wild and _in_fold(local):
         _, a, b = _classify(_naive(local), tz)
         _, end, start = _transition(tz, a, b)
         fold = (start, end)
-        second_pass = local.fold == 1   # first pass still owes every second occurrence
+        second_pass = local.fold == 1  # first pass still owes every second occurrence
     while True:
         try:
             naive = _step(it, backward=False)
@@ -268,7 +235,7 @@ def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[da
         if fold is not None and (naive is None or naive >= fold[1]):
             if second_pass:
                 fold, second_pass = None, False
-            else:               # first pass done: walk the fold again for second occurrences
+            else:  # first pass done: walk the fold again for second occurrences
                 it.set_current(fold[0] - _SECOND)
                 second_pass = True
                 continue
@@ -277,7 +244,7 @@ def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[da
         kind, a, b = _classify(naive, tz)
         if kind == "gap":
             t, _, gap_end = _transition(tz, a, b)
-            if wild:            # skip the rest of the gap in one jump
+            if wild:  # skip the rest of the gap in one jump
                 it.set_current(gap_end - _SECOND)
                 continue
             fire = t
@@ -286,7 +253,7 @@ def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[da
                 _, end, start = _transition(tz, a, b)
                 fold = (start, end)
             fire = b if second_pass else a
-        else:                   # single, or fixed-time fold: first occurrence only
+        else:  # single, or fixed-time fold: first occurrence only
             fire = a
         if fire > last:
             last = fire
@@ -300,8 +267,9 @@ def _utc(name: str, value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-def fires_between(expr: CronExpression, tz: ZoneInfo, after: datetime, until: datetime,
-                  limit: int | None = None) -> list[datetime]:
+def fires_between(
+    expr: CronExpression, tz: ZoneInfo, after: datetime, until: datetime, limit: int | None = None
+) -> list[datetime]:
     """All fire instants f with ``after < f <= until``, ascending, at most ``limit``."""
     after, until = _utc("after", after), _utc("until", until)
     if limit is not None and limit < 0:
@@ -323,8 +291,9 @@ def next_fire(expr: CronExpression, tz: ZoneInfo, after: datetime) -> datetime |
     return next(_forward(expr, tz, _utc("after", after)), None)
 
 
-def latest_fire(expr: CronExpression, tz: ZoneInfo, after: datetime | None,
-                until: datetime) -> datetime | None:
+def latest_fire(
+    expr: CronExpression, tz: ZoneInfo, after: datetime | None, until: datetime
+) -> datetime | None:
     """The latest fire f with ``after < f <= until`` (no lower bound if ``after`` is None).
 
     Walks back from ``until`` and stops at the first local time that maps to
@@ -345,7 +314,7 @@ def latest_fire(expr: CronExpression, tz: ZoneInfo, after: datetime | None,
         kind, a, b = _classify(naive, tz)
         if kind == "gap":
             t, gap_start, _ = _transition(tz, a, b)
-            if wild:            # nothing in the gap fires; jump to just before it
+            if wild:  # nothing in the gap fires; jump to just before it
                 it.set_current(gap_start)
                 continue
             best = t
@@ -374,8 +343,16 @@ def latest_fire(expr: CronExpression, tz: ZoneInfo, after: datetime | None,
     return best
 
 
-def due_fires(expr: CronExpression, tz: ZoneInfo, *, last_enqueued_at: datetime | None,
-              created_at: datetime, now: datetime, catch_up: bool, limit: int) -> list[datetime]:
+def due_fires(
+    expr: CronExpression,
+    tz: ZoneInfo,
+    *,
+    last_enqueued_at: datetime | None,
+    created_at: datetime,
+    now: datetime,
+    catch_up: bool,
+    limit: int,
+) -> list[datetime]:
     """Fire instants a scheduler should enqueue at ``now`` (a port of Awa's compute_fire_times).
 
     Never fired: the latest fire in ``[created_at - 60s, now]`` (inclusive), whatever

@@ -25,6 +25,7 @@ from .cronparse import (
 
 __all__ = ["legacy_difference"]
 
+
 def legacy_difference(expr: CronExpression) -> str | None:
     """Why ``expr`` fires at other times than under awa_django's earlier croniter-based matching.
 
@@ -47,8 +48,10 @@ def legacy_difference(expr: CronExpression) -> str | None:
     if not special and _Plan(expr.fields, legacy_rule).month_masks() != expr._plan.month_masks():
         star = next((f for f in (dom, dow) if f.startswith("*")), None)
         if star is not None:
-            return (f"day field {star!r} starts with '*': it now narrows the other day field "
-                    "(AND), as in classic cron")
+            return (
+                f"day field {star!r} starts with '*': it now narrows the other day field "
+                "(AND), as in classic cron"
+            )
         return "both day fields are restricted: a day matching either one now fires (OR)"
     # Next to "nW", "#" or "dL" croniter did not OR the day fields; unless the days are
     # those of that special field alone, assume they changed.
@@ -79,9 +82,10 @@ def legacy_difference(expr: CronExpression) -> str | None:
             full = set(range(7)) if index == _DOW else set(range(low, high + 1))
             try:
                 values = _parse_values(index, text)
-            except _FieldError:             # "L", "W" or "#" in the list: never every value
+            except _FieldError:  # "L", "W" or "#" in the list: never every value
                 values = set()
             if values != full:
-                return (f"range {item!r} in the {_FIELD_NAMES[index]} field now means one value, "
-                        "not every value")
+                return (
+                    f"range {item!r} in the {_FIELD_NAMES[index]} field now means one value, not every value"
+                )
     return None

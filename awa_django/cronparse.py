@@ -26,8 +26,12 @@ _SECOND = timedelta(seconds=1)
 # of weeks), so a day that can match at all matches within 400 years of any date.
 _SEARCH_MONTHS = 400 * 12 + 1
 _MACROS = {
-    "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
 # Hash ("H", "H/15", "H(0-29)") and random ("R") tokens (croniter, Jenkins). They depend on a
@@ -39,8 +43,7 @@ _SEC, _MIN, _HOUR, _DOM, _MON, _DOW = range(6)
 # Inclusive bounds as written; 7 is Sunday too in day-of-week.
 _BOUNDS = ((0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 _DAY_NAMES = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTH_NAMES = ("", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
-                "Nov", "Dec")
+_MONTH_NAMES = ("", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _NAMES = {
     _MON: {name.lower(): i for i, name in enumerate(_MONTH_NAMES) if name},
     _DOW: {name.lower(): i for i, name in enumerate(_DAY_NAMES[:7])},
@@ -63,12 +66,12 @@ class _FieldError(Exception):
 class _DayField:
     """One parsed day field: plain values plus the ``L``/``W``/``#`` items."""
 
-    star: bool                              # the text starts with "*" or "?" (Vixie's DOM_STAR)
-    values: frozenset[int]                  # days 1-31, or weekdays 0-6 (Sunday 0)
-    last: bool = False                      # dom "L": the last day of the month
-    nearest: frozenset[int] = frozenset()   # dom "nW" (0 stands for "LW")
-    nth: frozenset[tuple[int, int]] = frozenset()   # dow "d#k": (weekday, k)
-    last_weekday: frozenset[int] = frozenset()      # dow "dL": the last such weekday
+    star: bool  # the text starts with "*" or "?" (Vixie's DOM_STAR)
+    values: frozenset[int]  # days 1-31, or weekdays 0-6 (Sunday 0)
+    last: bool = False  # dom "L": the last day of the month
+    nearest: frozenset[int] = frozenset()  # dom "nW" (0 stands for "LW")
+    nth: frozenset[tuple[int, int]] = frozenset()  # dow "d#k": (weekday, k)
+    last_weekday: frozenset[int] = frozenset()  # dow "dL": the last such weekday
 
     def dom_mask(self, length: int, first: int) -> int:
         """Bit d set for each day d of a month of ``length`` days starting on ``first``."""
@@ -102,9 +105,9 @@ def _nearest_weekday(n: int, length: int, first: int) -> int | None:
     if n > length:
         return None
     weekday = (first + n - 1) % 7
-    if weekday == 6:                        # Saturday: Friday, or Monday if n is the 1st
+    if weekday == 6:  # Saturday: Friday, or Monday if n is the 1st
         return n - 1 if n > 1 else n + 2
-    if weekday == 0:                        # Sunday: Monday, or Friday if n is the last day
+    if weekday == 0:  # Sunday: Monday, or Friday if n is the last day
         return n + 1 if n < length else n - 2
     return n
 
@@ -126,16 +129,19 @@ class _Plan:
         both = (dom.star or dow.star) if day_rule == "classic" else day_rule == "and"
         masks = []
         for length in (28, 29, 30, 31):
-            for first in range(7):          # weekday of the 1st, Sunday 0
+            for first in range(7):  # weekday of the 1st, Sunday 0
                 in_dom, in_dow = dom.dom_mask(length, first), dow.dow_mask(length, first)
                 masks.append(in_dom & in_dow if both else in_dom | in_dow)
         self.masks = tuple(masks)
 
     def month_masks(self) -> list[int]:
         """The masks of every kind of month in the month set (the days that can fire)."""
-        return [self.masks[(length - 28) * 7 + first] for month in self.months
-                for length in ((28, 29) if month == 2 else (_MONTH_LENGTHS[month],))
-                for first in range(7)]
+        return [
+            self.masks[(length - 28) * 7 + first]
+            for month in self.months
+            for length in ((28, 29) if month == 2 else (_MONTH_LENGTHS[month],))
+            for first in range(7)
+        ]
 
     def can_match_in(self, month: int) -> bool:
         lengths = (28, 29) if month == 2 else (_MONTH_LENGTHS[month],)
@@ -147,8 +153,11 @@ def _number(index: int, token: str) -> int:
     if token in names:
         return names[token]
     if not token.isdigit():
-        raise _FieldError(index, f"{token!r} is not a number" + (
-            f" or a name ({', '.join(sorted(names, key=names.__getitem__))})" if names else ""))
+        raise _FieldError(
+            index,
+            f"{token!r} is not a number"
+            + (f" or a name ({', '.join(sorted(names, key=names.__getitem__))})" if names else ""),
+        )
     value = int(token)
     low, high = _BOUNDS[index]
     if not low <= value <= high:
@@ -163,8 +172,7 @@ def _parse_values(index: int, text: str) -> set[int]:
     for item in text.lower().split(","):
         match = _ITEM.fullmatch(item)
         if match is None:
-            raise _FieldError(index, f"{item!r} is not a value, range or step" if item
-                              else "empty list item")
+            raise _FieldError(index, f"{item!r} is not a value, range or step" if item else "empty list item")
         start, end, step_text = match["start"], match["end"], match["step"]
         step = 1
         if step_text is not None:
@@ -179,7 +187,7 @@ def _parse_values(index: int, text: str) -> set[int]:
             first = _number(index, start)
             if end is not None:
                 last = _number(index, end)
-            elif step_text is not None:     # "a/n": from a to the end of the field
+            elif step_text is not None:  # "a/n": from a to the end of the field
                 if index == _DOW:
                     first, high = first % 7, 6
                 last = high
@@ -190,7 +198,7 @@ def _parse_values(index: int, text: str) -> set[int]:
             values = range(first, last + 1, step)
         elif step_text is not None:
             raise _FieldError(index, f"{item!r}: a range that wraps around cannot have a step")
-        else:                               # "22-2": wraps around the end of the field
+        else:  # "22-2": wraps around the end of the field
             values = [*range(first, high + 1), *range(low, last + 1)]
         out.update(v % 7 if index == _DOW else v for v in values)
     return out
@@ -221,8 +229,11 @@ def _parse_days(index: int, text: str) -> _DayField:
                 nearest.add(_number(index, item[:-1]))
                 continue
             if "l" in item or "w" in item:
-                raise _FieldError(index, f"{item!r}: 'L', 'LW' and 'nW' (n = 1-31) stand alone "
-                                         "between commas, without ranges or steps")
+                raise _FieldError(
+                    index,
+                    f"{item!r}: 'L', 'LW' and 'nW' (n = 1-31) stand alone "
+                    "between commas, without ranges or steps",
+                )
         else:
             if match := _NTH.fullmatch(item):
                 week = int(match["week"])
@@ -234,13 +245,18 @@ def _parse_days(index: int, text: str) -> _DayField:
                 last_weekday.add(_number(index, match["day"] or match["alias"]) % 7)
                 continue
             if "#" in item or "l" in item:
-                raise _FieldError(index, f"{item!r}: use 'd#k' (k-th weekday d, k = 1-5) or 'dL' "
-                                         "(last weekday d), alone between commas")
+                raise _FieldError(
+                    index,
+                    f"{item!r}: use 'd#k' (k-th weekday d, k = 1-5) or 'dL' "
+                    "(last weekday d), alone between commas",
+                )
         plain.append(item)
     return _DayField(
         star=lowered.startswith(("*", "?")),
         values=frozenset(_parse_values(index, ",".join(plain)) if plain else ()),
-        last=last, nearest=frozenset(nearest), nth=frozenset(nth),
+        last=last,
+        nearest=frozenset(nearest),
+        nth=frozenset(nth),
         last_weekday=frozenset(last_weekday),
     )
 
@@ -262,9 +278,11 @@ class CronExpression:
         try:
             plan = _Plan(self.fields)
         except _FieldError as exc:
-            raise CronError(f"invalid cron expression {self.text!r}: bad "
-                            f"{_FIELD_NAMES[exc.index]} field {self.fields[exc.index]!r}: "
-                            f"{exc.reason}") from None
+            raise CronError(
+                f"invalid cron expression {self.text!r}: bad "
+                f"{_FIELD_NAMES[exc.index]} field {self.fields[exc.index]!r}: "
+                f"{exc.reason}"
+            ) from None
         object.__setattr__(self, "_plan", plan)
 
     @property
@@ -304,8 +322,9 @@ class CronExpression:
 
 def _day_names(dow: str) -> str | None:
     """``"1-5"`` -> ``"Mon-Fri"``; None when the field is more than a list/range of days."""
-    out = re.sub(r"[0-7]|[a-zA-Z]{3}",
-                 lambda m: _DAY_NAMES[int(m[0])] if m[0].isdigit() else m[0].title(), dow)
+    out = re.sub(
+        r"[0-7]|[a-zA-Z]{3}", lambda m: _DAY_NAMES[int(m[0])] if m[0].isdigit() else m[0].title(), dow
+    )
     return out if re.fullmatch(r"[A-Z][a-z]{2}([-,][A-Z][a-z]{2})*", out) else None
 
 

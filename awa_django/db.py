@@ -16,6 +16,7 @@ commands all need from PostgreSQL:
 - :class:`reconnect_on_error`: "catch a database error, log it, drop the
   connection so the next use reconnects", written once.
 """
+
 from __future__ import annotations
 
 import logging
@@ -69,8 +70,14 @@ class Listener:
     sees no reconnect storm).
     """
 
-    def __init__(self, channel: str, connect: Callable[[], psycopg.Connection[Any]] | None = None,
-                 *, retry_after: float = 1.0, conn: psycopg.Connection[Any] | None = None) -> None:
+    def __init__(
+        self,
+        channel: str,
+        connect: Callable[[], psycopg.Connection[Any]] | None = None,
+        *,
+        retry_after: float = 1.0,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> None:
         self.channel = channel
         self._connect = connect
         self._retry_after = retry_after
@@ -109,8 +116,9 @@ class Listener:
             self._listen(conn)
         except psycopg.Error as exc:
             self._retry_at = time.monotonic() + self._retry_after
-            logger.warning("cannot LISTEN on %s (%s); polling", self.channel, exc,
-                           extra={"event": "listen.error"})
+            logger.warning(
+                "cannot LISTEN on %s (%s); polling", self.channel, exc, extra={"event": "listen.error"}
+            )
             return None
         self._conn = conn
         return conn
@@ -173,8 +181,9 @@ class Listener:
         conn, self._conn = self._conn, None
         self._retry_at = time.monotonic() + self._retry_after
         if conn is not None:
-            logger.warning("LISTEN connection on %s lost; polling", self.channel,
-                           extra={"event": "listen.error"})
+            logger.warning(
+                "LISTEN connection on %s lost; polling", self.channel, extra={"event": "listen.error"}
+            )
             conn.close()
 
     def close(self) -> None:
@@ -196,7 +205,9 @@ def dict_rows(cursor: Any) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-def fetch_dicts(sql: str, params: Sequence[Any] | None = None, using: str = "default") -> list[dict[str, Any]]:
+def fetch_dicts(
+    sql: str, params: Sequence[Any] | None = None, using: str = "default"
+) -> list[dict[str, Any]]:
     """Run ``sql`` on Django's connection ``using``; its rows as dicts."""
     with connections[using].cursor() as cursor:
         cursor.execute(sql, params)
@@ -264,8 +275,14 @@ class reconnect_on_error:
             ...
     """
 
-    def __init__(self, using: str, what: str, log: logging.Logger, event: str,
-                 also: tuple[type[BaseException], ...] = ()) -> None:
+    def __init__(
+        self,
+        using: str,
+        what: str,
+        log: logging.Logger,
+        event: str,
+        also: tuple[type[BaseException], ...] = (),
+    ) -> None:
         self.using = using
         self.what = what
         self.log = log
@@ -277,8 +294,9 @@ class reconnect_on_error:
     def __enter__(self) -> reconnect_on_error:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
         if exc is None or not isinstance(exc, self.errors):
             return False
         self.error = exc

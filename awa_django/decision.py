@@ -169,8 +169,11 @@ def _agreement(plan: Plan, evidence: Evidence, now: datetime) -> None:
         return
     grace = max(d.grace_ms for d in evidence.declarations)
     # Agreement continues only for the same hash and unbroken evidence.
-    continuing = (state.agreed_hash == plan.desired_hash and state.evidence_until is not None
-                  and state.evidence_until > now)
+    continuing = (
+        state.agreed_hash == plan.desired_hash
+        and state.evidence_until is not None
+        and state.evidence_until > now
+    )
     since = state.agreed_since if continuing and state.agreed_since is not None else now
     plan.agreed_since = since
     plan.grace_remaining_ms = max(0, grace - int((now - since).total_seconds() * 1000))

@@ -32,8 +32,19 @@ from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
 from .pipeline import FirePipeline
 from .rowchecks import PARSE_CACHE_SIZE, TIMESTAMP_HIGH, TIMESTAMP_LOW, max_args_bytes, row_problem
 
-__all__ = ["FIRE", "ROW_FAULTS", "TIMESTAMP_HIGH", "TIMESTAMP_LOW", "PassResult", "evaluate", "fire_plan",
-           "job_row", "plan_row", "reevaluate_parked", "row_problem"]
+__all__ = [
+    "FIRE",
+    "ROW_FAULTS",
+    "TIMESTAMP_HIGH",
+    "TIMESTAMP_LOW",
+    "PassResult",
+    "evaluate",
+    "fire_plan",
+    "job_row",
+    "plan_row",
+    "reevaluate_parked",
+    "row_problem",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -182,8 +193,12 @@ def park_entry(row: dict[str, Any], reason: str) -> dict[str, Any]:
             extra={"event": "cron.parked", "schedule": row["name"], "reason": reason},
         )
     else:
-        logger.debug("schedule %s is still parked: %s", row["name"], reason,
-                     extra={"event": "cron.still_parked", "schedule": row["name"]})
+        logger.debug(
+            "schedule %s is still parked: %s",
+            row["name"],
+            reason,
+            extra={"event": "cron.still_parked", "schedule": row["name"]},
+        )
     return entry
 
 
@@ -195,13 +210,23 @@ FireKey = tuple[Any, ...]
 
 def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
     last = row["last_enqueued_at"]
-    return (row["cron_expr"], row["timezone"], row["missed_fire_policy"], last,
-            row["created_at"] if last is None else None, row["now"], limit)
+    return (
+        row["cron_expr"],
+        row["timezone"],
+        row["missed_fire_policy"],
+        last,
+        row["created_at"] if last is None else None,
+        row["now"],
+        limit,
+    )
 
 
-def plan_row(row: dict[str, Any], limit: int,
-             memo: dict[FireKey, tuple[list[str], str]] | None = None,
-             max_bytes: int | None = None) -> dict[str, Any]:
+def plan_row(
+    row: dict[str, Any],
+    limit: int,
+    memo: dict[FireKey, tuple[list[str], str]] | None = None,
+    max_bytes: int | None = None,
+) -> dict[str, Any]:
     """Compute the fires and the next fire of one row read by ``SELECT_DUE``.
 
     ``memo`` (one per batch) holds the fire times already computed for the
@@ -282,9 +307,11 @@ def _warn_catch_up_limit(row: dict[str, Any], count: int, limit: int) -> None:
         )
 
 
-def evaluate(using: str = "default",
-             on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
-             pipelined: bool = False) -> PassResult:
+def evaluate(
+    using: str = "default",
+    on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
+    pipelined: bool = False,
+) -> PassResult:
     """Run one evaluation pass on database ``using``; return what happened.
 
     With ``on_fired``, each batch's jobs are handed to it as soon as the
@@ -313,8 +340,13 @@ def evaluate(using: str = "default",
                 rows = dict_rows(cursor)
                 result.evaluated += len(rows)
                 more = len(rows) == FIRE_BATCH_SIZE
-                if pipeline is None and more and pipelined and on_fired is not None \
-                        and not connections[using].in_atomic_block:
+                if (
+                    pipeline is None
+                    and more
+                    and pipelined
+                    and on_fired is not None
+                    and not connections[using].in_atomic_block
+                ):
                     pipeline = FirePipeline(using, _fire_batch, fired)
                 if pipeline is not None:
                     pipeline.submit(plan_batch(rows, limit))

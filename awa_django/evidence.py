@@ -91,8 +91,9 @@ def published_manifest(cursor: Any, owner: str, desired_hash: str) -> tuple[dict
 
 def stored_rows(owner: str, names: list[str], using: str) -> tuple[StoredRow, ...]:
     """The rows ``owner`` owns or ``names`` names, with their JSON-normal definitions."""
-    rows = (CronJob.objects.using(using).filter(owner_id=owner)
-            | CronJob.objects.using(using).filter(name__in=names))
+    rows = CronJob.objects.using(using).filter(owner_id=owner) | CronJob.objects.using(using).filter(
+        name__in=names
+    )
     return tuple(
         StoredRow(r.name, r.owner_id, r.retired_at is not None, json.loads(json.dumps(row_definition(r))))
         for r in rows

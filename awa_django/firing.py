@@ -59,8 +59,9 @@ def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
         with _isolated(cursor):
             return _fire(cursor, plan)
     except ROW_FAULTS as exc:
-        logger.warning("fire statement failed (%s); firing row by row", exc,
-                       extra={"event": "cron.fire_isolated"})
+        logger.warning(
+            "fire statement failed (%s); firing row by row", exc, extra={"event": "cron.fire_isolated"}
+        )
     jobs: list[dict[str, Any]] = []
     for entry in plan:
         try:
@@ -73,14 +74,22 @@ def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _park_after_failure(cursor: Any, entry: dict[str, Any], exc: Exception) -> None:
     reason = f"fire statement failed: {(str(exc).strip().splitlines() or [''])[0]}"
-    logger.error("schedule %s cannot be fired and is parked: %s", entry["name"], reason,
-                 extra={"event": "cron.parked", "schedule": entry["name"], "reason": reason})
+    logger.error(
+        "schedule %s cannot be fired and is parked: %s",
+        entry["name"],
+        reason,
+        extra={"event": "cron.parked", "schedule": entry["name"], "reason": reason},
+    )
     try:
         with _isolated(cursor):
             _fire(cursor, [{**entry, "fires": [], "park": reason}])
     except ROW_FAULTS as park_exc:
-        logger.error("schedule %s cannot even be parked: %s", entry["name"], park_exc,
-                     extra={"event": "cron.error", "schedule": entry["name"]})
+        logger.error(
+            "schedule %s cannot even be parked: %s",
+            entry["name"],
+            park_exc,
+            extra={"event": "cron.error", "schedule": entry["name"]},
+        )
 
 
 def _isolated(cursor: Any) -> Any:

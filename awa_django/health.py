@@ -155,8 +155,9 @@ def _process_check(rows: list[LiveProcess], role: str, hostname: str, pid: int |
         return Check("process", False, f"no live {who} (no recent runtime snapshot)")
     stuck = [r for r in mine if not r.progressing]
     if stuck:
-        details = ", ".join(f"pid {r.pid}: last pass {r.pass_age:.0f}s ago (limit {r.pass_limit:.0f}s)"
-                            for r in stuck)
+        details = ", ".join(
+            f"pid {r.pid}: last pass {r.pass_age:.0f}s ago (limit {r.pass_limit:.0f}s)" for r in stuck
+        )
         return Check("process", False, f"{who} is not making progress: {details}")
     pids = ", ".join(str(r.pid) for r in mine)
     return Check("process", True, f"{len(mine)} live {process} process(es) on {hostname} (pid {pids})")
@@ -170,7 +171,8 @@ def _leader_check(rows: list[LiveProcess]) -> Check:
     if not recent:
         r = leaders[0]
         return Check(
-            "leader", False,
+            "leader",
+            False,
             f"leader {r.hostname} pid {r.pid}: last pass {r.pass_age:.0f}s ago (limit {r.pass_limit:.0f}s)",
         )
     r = recent[0]
@@ -211,8 +213,10 @@ def probe(
         with transaction.atomic(using=using), connections[using].cursor() as cursor:
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(PROBE_TIMEOUT_MS)])
             cursor.execute(SELECT_LIVE, [max_age])
-            rows = [LiveProcess(str(h), int(p), str(role), bool(lead), float(age), float(limit), bool(st))
-                    for h, p, role, lead, age, limit, st in cursor.fetchall()]
+            rows = [
+                LiveProcess(str(h), int(p), str(role), bool(lead), float(age), float(limit), bool(st))
+                for h, p, role, lead, age, limit, st in cursor.fetchall()
+            ]
             overdue: list[tuple[str, float]] = []
             if role != "tasks" and not local_only:
                 cursor.execute(SELECT_OVERDUE, [overdue_after])

@@ -41,8 +41,10 @@ class Done(NamedTuple):
 
 def claim(cursor: Any, queues: Sequence[str] | None, limit: int, worker_id: str) -> list[Row]:
     """Claim up to ``limit`` ready jobs in one statement (one new attempt each)."""
-    cursor.execute("SELECT * FROM awa_claim_v1(%s, %s, %s)",
-                   [list(queues) if queues is not None else None, limit, worker_id])
+    cursor.execute(
+        "SELECT * FROM awa_claim_v1(%s, %s, %s)",
+        [list(queues) if queues is not None else None, limit, worker_id],
+    )
     return job_rows(cursor)
 
 
@@ -83,8 +85,10 @@ def _state(cursor: Any) -> str | None:
 
 def fail(cursor: Any, job_id: int, attempt: int, error: dict[str, Any], retry_in: timedelta) -> str | None:
     """Record a failed attempt: 'retryable' (again in ``retry_in``) or 'failed'; None when stale."""
-    cursor.execute("SELECT awa_fail_v1(%s, %s, %s::jsonb, clock_timestamp() + %s)",
-                   [job_id, attempt, json.dumps(error), retry_in])
+    cursor.execute(
+        "SELECT awa_fail_v1(%s, %s, %s::jsonb, clock_timestamp() + %s)",
+        [job_id, attempt, json.dumps(error), retry_in],
+    )
     return _state(cursor)
 
 
@@ -94,14 +98,17 @@ def fail_job(cursor: Any, job_id: int, attempt: int, error: dict[str, Any]) -> s
     return _state(cursor)
 
 
-def release(cursor: Any, job_id: int, attempt: int, delay: timedelta, give_up_after: timedelta,
-            error: dict[str, Any]) -> str | None:
+def release(
+    cursor: Any, job_id: int, attempt: int, delay: timedelta, give_up_after: timedelta, error: dict[str, Any]
+) -> str | None:
     """Hand an attempt back uncounted (or fail the job once older than ``give_up_after``).
 
     Returns the new state ('available', 'retryable' or 'failed'), None when stale.
     """
-    cursor.execute("SELECT awa_release_v2(%s, %s, %s, %s, %s::jsonb)",
-                   [job_id, attempt, delay, give_up_after, json.dumps(error)])
+    cursor.execute(
+        "SELECT awa_release_v2(%s, %s, %s, %s, %s::jsonb)",
+        [job_id, attempt, delay, give_up_after, json.dumps(error)],
+    )
     return _state(cursor)
 
 
@@ -122,8 +129,9 @@ def heartbeat(cursor: Any, keys: Sequence[tuple[int, int]]) -> int:
     """Stamp the running attempts ``(id, attempt)`` in one statement; how many were stamped."""
     if not keys:
         return 0
-    cursor.execute("SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])",
-                   [[k[0] for k in keys], [k[1] for k in keys]])
+    cursor.execute(
+        "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[k[0] for k in keys], [k[1] for k in keys]]
+    )
     return int(cursor.fetchone()[0])
 
 
@@ -133,8 +141,9 @@ def rescue(cursor: Any, stale_after: timedelta) -> list[Row]:
     return job_rows(cursor)
 
 
-def cancel(cursor: Any, actor: str, *, cron_name: str | None = None,
-           ids: Sequence[int] | None = None) -> list[int]:
+def cancel(
+    cursor: Any, actor: str, *, cron_name: str | None = None, ids: Sequence[int] | None = None
+) -> list[int]:
     """Cancel the not-yet-running jobs of schedule ``cron_name`` or with ``ids``; their ids, sorted.
 
     The state is re-checked by the UPDATE itself, so a job a worker claimed
@@ -179,8 +188,10 @@ def retry(cursor: Any, job_id: int) -> bool:
 
 def count_prunable(cursor: Any, age: timedelta) -> int:
     """How many finished jobs finished more than ``age`` ago."""
-    cursor.execute("SELECT count(*) FROM awa_jobs WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s",
-                   [list(FINISHED), age])
+    cursor.execute(
+        "SELECT count(*) FROM awa_jobs WHERE state = ANY (%s) AND finished_at < clock_timestamp() - %s",
+        [list(FINISHED), age],
+    )
     return int(cursor.fetchone()[0])
 
 

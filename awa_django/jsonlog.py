@@ -28,7 +28,9 @@ from . import jobcontext
 
 # Attributes every LogRecord has; anything else came from ``extra=``.
 _STANDARD = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "", None, None))) | {
-    "message", "asctime", "taskName",
+    "message",
+    "asctime",
+    "taskName",
 }
 
 _process_fields: dict[str, Any] = {}

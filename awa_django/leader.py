@@ -70,8 +70,8 @@ def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
         try:
             announce_fires([job])
         except Exception as exc:  # one job's module must not stop the leader
-            logger.error("cannot announce job %s (%s): %s", job.get("id"), job.get("kind"), exc,
-                         extra={"event": "cron.announce_failed", "job_id": job.get("id")})
+            extra = {"event": "cron.announce_failed", "job_id": job.get("id")}
+            logger.error("cannot announce job %s (%s): %s", job.get("id"), job.get("kind"), exc, extra=extra)
 
 
 class Leader:
@@ -116,8 +116,13 @@ class Leader:
 
     def reporter(self) -> RuntimeReporter:
         """This process's runtime snapshot writer."""
-        return RuntimeReporter("runcron", self.schedules, is_leader=lambda: self.is_leader, using=self.using,
-                               progress=self.progress)
+        return RuntimeReporter(
+            "runcron",
+            self.schedules,
+            is_leader=lambda: self.is_leader,
+            using=self.using,
+            progress=self.progress,
+        )
 
     def run(self) -> None:
         """Elect, lead, re-elect on connection loss, until :meth:`stop`.
@@ -153,9 +158,7 @@ class Leader:
         reporter.write(check=True)
         try:
             if not self.try_acquire(raise_errors=True):
-                raise LeadershipUnavailable(
-                    "another runcron process holds the leader lock; not evaluating"
-                )
+                raise LeadershipUnavailable("another runcron process holds the leader lock; not evaluating")
             try:
                 self.maintain()
                 # Unlike the loop, a single pass lets errors propagate: the
@@ -243,7 +246,9 @@ class Leader:
         for label, step in steps:
             # Inside a caller's transaction the error propagates (it is
             # aborted anyway); otherwise the next step gets a fresh connection.
-            with db.reconnect_on_error(self.using, f"maintenance step {label}", logger, "cron.error") as guard:
+            with db.reconnect_on_error(
+                self.using, f"maintenance step {label}", logger, "cron.error"
+            ) as guard:
                 step()
             first_error = first_error or guard.error
         if first_error is not None:
@@ -257,8 +262,9 @@ class Leader:
             # are announced as it goes (while the next batch is read, planned
             # and fired, when lead() runs), and not kept for the whole pass.
             try:
-                result = evaluate(using=self.using, on_fired=self._on_fired,
-                                  pipelined=self._announcer is not None)
+                result = evaluate(
+                    using=self.using, on_fired=self._on_fired, pipelined=self._announcer is not None
+                )
             finally:
                 self._drain_announcements()
             self.progress.mark()
@@ -289,9 +295,7 @@ class Leader:
                 self._check_leadership()
                 self._wait_after(result)
         except psycopg.Error as exc:
-            logger.warning(
-                "leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"}
-            )
+            logger.warning("leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"})
         finally:
             announcer, self._announcer = self._announcer, None
             if announcer is not None:
@@ -353,8 +357,13 @@ class Leader:
         with db.reconnect_on_error(self.using, "evaluation", logger, "cron.error"):
             prepared = prefire.prepare(using=self.using)
             try:
-                if prepared is not None and prefire.fire_prepared(prepared, using=self.using, on_fired=self._on_fired,
-                                                                  stop=self.stop_requested) is not None:
+                if (
+                    prepared is not None
+                    and prefire.fire_prepared(
+                        prepared, using=self.using, on_fired=self._on_fired, stop=self.stop_requested
+                    )
+                    is not None
+                ):
                     self.progress.mark()
             finally:
                 self._drain_announcements()
@@ -363,8 +372,9 @@ class Leader:
         """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
         try:
             while True:
-                with db.reconnect_on_error(self.using, "maintenance (sync, reconcile, cleanup, prune)",
-                                           logger, "cron.error"):
+                with db.reconnect_on_error(
+                    self.using, "maintenance (sync, reconcile, cleanup, prune)", logger, "cron.error"
+                ):
                     self.maintain()
                 if stop.wait(float(conf.SYNC_INTERVAL)):
                     return

@@ -17,7 +17,14 @@ from typing import Any
 from .schedule_builder import MAX_NAME_LENGTH
 from .schedule_shape import DEFINITION_KEYS, Schedule
 
-__all__ = ["DEFINITION_KEYS", "InvalidManifest", "Manifest", "build_manifest", "canonical_json", "manifest_for"]
+__all__ = [
+    "DEFINITION_KEYS",
+    "InvalidManifest",
+    "Manifest",
+    "build_manifest",
+    "canonical_json",
+    "manifest_for",
+]
 
 
 class InvalidManifest(ValueError):

@@ -100,31 +100,41 @@ def track_worker(worker: Worker) -> None:
 if prometheus_client is not None:
     REGISTRY = CollectorRegistry(auto_describe=True)
 
-    FIRES = Counter("awa_cron_fires", "Cron slots fired by this process, by schedule.",
-                    ["schedule"], registry=REGISTRY)
+    FIRES = Counter(
+        "awa_cron_fires", "Cron slots fired by this process, by schedule.", ["schedule"], registry=REGISTRY
+    )
     # Lateness of a fire: the job's insert time minus its slot, both database time.
     FIRE_LATENESS = Histogram(
-        "awa_cron_fire_lateness_seconds", "Delay between a cron slot and the insert of its job.",
+        "awa_cron_fire_lateness_seconds",
+        "Delay between a cron slot and the insert of its job.",
         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600),
         registry=REGISTRY,
     )
     PASS_DURATION = Histogram(
-        "awa_cron_pass_duration_seconds", "Duration of the leader's evaluation passes.",
+        "awa_cron_pass_duration_seconds",
+        "Duration of the leader's evaluation passes.",
         buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         registry=REGISTRY,
     )
-    PASSES = Counter("awa_cron_passes", "Evaluation passes by outcome (ok, error).",
-                     ["outcome"], registry=REGISTRY)
-    CLAIMED = Counter("awa_jobs_claimed", "Attempts claimed by this worker, by queue.",
-                      ["queue"], registry=REGISTRY)
+    PASSES = Counter(
+        "awa_cron_passes", "Evaluation passes by outcome (ok, error).", ["outcome"], registry=REGISTRY
+    )
+    CLAIMED = Counter(
+        "awa_jobs_claimed", "Attempts claimed by this worker, by queue.", ["queue"], registry=REGISTRY
+    )
     FINISHED = Counter(
         "awa_jobs_finished",
         "Attempts this worker finished, by queue and outcome "
         "(completed, retryable = will be retried, failed, released).",
-        ["queue", "outcome"], registry=REGISTRY,
+        ["queue", "outcome"],
+        registry=REGISTRY,
     )
-    RESCUED = Counter("awa_jobs_rescued", "Stale attempts this worker rescued, by the state they got.",
-                      ["state"], registry=REGISTRY)
+    RESCUED = Counter(
+        "awa_jobs_rescued",
+        "Stale attempts this worker rescued, by the state they got.",
+        ["state"],
+        registry=REGISTRY,
+    )
 
     class ProcessCollector(Collector):
         """Gauges read from the live Leader/Worker objects of this process."""
@@ -155,8 +165,9 @@ if prometheus_client is not None:
             try:
                 rows = self._query()
             except (DatabaseError, InterfaceError) as exc:
-                logger.warning("metrics: database gauges unavailable: %s", exc,
-                               extra={"event": "metrics.error"})
+                logger.warning(
+                    "metrics: database gauges unavailable: %s", exc, extra={"event": "metrics.error"}
+                )
                 up.add_metric([], 0.0)
                 yield up
                 return
@@ -177,7 +188,9 @@ if prometheus_client is not None:
                     previous = cursor.fetchone()[0]
                     cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
                     cursor.execute(DATABASE_GAUGES)
-                    rows = [(str(k), str(a or ""), str(b or ""), float(v)) for k, a, b, v in cursor.fetchall()]
+                    rows = [
+                        (str(k), str(a or ""), str(b or ""), float(v)) for k, a, b, v in cursor.fetchall()
+                    ]
                     cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
                 return rows
             finally:
@@ -191,16 +204,21 @@ if prometheus_client is not None:
 def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[GaugeMetricFamily]:
     """Turn the rows of :data:`DATABASE_GAUGES` into metric families."""
     jobs = GaugeMetricFamily("awa_jobs", "Jobs in awa_jobs by queue and state.", labels=["queue", "state"])
-    schedules = GaugeMetricFamily("awa_cron_schedules", "Schedules by state (active, paused, retired).",
-                                  labels=["state"])
-    runtimes = GaugeMetricFamily("awa_runtime_instances", "Live runcron/runtasks processes by role.",
-                                 labels=["role"])
-    due = GaugeMetricFamily("awa_cron_due_backlog",
-                            "Active schedules due now (or awaiting evaluation), not yet fired.")
-    due_age = GaugeMetricFamily("awa_cron_due_backlog_age_seconds",
-                                "How late the oldest due, unfired schedule is.")
-    parked = GaugeMetricFamily("awa_cron_parked_schedules",
-                               "Active schedules parked because they cannot be evaluated.")
+    schedules = GaugeMetricFamily(
+        "awa_cron_schedules", "Schedules by state (active, paused, retired).", labels=["state"]
+    )
+    runtimes = GaugeMetricFamily(
+        "awa_runtime_instances", "Live runcron/runtasks processes by role.", labels=["role"]
+    )
+    due = GaugeMetricFamily(
+        "awa_cron_due_backlog", "Active schedules due now (or awaiting evaluation), not yet fired."
+    )
+    due_age = GaugeMetricFamily(
+        "awa_cron_due_backlog_age_seconds", "How late the oldest due, unfired schedule is."
+    )
+    parked = GaugeMetricFamily(
+        "awa_cron_parked_schedules", "Active schedules parked because they cannot be evaluated."
+    )
     leaders = GaugeMetricFamily("awa_cron_leaders", "Live runcron processes that report leading.")
     values = {"due": 0.0, "due_age": 0.0, "parked": 0.0}
     per_role: dict[str, float] = {"runcron": 0.0, "runtasks": 0.0}
@@ -313,10 +331,19 @@ def port_number(value: str) -> int:
 
 def add_arguments(parser: Any) -> None:
     """``--metrics-port``/``--metrics-host`` for ``runcron`` and ``runtasks``."""
-    parser.add_argument("--metrics-port", type=port_number, default=None, metavar="PORT",
-                        help="serve Prometheus metrics on this port (needs awa-django[metrics])")
-    parser.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDR",
-                        help="address for --metrics-port (default 0.0.0.0)")
+    parser.add_argument(
+        "--metrics-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port (needs awa-django[metrics])",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",
+        metavar="ADDR",
+        help="address for --metrics-port (default 0.0.0.0)",
+    )
 
 
 def serve_from_options(options: dict[str, Any]) -> Any:

@@ -197,7 +197,9 @@ class Job(models.Model):
             # One schedule's jobs, newest first (the admin's last fires and its
             # ?cron_name= filter), without sorting every job of the schedule.
             models.Index(
-                KT("metadata__cron_name"), models.F("id").desc(), name="awa_jobs_cron_name_id",
+                KT("metadata__cron_name"),
+                models.F("id").desc(),
+                name="awa_jobs_cron_name_id",
                 condition=models.Q(metadata__has_key="cron_name"),
             ),
         ]
@@ -308,7 +310,9 @@ class CronDeclaration(models.Model):
     """A live runtime's claim: "owner X wants manifest H" (``awa_cron_declarations``)."""
 
     instance = models.OneToOneField(
-        RuntimeInstance, primary_key=True, db_column="instance_id",
+        RuntimeInstance,
+        primary_key=True,
+        db_column="instance_id",
         # Also ON DELETE CASCADE in the database (migration 0005), so raw
         # deletes (snapshot cleanup) cascade too.
         on_delete=models.CASCADE,
@@ -323,7 +327,9 @@ class CronDeclaration(models.Model):
         db_table = "awa_cron_declarations"
         verbose_name = "cron declaration"
         constraints = [
-            models.CheckConstraint(condition=models.Q(grace_ms__gte=0), name="awa_cron_declarations_grace_check")
+            models.CheckConstraint(
+                condition=models.Q(grace_ms__gte=0), name="awa_cron_declarations_grace_check"
+            )
         ]
 
 

@@ -31,8 +31,15 @@ logger = logging.getLogger(__name__)
 # Timestamps a row written by raw SQL may hold beyond what a Python datetime
 # can ('infinity', year 10000+, BC). Operator views load them as None plus
 # ``<column>_text`` (the database's text), instead of failing for every row.
-TIMESTAMP_COLUMNS = ("last_enqueued_at", "next_fire_at", "created_at", "updated_at",
-                     "paused_at", "retired_at", "parked_at")
+TIMESTAMP_COLUMNS = (
+    "last_enqueued_at",
+    "next_fire_at",
+    "created_at",
+    "updated_at",
+    "paused_at",
+    "retired_at",
+    "parked_at",
+)
 
 
 def _safe_rows(where: str, params: list[Any], using: str) -> list[CronJob]:
@@ -138,7 +145,12 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
         CronJob.objects.using(using).filter(name=name).update(
             paused_at=Now(), paused_by=actor, updated_at=Now()
         )
-    logger.info("schedule %s paused by %s", name, actor, extra={"event": "cron.paused", "schedule": name, "actor": actor})
+    logger.info(
+        "schedule %s paused by %s",
+        name,
+        actor,
+        extra={"event": "cron.paused", "schedule": name, "actor": actor},
+    )
     return ActionResult("pause", [name], name=name)
 
 
@@ -154,7 +166,12 @@ def resume(name: str, actor: str, using: str = "default") -> ActionResult:
         CronJob.objects.using(using).filter(name=name).update(
             paused_at=None, paused_by=None, updated_at=Now()
         )
-    logger.info("schedule %s resumed by %s", name, actor, extra={"event": "cron.resumed", "schedule": name, "actor": actor})
+    logger.info(
+        "schedule %s resumed by %s",
+        name,
+        actor,
+        extra={"event": "cron.resumed", "schedule": name, "actor": actor},
+    )
     return ActionResult("resume", [name], name=name)
 
 
@@ -202,7 +219,12 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
                 f"schedule {name!r} is owned by {row.owner_id!r}; retire it instead of removing it"
             )
         CronJob.objects.using(using).filter(name=name).delete()
-    logger.info("schedule %s removed by %s", name, actor, extra={"event": "cron.removed", "schedule": name, "actor": actor})
+    logger.info(
+        "schedule %s removed by %s",
+        name,
+        actor,
+        extra={"event": "cron.removed", "schedule": name, "actor": actor},
+    )
     return ActionResult("remove", [name], name=name)
 
 
@@ -213,7 +235,11 @@ def _lock(name: str, using: str) -> CronJob:
     try:
         # Only the columns the actions read: a poisoned timestamp elsewhere in
         # the row must not stop an operator from pausing or removing it.
-        return (CronJob.objects.using(using).select_for_update()
-                .only("name", "paused_at", "paused_by", "retired_at", "owner_id").get(name=name))
+        return (
+            CronJob.objects.using(using)
+            .select_for_update()
+            .only("name", "paused_at", "paused_by", "retired_at", "owner_id")
+            .get(name=name)
+        )
     except CronJob.DoesNotExist:
         raise ScheduleNotFound(name) from None

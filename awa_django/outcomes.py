@@ -117,16 +117,28 @@ class Outcomes:
             except (OperationalError, InterfaceError) as exc:
                 connections[self.using].close()  # the next try opens a fresh connection
                 if time.monotonic() + delay > deadline:
-                    logger.error("job %s: %s report abandoned after %d tries: %s", label, what, tries, exc,
-                                 extra={"event": "job.report_abandoned", "job_id": label})
+                    logger.error(
+                        "job %s: %s report abandoned after %d tries: %s",
+                        label,
+                        what,
+                        tries,
+                        exc,
+                        extra={"event": "job.report_abandoned", "job_id": label},
+                    )
                     raise ReportAbandoned(what) from exc
-                logger.warning("job %s: %s report failed (%s); retrying on a fresh connection",
-                               label, what, exc, extra={"event": "job.report_retry", "job_id": label})
+                logger.warning(
+                    "job %s: %s report failed (%s); retrying on a fresh connection",
+                    label,
+                    what,
+                    exc,
+                    extra={"event": "job.report_retry", "job_id": label},
+                )
                 time.sleep(delay)
                 delay = min(delay * 2, REPORT_RETRY_MAX_DELAY)
 
-    def _fenced(self, what: str, row: Row, call: Callable[[Any], str | None],
-                done: tuple[str, ...]) -> str | None:
+    def _fenced(
+        self, what: str, row: Row, call: Callable[[Any], str | None], done: tuple[str, ...]
+    ) -> str | None:
         """Report one attempt; when a retry finds the fence spent, the row tells
         whether our earlier try committed (its state is one of ``done``)."""
         job_id, attempt = int(row["id"]), int(row["attempt"])
@@ -201,14 +213,18 @@ class Outcomes:
         except DataError as exc:  # a value jsonb refuses that we did not foresee: find it
             if len(batch) > 1:
                 return {k: v for success in batch for k, v in self._complete_batch([success]).items()}
-            state = self.fail(batch[0].row, UnstorableResult(f"PostgreSQL refused the return value: {exc}"),
-                              batch[0].result)
+            state = self.fail(
+                batch[0].row, UnstorableResult(f"PostgreSQL refused the return value: {exc}"), batch[0].result
+            )
             return {batch[0].key: state}
         for success in batch:
             row = stored.get(success.key)
             if row is None:
-                logger.warning("job %s attempt %s finished after it was rescued; ignored", *success.key,
-                               extra={"event": "job.stale_report", "job_id": success.key[0]})
+                logger.warning(
+                    "job %s attempt %s finished after it was rescued; ignored",
+                    *success.key,
+                    extra={"event": "job.stale_report", "job_id": success.key[0]},
+                )
                 continue
             self._completed(success, row)
         return {success.key: "completed" if success.key in stored else None for success in batch}
@@ -218,8 +234,12 @@ class Outcomes:
             self.completed += 1
         job_id = success.key[0]
         metrics.observe_finished(success.row, "completed")
-        logger.info("job %s (%s) completed", job_id, success.row["kind"],
-                    extra={"event": "job.completed", "job_id": job_id})
+        logger.info(
+            "job %s (%s) completed",
+            job_id,
+            success.row["kind"],
+            extra={"event": "job.completed", "job_id": job_id},
+        )
         finished = self.backend.result_for(job_from_row(stored), success.task)
         object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(finished, "_return_value", success.value)
@@ -230,8 +250,11 @@ class Outcomes:
         try:
             task_finished.send(type(self.backend), task_result=result)
         except Exception:
-            logger.exception("job %s: a task_finished receiver raised", result.id,
-                             extra={"event": "worker.error", "job_id": result.id})
+            logger.exception(
+                "job %s: a task_finished receiver raised",
+                result.id,
+                extra={"event": "worker.error", "job_id": result.id},
+            )
 
     # -- failures --------------------------------------------------------------
     def fail(self, row: Row, exc: BaseException, result: TaskResult[Any, Any] | None) -> str | None:
@@ -239,8 +262,12 @@ class Outcomes:
         job_id, attempt = int(row["id"]), int(row["attempt"])
         entry = error_entry(exc, attempt, self.worker_id)
         retry_in = timedelta(seconds=retry_delay(attempt))
-        state = self._fenced("fail", row, lambda c: jobs.fail(c, job_id, attempt, entry, retry_in),
-                             done=("retryable", "failed"))
+        state = self._fenced(
+            "fail",
+            row,
+            lambda c: jobs.fail(c, job_id, attempt, entry, retry_in),
+            done=("retryable", "failed"),
+        )
         if state is None:
             return None
         with self._lock:
@@ -250,9 +277,18 @@ class Outcomes:
         # GeneratorExit, custom) is never an ordinary failure: always ERROR, with
         # its traceback, so it is not mistaken for a crash of the worker.
         level = logging.ERROR if state == "failed" or not isinstance(exc, Exception) else logging.WARNING
-        logger.log(level, "job %s (%s) attempt %s failed -> %s: %s: %s", job_id, row["kind"], attempt, state,
-                   entry["exception_class_path"], exc, exc_info=not isinstance(exc, Exception),
-                   extra={"event": f"job.{state}", "job_id": job_id})
+        logger.log(
+            level,
+            "job %s (%s) attempt %s failed -> %s: %s: %s",
+            job_id,
+            row["kind"],
+            attempt,
+            state,
+            entry["exception_class_path"],
+            exc,
+            exc_info=not isinstance(exc, Exception),
+            extra={"event": f"job.{state}", "job_id": job_id},
+        )
         # task_finished marks the end of the task, not of one attempt: a
         # retryable failure is not finished yet.
         if result is not None and state == "failed":
@@ -274,7 +310,9 @@ class Outcomes:
         """Fail the job for good: it can never run here (bad path, bad args)."""
         job_id, attempt = int(row["id"]), int(row["attempt"])
         entry = error_entry(exc, attempt, self.worker_id)
-        state = self._fenced("fail", row, lambda c: jobs.fail_job(c, job_id, attempt, entry), done=("failed",))
+        state = self._fenced(
+            "fail", row, lambda c: jobs.fail_job(c, job_id, attempt, entry), done=("failed",)
+        )
         if state is not None:
             metrics.observe_finished(row, state)
             with self._lock:
@@ -293,22 +331,34 @@ class Outcomes:
         delay = min(RELEASE_DELAY, timedelta(seconds=max(1.0, give_up)))
         entry = error_entry(reason, attempt, self.worker_id)
         state = self._fenced(
-            "release", row,
-            lambda c: jobs.release(c, job_id, attempt, delay, timedelta(seconds=give_up), entry), done=(),
+            "release",
+            row,
+            lambda c: jobs.release(c, job_id, attempt, delay, timedelta(seconds=give_up), entry),
+            done=(),
         )
         if state is not None:
             metrics.observe_finished(row, state if state == "failed" else "released")
         if state == "failed":
             with self._lock:
                 self.failed += 1
-            logger.error("job %s failed: %s (not run here for AWA_UNKNOWN_TASK_TIMEOUT=%ss)",
-                         job_id, reason, give_up, extra={"event": "job.failed", "job_id": job_id})
+            logger.error(
+                "job %s failed: %s (not run here for AWA_UNKNOWN_TASK_TIMEOUT=%ss)",
+                job_id,
+                reason,
+                give_up,
+                extra={"event": "job.failed", "job_id": job_id},
+            )
         elif state is not None:
-            logger.warning("job %s released for another worker: %s", job_id, reason,
-                           extra={"event": "job.released", "job_id": job_id})
+            logger.warning(
+                "job %s released for another worker: %s",
+                job_id,
+                reason,
+                extra={"event": "job.released", "job_id": job_id},
+            )
         return state
 
     def heartbeat(self, keys: Sequence[tuple[int, int]]) -> int:
         """Stamp the attempts ``keys`` still running (or awaiting completion); how many were stamped."""
-        return self.report("heartbeat", ",".join(str(k[0]) for k in keys), lambda c, _: jobs.heartbeat(c, keys))
-
+        return self.report(
+            "heartbeat", ",".join(str(k[0]) for k in keys), lambda c, _: jobs.heartbeat(c, keys)
+        )

@@ -44,12 +44,16 @@ class _Verb:
 
 def _by_name(name: str) -> Callable[[Any, bool], list[Row]]:
     def select(cursor: Any, lock: bool) -> list[Row]:
-        cursor.execute("SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE name = %s ORDER BY name"
-                       + (" FOR UPDATE" if lock else ""), [name])
+        cursor.execute(
+            "SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE name = %s ORDER BY name"
+            + (" FOR UPDATE" if lock else ""),
+            [name],
+        )
         rows: list[Row] = cursor.fetchall()
         if not rows:
             raise ScheduleNotFound(name)
         return rows
+
     return select
 
 
@@ -57,11 +61,14 @@ def _of_owner(owner_id: str, *, retired: bool) -> Callable[[Any, bool], list[Row
     def select(cursor: Any, lock: bool) -> list[Row]:
         cursor.execute(
             "SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE owner_id = %s AND retired_at "
-            + ("IS NOT NULL" if retired else "IS NULL") + " ORDER BY name" + (" FOR UPDATE" if lock else ""),
+            + ("IS NOT NULL" if retired else "IS NULL")
+            + " ORDER BY name"
+            + (" FOR UPDATE" if lock else ""),
             [owner_id],
         )
         rows: list[Row] = cursor.fetchall()
         return rows
+
     return select
 
 
@@ -85,6 +92,7 @@ def _retire_rows(actor: str) -> Callable[[Any, list[str]], None]:
             "WHERE name = ANY(%s) AND retired_at IS NULL",
             [actor, names],
         )
+
     return write
 
 
@@ -104,8 +112,15 @@ def _name(name: Any, action: str) -> str:
     return name
 
 
-def adopt(name: str, owner_id: str, *, actor: str, expected_owner: str | None = None,
-          apply: bool = False, using: str = "default") -> ActionResult:
+def adopt(
+    name: str,
+    owner_id: str,
+    *,
+    actor: str,
+    expected_owner: str | None = None,
+    apply: bool = False,
+    using: str = "default",
+) -> ActionResult:
     """Give ``name`` to ``owner_id`` if its current owner is ``expected_owner`` (None = unowned)."""
     actor = require_actor(actor)
     validate_label(owner_id, "owner")
@@ -119,7 +134,9 @@ def adopt(name: str, owner_id: str, *, actor: str, expected_owner: str | None = 
             )
 
     def write(cursor: Any, names: list[str]) -> None:
-        cursor.execute("INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [owner_id])
+        cursor.execute(
+            "INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [owner_id]
+        )
         cursor.execute(
             "UPDATE awa_cron_jobs SET owner_id = %s, updated_at = clock_timestamp() WHERE name = ANY(%s)",
             [owner_id, names],
@@ -192,6 +209,11 @@ def _run(verb: _Verb, actor: str, apply: bool, target: str, using: str) -> Actio
                 "evidence_until = NULL WHERE owner_id = ANY(%s)",
                 [sorted(involved)],
             )
-    logger.info("%s by %s: %s", verb.action, actor, ", ".join(names) or "(nothing)",
-                extra={"event": f"cron.{verb.action}", "actor": actor, "schedules": names})
+    logger.info(
+        "%s by %s: %s",
+        verb.action,
+        actor,
+        ", ".join(names) or "(nothing)",
+        extra={"event": f"cron.{verb.action}", "actor": actor, "schedules": names},
+    )
     return ActionResult(verb.action, names, applied=True, name=target)

@@ -89,8 +89,9 @@ class Prepared:
     evaluated: int = 0
 
 
-def prepare(using: str = "default", ahead: float = PREPARE_AHEAD,
-            rows_limit: int | None = None) -> Prepared | None:
+def prepare(
+    using: str = "default", ahead: float = PREPARE_AHEAD, rows_limit: int | None = None
+) -> Prepared | None:
     """Read and plan the rows due at the next slot, if it is within ``ahead``
     seconds (and not already due); None when there is nothing to prepare."""
     limit = int(conf.CATCH_UP_LIMIT)
@@ -99,20 +100,24 @@ def prepare(using: str = "default", ahead: float = PREPARE_AHEAD,
         rows = dict_rows(cursor)
     if not rows:
         return None
-    prepared = Prepared(slot=rows[0]["slot"], slot_at=time.monotonic() + rows[-1]["slot_in"],
-                        evaluated=len(rows))
+    prepared = Prepared(
+        slot=rows[0]["slot"], slot_at=time.monotonic() + rows[-1]["slot_in"], evaluated=len(rows)
+    )
     size = evaluator.FIRE_BATCH_SIZE
     for start in range(0, len(rows), size):
-        batch = rows[start:start + size]
+        batch = rows[start : start + size]
         for row in batch:
             row["now"] = row["slot"]  # planned as of the slot it fires at
         prepared.batches.append(evaluator.plan_batch(batch, limit))
     return prepared
 
 
-def fire_prepared(prepared: Prepared, using: str = "default",
-                  on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
-                  stop: threading.Event | None = None) -> evaluator.PassResult | None:
+def fire_prepared(
+    prepared: Prepared,
+    using: str = "default",
+    on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
+    stop: threading.Event | None = None,
+) -> evaluator.PassResult | None:
     """Wait for the slot, then send the prepared batches.
 
     The leader's thread waits until ``DATABASE_WAIT`` before the slot (a

@@ -52,42 +52,60 @@ def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     listen = conf.LISTEN_DATABASE
     if listen is not None:
         if not isinstance(listen, str) or listen not in settings.DATABASES:
-            messages.append(Error(f"AWA_LISTEN_DATABASE {listen!r} is not in DATABASES",
-                                  hint=POOLER_HINTS["awa_django.E100"], id="awa_django.E100"))
+            messages.append(
+                Error(
+                    f"AWA_LISTEN_DATABASE {listen!r} is not in DATABASES",
+                    hint=POOLER_HINTS["awa_django.E100"],
+                    id="awa_django.E100",
+                )
+            )
             listen = None
         elif "postg" not in str(settings.DATABASES[listen].get("ENGINE", "")):  # postgresql, postgis
-            messages.append(Error(f"AWA_LISTEN_DATABASE {listen!r} is not PostgreSQL",
-                                  hint=POOLER_HINTS["awa_django.E100"], id="awa_django.E100"))
+            messages.append(
+                Error(
+                    f"AWA_LISTEN_DATABASE {listen!r} is not PostgreSQL",
+                    hint=POOLER_HINTS["awa_django.E100"],
+                    id="awa_django.E100",
+                )
+            )
     leader = leader_alias()
     if isinstance(leader, str) and leader in settings.DATABASES:
         reason = pooler_warning(leader)
         if reason:
-            messages.append(warn("awa_django.W100",
-                                 f"leader alias {leader!r} {reason}: the lock needs a session"))
+            messages.append(
+                warn("awa_django.W100", f"leader alias {leader!r} {reason}: the lock needs a session")
+            )
     if not any(m.id == "awa_django.E100" for m in messages):
         for served in _served_aliases():
             alias = listen_alias(served)
             reason = pooler_warning(alias)
             if reason:
-                messages.append(warn("awa_django.W101",
-                                     f"LISTEN alias {alias!r} {reason}: wake-ups need a session"))
+                messages.append(
+                    warn("awa_django.W101", f"LISTEN alias {alias!r} {reason}: wake-ups need a session")
+                )
     for alias, entry in settings.DATABASES.items():
         if not pooler_warning(alias):
             continue
         if entry.get("DISABLE_SERVER_SIDE_CURSORS") is not True:
-            messages.append(warn("awa_django.W102",
-                                 f"database {alias!r} is pooled but keeps server-side cursors"))
+            messages.append(
+                warn("awa_django.W102", f"database {alias!r} is pooled but keeps server-side cursors")
+            )
         if (entry.get("OPTIONS") or {}).get("prepare_threshold") is not None:
-            messages.append(warn("awa_django.W103",
-                                 f"database {alias!r} is pooled but enables prepared statements"))
+            messages.append(
+                warn("awa_django.W103", f"database {alias!r} is pooled but enables prepared statements")
+            )
     return messages
 
 
-POOLER_HINTS["awa_django.W104"] = "Point the alias at PostgreSQL directly, or set PgBouncer's pool_mode = session."
+POOLER_HINTS["awa_django.W104"] = (
+    "Point the alias at PostgreSQL directly, or set PgBouncer's pool_mode = session."
+)
 
 
 @register(Tags.database)
-def check_pgbouncer_sessions(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+def check_pgbouncer_sessions(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
     """The leader and LISTEN aliases do not answer as a non-session PgBouncer.
 
     Runs with ``manage.py check --database ALIAS`` (and ``migrate``): it
@@ -114,8 +132,11 @@ def check_pgbouncer_sessions(app_configs: Any = None, databases: Any = None, **k
             continue
         mode = probe_pgbouncer(alias)
         if mode is not None and mode != "session":
-            messages.append(Warning(
-                f"alias {alias!r} ({', '.join(sorted(set(uses)))}) is a PgBouncer, pool_mode={mode}",
-                hint=POOLER_HINTS["awa_django.W104"], id="awa_django.W104",
-            ))
+            messages.append(
+                Warning(
+                    f"alias {alias!r} ({', '.join(sorted(set(uses)))}) is a PgBouncer, pool_mode={mode}",
+                    hint=POOLER_HINTS["awa_django.W104"],
+                    id="awa_django.W104",
+                )
+            )
     return messages

@@ -77,7 +77,9 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
         if meta.paused_at is not None:
             return ActionResult("pause_queue", [], name=queue, detail=f"already paused by {meta.paused_by}")
         QueueMeta.objects.using(using).filter(queue=queue).update(paused_at=Now(), paused_by=actor)
-    logger.info("queue %s paused by %s", queue, actor, extra={"event": "queue.paused", "queue": queue, "actor": actor})
+    logger.info(
+        "queue %s paused by %s", queue, actor, extra={"event": "queue.paused", "queue": queue, "actor": actor}
+    )
     return ActionResult("pause_queue", [queue], name=queue)
 
 
@@ -91,7 +93,12 @@ def resume_queue(queue: str, actor: str, using: str = "default") -> ActionResult
     )
     if not changed:
         return ActionResult("resume_queue", [], name=queue, detail="not paused")
-    logger.info("queue %s resumed by %s", queue, actor, extra={"event": "queue.resumed", "queue": queue, "actor": actor})
+    logger.info(
+        "queue %s resumed by %s",
+        queue,
+        actor,
+        extra={"event": "queue.resumed", "queue": queue, "actor": actor},
+    )
     return ActionResult("resume_queue", [queue], name=queue)
 
 
@@ -104,8 +111,13 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
     actor = _actor(actor)
     with connections[using].cursor() as cursor:
         ids = jobs.cancel(cursor, actor, cron_name=cron_name)
-    logger.info("%d job(s) of schedule %s cancelled by %s", len(ids), cron_name, actor,
-                extra={"event": "jobs.cancelled", "schedule": cron_name, "actor": actor})
+    logger.info(
+        "%d job(s) of schedule %s cancelled by %s",
+        len(ids),
+        cron_name,
+        actor,
+        extra={"event": "jobs.cancelled", "schedule": cron_name, "actor": actor},
+    )
     return ids
 
 
@@ -115,7 +127,12 @@ def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
     with connections[using].cursor() as cursor:
         changed = jobs.retry(cursor, job_id)
     if changed:
-        logger.info("job %s retried by %s", job_id, actor, extra={"event": "job.retried", "job_id": job_id, "actor": actor})
+        logger.info(
+            "job %s retried by %s",
+            job_id,
+            actor,
+            extra={"event": "job.retried", "job_id": job_id, "actor": actor},
+        )
     return bool(changed)
 
 
@@ -127,8 +144,12 @@ def prune_jobs(older_than: float | None = None, using: str = "default", *, dry_r
     jobs that would be is returned.
     """
     seconds = conf.JOB_RETENTION if older_than is None else older_than
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
-            or seconds < 0:
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or seconds < 0
+    ):
         raise ValueError(f"older_than must be a finite number of seconds >= 0, got {seconds!r}")
     age = timedelta(seconds=float(seconds))
     with connections[using].cursor() as cursor:
@@ -168,8 +189,12 @@ def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[
     with connections[using].cursor() as cursor:
         ids = jobs.cancel(cursor, actor, ids=[int(i) for i in job_ids])
     if ids:
-        logger.info("%d job(s) cancelled by %s", len(ids), actor,
-                    extra={"event": "jobs.cancelled", "job_ids": ids, "actor": actor})
+        logger.info(
+            "%d job(s) cancelled by %s",
+            len(ids),
+            actor,
+            extra={"event": "jobs.cancelled", "job_ids": ids, "actor": actor},
+        )
     return ids
 
 

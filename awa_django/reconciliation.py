@@ -37,9 +37,22 @@ from .validation import validate_label
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "BLOCKERS", "CRON_PROTOCOL_VERSION", "FRESH_FOR", "Blocker", "Plan", "ReconciliationConfig",
-    "RegistrationConflict", "check_registration", "configured", "owners", "plan", "preview", "publish",
-    "reconcile", "reconcile_all", "validate_label",
+    "BLOCKERS",
+    "CRON_PROTOCOL_VERSION",
+    "FRESH_FOR",
+    "Blocker",
+    "Plan",
+    "ReconciliationConfig",
+    "RegistrationConflict",
+    "check_registration",
+    "configured",
+    "owners",
+    "plan",
+    "preview",
+    "publish",
+    "reconcile",
+    "reconcile_all",
+    "validate_label",
 ]
 
 # Must equal the SQL function awa_cron_protocol_version().
@@ -141,7 +154,9 @@ def sync_definitions(cursor: Any, owner: str, desired_hash: str) -> None:
     """
     with db.owner_context(cursor, owner):
         upsert.sync_owned(cursor, owner, desired_hash)
-        cursor.execute("UPDATE awa_cron_owners SET synced_hash = %s WHERE owner_id = %s", [desired_hash, owner])
+        cursor.execute(
+            "UPDATE awa_cron_owners SET synced_hash = %s WHERE owner_id = %s", [desired_hash, owner]
+        )
 
 
 def retire_absent(cursor: Any, found: Evidence, plan: Plan, now: datetime) -> None:
@@ -161,15 +176,21 @@ def retire_absent(cursor: Any, found: Evidence, plan: Plan, now: datetime) -> No
                 "updated_at = %s WHERE owner_id = %s AND retired_at IS NULL AND name = ANY(%s)",
                 [now, owner, retirement_revisions(found), now, owner, plan.retirements],
             )
-        logger.info("owner %s: retired %s", owner, ", ".join(plan.retirements),
-                    extra={"event": "cron.retired", "owner": owner, "schedules": plan.retirements})
+        logger.info(
+            "owner %s: retired %s",
+            owner,
+            ", ".join(plan.retirements),
+            extra={"event": "cron.retired", "owner": owner, "schedules": plan.retirements},
+        )
     plan.applied = True
 
 
 # -- entry points -----------------------------------------------------------------
 
 
-def publish(instance_id: str, config: ReconciliationConfig, manifest: Manifest, using: str = "default") -> Plan:
+def publish(
+    instance_id: str, config: ReconciliationConfig, manifest: Manifest, using: str = "default"
+) -> Plan:
     """Publish a declaration (caller: inside the snapshot transaction, lock held).
 
     Stores the manifest once per hash, upserts the declaration, inserts brand
@@ -186,7 +207,9 @@ def publish(instance_id: str, config: ReconciliationConfig, manifest: Manifest, 
 
 
 def _declare(cursor: Any, instance_id: str, config: ReconciliationConfig, manifest: Manifest) -> None:
-    cursor.execute("INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [config.owner_id])
+    cursor.execute(
+        "INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [config.owner_id]
+    )
     cursor.execute(
         "INSERT INTO awa_cron_manifests (owner_id, desired_hash, manifest) VALUES (%s, %s, %s::jsonb) "
         "ON CONFLICT DO NOTHING RETURNING 1",
@@ -248,8 +271,13 @@ def reconcile(owner: str, using: str = "default") -> Plan:
     outcome = result.blockers[0] if result.blockers else "converged"
     # Every owner is reconciled every sync interval: only news is INFO.
     level = logging.INFO if result.applied and result.retirements else logging.DEBUG
-    logger.log(level, "owner %s: %s", owner, outcome,
-               extra={"event": "cron.reconciled", "owner": owner, "outcome": str(outcome)})
+    logger.log(
+        level,
+        "owner %s: %s",
+        owner,
+        outcome,
+        extra={"event": "cron.reconciled", "owner": owner, "outcome": str(outcome)},
+    )
     return result
 
 
@@ -260,7 +288,9 @@ def reconcile_all(using: str = "default") -> list[Plan]:
         try:
             plans.append(reconcile(owner, using))
         except Exception:
-            logger.exception("owner %s: reconciliation failed", owner, extra={"event": "cron.error", "owner": owner})
+            logger.exception(
+                "owner %s: reconciliation failed", owner, extra={"event": "cron.error", "owner": owner}
+            )
     return plans
 
 
@@ -278,6 +308,9 @@ def preview(owner: str, definitions: list[dict[str, Any]], using: str = "default
     proposed = build_manifest(definitions)
     with db.read_only_snapshot(using), connections[using].cursor() as cursor:
         now = evidence.clock(cursor)
-        found = replace(evidence.fleet(cursor, owner, now, lock=False),
-                        desired=proposed.entries, proposed_hash=proposed.desired_hash)
+        found = replace(
+            evidence.fleet(cursor, owner, now, lock=False),
+            desired=proposed.entries,
+            proposed_hash=proposed.desired_hash,
+        )
         return decide(_with_rows(found, using), now)

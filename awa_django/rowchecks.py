@@ -37,10 +37,16 @@ def row_problem(row: dict[str, Any], max_bytes: int | None = None) -> str | None
     when omitted)."""
     for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
         if row[column] is None and row[text_column] is not None:
-            return (f"{column} {row[text_column]!r} is outside the supported range "
-                    f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}")
-    if (row["args_type"] != "object" or row["args_args_type"] != "array"
-            or row["args_kwargs_type"] != "object" or list(row["args_keys"] or []) != ["args", "kwargs"]):
+            return (
+                f"{column} {row[text_column]!r} is outside the supported range "
+                f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}"
+            )
+    if (
+        row["args_type"] != "object"
+        or row["args_args_type"] != "array"
+        or row["args_kwargs_type"] != "object"
+        or list(row["args_keys"] or []) != ["args", "kwargs"]
+    ):
         return 'args is not {"args": [...], "kwargs": {...}}'
     if row["metadata_type"] != "object":
         return f"metadata is a JSON {row['metadata_type']}, not an object"

@@ -98,9 +98,18 @@ class RuntimeReporter:
             cursor.execute("SELECT awa_cron_protocol_lock()")
             cursor.execute(
                 UPSERT_SNAPSHOT,
-                [self.instance_id, socket.gethostname(), os.getpid(), __version__, self.role,
-                 interval_ms, leading, json.dumps(self.queues), shutting_down,
-                 CRON_PROTOCOL_VERSION],
+                [
+                    self.instance_id,
+                    socket.gethostname(),
+                    os.getpid(),
+                    __version__,
+                    self.role,
+                    interval_ms,
+                    leading,
+                    json.dumps(self.queues),
+                    shutting_down,
+                    CRON_PROTOCOL_VERSION,
+                ],
             )
             record_progress(cursor, self.instance_id, self.progress)
             if self.config is not None and self.manifest is not None and not shutting_down:

@@ -39,9 +39,7 @@ MAX_TAGS = 20
 MAX_ATTEMPTS_RANGE = (1, 1000)
 # Keys every cron job's metadata gets from the scheduler; user metadata must not
 # shadow them, or a job could claim to be a fire it is not.
-RESERVED_METADATA_KEYS = frozenset(
-    {"cron_name", "cron_fire_at", "triggered_manually", "triggered_by"}
-)
+RESERVED_METADATA_KEYS = frozenset({"cron_name", "cron_fire_at", "triggered_manually", "triggered_by"})
 
 
 def _json(value: Any, name: str, field_name: str) -> Any:
@@ -82,17 +80,13 @@ def _resolve_task(name: str, task: Any) -> Task[Any, Any]:
                 name, "task", f"importing {task!r} failed: {type(exc).__name__}: {exc}"
             ) from None
     if not isinstance(task, Task):
-        raise InvalidSchedule(
-            name, "task", f"{task!r} is not a django.tasks Task (decorate it with @task)"
-        )
+        raise InvalidSchedule(name, "task", f"{task!r} is not a django.tasks Task (decorate it with @task)")
     return task
 
 
 def _int_in_range(name: str, field_name: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidSchedule(
-            name, field_name, f"must be a whole number from {low} to {high}, got {value!r}"
-        )
+        raise InvalidSchedule(name, field_name, f"must be a whole number from {low} to {high}, got {value!r}")
     return value
 
 
@@ -102,7 +96,11 @@ def _check_name(name: Any) -> str:
             name if isinstance(name, str) else None,
             "name",
             f"must be a non-blank string of 1-{MAX_NAME_LENGTH} characters without NUL, "
-            + (f"got {len(name)} characters" if isinstance(name, str) and len(name) > MAX_NAME_LENGTH else f"got {name!r}"),
+            + (
+                f"got {len(name)} characters"
+                if isinstance(name, str) and len(name) > MAX_NAME_LENGTH
+                else f"got {name!r}"
+            ),
         )
     _refuse(name, "name", validation.name_problem(name))
     return name
@@ -141,8 +139,7 @@ def _check_queue(name: str, queue: Any, task: Task[Any, Any]) -> str:
         raise InvalidSchedule(
             name,
             "queue",
-            f"{queue!r} is not one of the QUEUES of task backend {backend.alias!r}: "
-            f"{sorted(backend.queues)}",
+            f"{queue!r} is not one of the QUEUES of task backend {backend.alias!r}: {sorted(backend.queues)}",
         )
     return queue
 
@@ -172,7 +169,9 @@ def _check_arguments(name: str, args: Any, kwargs: Any) -> tuple[list[Any], dict
     _refuse(name, "kwargs", validation.json_problem(kwargs))
     kwargs_json = _json(kwargs, name, "kwargs")
     limit = _max_args_bytes(name)
-    _refuse(name, "args", validation.size_problem(_json_size({"args": args_json, "kwargs": kwargs_json}), limit))
+    _refuse(
+        name, "args", validation.size_problem(_json_size({"args": args_json, "kwargs": kwargs_json}), limit)
+    )
     return args_json, kwargs_json
 
 
@@ -182,9 +181,7 @@ def _check_metadata(name: str, metadata: Any) -> dict[str, Any]:
         raise InvalidSchedule(name, "metadata", "must be a dict with string keys")
     clash = RESERVED_METADATA_KEYS.intersection(metadata)
     if clash:
-        raise InvalidSchedule(
-            name, "metadata", f"keys {sorted(clash)} are reserved for the scheduler"
-        )
+        raise InvalidSchedule(name, "metadata", f"keys {sorted(clash)} are reserved for the scheduler")
     _refuse(name, "metadata", validation.json_problem(dict(metadata)))
     metadata_json: dict[str, Any] = _json(dict(metadata), name, "metadata")
     _refuse(name, "metadata", validation.size_problem(_json_size(metadata_json), _max_args_bytes(name)))
@@ -196,8 +193,7 @@ def _check_tags(name: str, tags: Any) -> tuple[str, ...]:
         raise InvalidSchedule(name, "tags", "must be a list of strings")
     tag_list = tuple(tags)
     if len(tag_list) > MAX_TAGS or not all(
-        isinstance(t, str) and t and len(t) <= MAX_NAME_LENGTH and "\x00" not in t
-        for t in tag_list
+        isinstance(t, str) and t and len(t) <= MAX_NAME_LENGTH and "\x00" not in t for t in tag_list
     ):
         raise InvalidSchedule(
             name,

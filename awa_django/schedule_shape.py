@@ -75,7 +75,9 @@ class Schedule:
 
     def definition(self) -> dict[str, Any]:
         """The row's definition columns (everything the sync writes), keyed as in a manifest."""
-        return {k: _FROM_SCHEDULE[k](self) if k in _FROM_SCHEDULE else getattr(self, k) for k in DEFINITION_KEYS}
+        return {
+            k: _FROM_SCHEDULE[k](self) if k in _FROM_SCHEDULE else getattr(self, k) for k in DEFINITION_KEYS
+        }
 
 
 # The definition columns a Schedule does not hold under the column's own name.

@@ -31,9 +31,24 @@ from .schedule_builder import (
 from .schedule_shape import SETTINGS_KEYS, Schedule
 
 __all__ = [
-    "MAX_ATTEMPTS_RANGE", "MAX_NAME_LENGTH", "MAX_TAGS", "POLICIES", "RESERVED_METADATA_KEYS", "SETTINGS_KEYS",
-    "InvalidSchedule", "Registry", "Schedule", "UnknownScheduleOption", "_parse_cron", "autodiscover",
-    "build_schedule", "declared_schedules", "finite", "periodic", "registry", "settings_schedules",
+    "MAX_ATTEMPTS_RANGE",
+    "MAX_NAME_LENGTH",
+    "MAX_TAGS",
+    "POLICIES",
+    "RESERVED_METADATA_KEYS",
+    "SETTINGS_KEYS",
+    "InvalidSchedule",
+    "Registry",
+    "Schedule",
+    "UnknownScheduleOption",
+    "_parse_cron",
+    "autodiscover",
+    "build_schedule",
+    "declared_schedules",
+    "finite",
+    "periodic",
+    "registry",
+    "settings_schedules",
 ]
 
 
@@ -167,7 +182,12 @@ def declared_schedules() -> list[Schedule]:
 
 def finite(value: float) -> bool:
     """True for a finite, non-negative number (used by the system checks in ``checks``)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def autodiscover() -> None:

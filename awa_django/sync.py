@@ -45,8 +45,9 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
         except ROW_FAULTS as exc:
             # One row's value failed the set-based upsert: sync the rest one
             # by one, so every other schedule is still written.
-            logger.warning("sync statement failed (%s); syncing row by row", exc,
-                           extra={"event": "cron.sync_isolated"})
+            logger.warning(
+                "sync statement failed (%s); syncing row by row", exc, extra={"event": "cron.sync_isolated"}
+            )
             outcomes = []
             for definition in definitions:
                 try:
@@ -54,7 +55,9 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
                         outcomes.extend(upsert.sync_additive(cursor, [definition]))
                 except ROW_FAULTS as row_exc:
                     logger.error(
-                        "schedule %s cannot be synced: %s", definition["name"], row_exc,
+                        "schedule %s cannot be synced: %s",
+                        definition["name"],
+                        row_exc,
                         extra={"event": "cron.sync_failed", "schedule": definition["name"]},
                     )
     changed = sorted(name for name, outcome in outcomes if outcome == "written")

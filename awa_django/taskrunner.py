@@ -22,9 +22,10 @@ from django.tasks.signals import task_started
 from django.utils.json import normalize_json
 
 from . import jobcontext
-from .backend import job_from_row, unstorable_reason
+from .backend import job_from_row
 from .exceptions import UnstorableResult
 from .outcomes import Outcomes, Success
+from .payloads import unstorable_reason
 from .taskpaths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
 
 if TYPE_CHECKING:
@@ -66,8 +67,12 @@ def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None
     backend = outcomes.backend
     result = backend.result_for(job_from_row(row), task)
     info = jobcontext.JobInfo(
-        id=int(row["id"]), attempt=int(row["attempt"]), max_attempts=int(row["max_attempts"]),
-        queue=row["queue"], kind=row["kind"], metadata=dict(row["metadata"] or {}),
+        id=int(row["id"]),
+        attempt=int(row["attempt"]),
+        max_attempts=int(row["max_attempts"]),
+        queue=row["queue"],
+        kind=row["kind"],
+        metadata=dict(row["metadata"] or {}),
     )
     try:
         # Inside the try: a task_started receiver that raises fails this
@@ -98,8 +103,11 @@ def drop_unusable_connections() -> None:
     for conn in connections.all(initialized_only=True):
         if conn.connection is None:
             continue
-        if conn.in_atomic_block or not conn.get_autocommit() or (
-                conn.errors_occurred and not conn.is_usable()):
+        if (
+            conn.in_atomic_block
+            or not conn.get_autocommit()
+            or (conn.errors_occurred and not conn.is_usable())
+        ):
             conn.close()
 
 

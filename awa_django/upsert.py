@@ -37,8 +37,10 @@ def _insert(source: str, owner: str, conflict: str) -> str:
 
 
 def _update_where(owner_match: str) -> str:
-    return (f"DO UPDATE SET {_SET}, updated_at = clock_timestamp() "
-            f"WHERE {owner_match} AND c.retired_at IS NULL AND {_CHANGED}")
+    return (
+        f"DO UPDATE SET {_SET}, updated_at = clock_timestamp() "
+        f"WHERE {owner_match} AND c.retired_at IS NULL AND {_CHANGED}"
+    )
 
 
 _MANIFEST = f"""awa_cron_manifests AS m, jsonb_to_recordset(m.manifest) AS d({RECORDSET_COLUMNS})
@@ -53,8 +55,11 @@ SYNC_ADDITIVE = f"""
     WITH d AS (SELECT * FROM jsonb_to_recordset(%s::jsonb) AS d({RECORDSET_COLUMNS})),
     owned AS (
         SELECT c.name FROM awa_cron_jobs AS c JOIN d USING (name) WHERE c.owner_id IS NOT NULL
-    ), written AS ({_insert("d WHERE d.name NOT IN (SELECT owned.name FROM owned)", "NULL",
-                            _update_where("c.owner_id IS NULL"))}
+    ), written AS ({
+    _insert(
+        "d WHERE d.name NOT IN (SELECT owned.name FROM owned)", "NULL", _update_where("c.owner_id IS NULL")
+    )
+}
         RETURNING c.name
     )
     SELECT written.name, 'written' FROM written

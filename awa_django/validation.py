@@ -33,8 +33,12 @@ _FORBIDDEN_NAME_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # (min, max) of each field, seconds first (the order of CronExpression.fields).
 _FIELD_RANGES = ((0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 _FIELD_NAMES = ("second", "minute", "hour", "day-of-month", "month", "day-of-week")
-_MONTHS = {m: i for i, m in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1
+    )
+}
 _DAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
 _RANGE = re.compile(r"([0-9a-zA-Z]+)-([0-9a-zA-Z]+)")
 _DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -115,14 +119,12 @@ def expression_problem(text: str) -> str | None:
         for token in field.split(","):
             base, _, step = token.partition("/")
             if step and (not step.isdigit() or not 1 <= int(step) <= high - low):
-                return (f"step {step!r} in the {name} field must be a whole number "
-                        f"from 1 to {high - low}")
+                return f"step {step!r} in the {name} field must be a whole number from 1 to {high - low}"
             match = _RANGE.fullmatch(base)
             if match:
                 start, end = (_field_value(index, part) for part in match.groups())
                 if start is not None and end is not None and start > end:
-                    return (f"range {base!r} in the {name} field is reversed; "
-                            f"write it low-high or as a list")
+                    return f"range {base!r} in the {name} field is reversed; write it low-high or as a list"
     return None
 
 

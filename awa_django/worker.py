@@ -67,9 +67,7 @@ class Worker:
             raise ValueError(f"task backend {backend!r} is not an awa_django.backend.AwaBackend")
         self.backend: AwaBackend = backend_obj
         self.using = self.backend.database
-        self.shutdown_timeout = (
-            float(conf.SHUTDOWN_TIMEOUT) if shutdown_timeout is None else shutdown_timeout
-        )
+        self.shutdown_timeout = float(conf.SHUTDOWN_TIMEOUT) if shutdown_timeout is None else shutdown_timeout
         if worker_id is not None and (not worker_id.strip() or len(worker_id) > 200 or "\x00" in worker_id):
             raise ValueError("a worker id is 1-200 characters, not blank, no NUL")
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -128,10 +126,16 @@ class Worker:
 
     def run(self) -> None:
         """Claim and run jobs until stopped (or, with ``burst``, until idle)."""
-        reporter = RuntimeReporter("runtasks", self.schedules, queues=self.queues or [], using=self.using,
-                                   progress=self.progress)
-        logger.info("worker %s started (queues=%s, concurrency=%d)", self.worker_id,
-                    self.queues or "all", self.concurrency, extra={"event": "worker.started"})
+        reporter = RuntimeReporter(
+            "runtasks", self.schedules, queues=self.queues or [], using=self.using, progress=self.progress
+        )
+        logger.info(
+            "worker %s started (queues=%s, concurrency=%d)",
+            self.worker_id,
+            self.queues or "all",
+            self.concurrency,
+            extra={"event": "worker.started"},
+        )
         reporter.start()  # raises (publishing nothing) on an ownership conflict
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="awa-heartbeat", daemon=True)
         heartbeat.start()
@@ -153,8 +157,10 @@ class Worker:
                 metrics.observe_claimed(claimed)
                 for row in claimed:
                     self._submit(row)
-                if not claimed and not self._running and (
-                    self.burst or (self.max_tasks is not None and self.claimed_total >= self.max_tasks)
+                if (
+                    not claimed
+                    and not self._running
+                    and (self.burst or (self.max_tasks is not None and self.claimed_total >= self.max_tasks))
                 ):
                     break
                 if claimed and len(claimed) == free:
@@ -175,20 +181,29 @@ class Worker:
     # -- claiming ------------------------------------------------------------
     def claim(self, limit: int) -> list[dict[str, Any]]:
         """Claim up to ``limit`` ready jobs in one statement (one new attempt each)."""
-        with db.reconnect_on_error(self.using, "claim", logger, "worker.error"), \
-                connections[self.using].cursor() as cursor:
+        with (
+            db.reconnect_on_error(self.using, "claim", logger, "worker.error"),
+            connections[self.using].cursor() as cursor,
+        ):
             return jobs.claim(cursor, self.queues, limit, self.worker_id)
         time.sleep(min(1.0, float(conf.POLL_INTERVAL)))
         return []
 
     def rescue(self) -> None:
         """Return attempts whose worker stopped heartbeating to the queue."""
-        with db.reconnect_on_error(self.using, "rescue", logger, "worker.error"), \
-                connections[self.using].cursor() as cursor:
+        with (
+            db.reconnect_on_error(self.using, "rescue", logger, "worker.error"),
+            connections[self.using].cursor() as cursor,
+        ):
             for row in jobs.rescue(cursor, timedelta(seconds=float(conf.RESCUE_AFTER))):
                 metrics.observe_rescued(row["state"])
-                logger.warning("job %s attempt %s rescued -> %s", row["id"], row["attempt"], row["state"],
-                               extra={"event": "job.rescued", "job_id": row["id"]})
+                logger.warning(
+                    "job %s attempt %s rescued -> %s",
+                    row["id"],
+                    row["attempt"],
+                    row["state"],
+                    extra={"event": "job.rescued", "job_id": row["id"]},
+                )
 
     def _wait(self, busy: bool) -> None:
         """Sleep until a NOTIFY, a freed slot, a stop request or the poll interval."""
@@ -256,8 +271,9 @@ class Worker:
         except ReportAbandoned:
             pass  # already logged; rescue decides the attempt's fate
         except Exception:  # never lose the slot on a bug in reporting
-            logger.exception("job %s: unexpected worker error", attempt.row["id"],
-                             extra={"event": "worker.error"})
+            logger.exception(
+                "job %s: unexpected worker error", attempt.row["id"], extra={"event": "worker.error"}
+            )
         finally:
             with self._lock:
                 if self._running.get(attempt.key) is attempt:
@@ -284,12 +300,16 @@ class Worker:
             self.slot_freed()
         for attempt in expired:
             row = attempt.row
-            exc = TaskTimeout(f"attempt {row['attempt']} of job {row['id']} ({row['kind']}) "
-                              f"exceeded AWA_TASK_TIMEOUT ({limit}s)")
+            exc = TaskTimeout(
+                f"attempt {row['attempt']} of job {row['id']} ({row['kind']}) "
+                f"exceeded AWA_TASK_TIMEOUT ({limit}s)"
+            )
             try:
                 self.outcomes.fail(row, exc, None)
             except (ReportAbandoned, DatabaseError):
-                logger.exception("job %s: cannot record its timeout", row["id"], extra={"event": "worker.error"})
+                logger.exception(
+                    "job %s: cannot record its timeout", row["id"], extra={"event": "worker.error"}
+                )
 
     def execute(self, row: dict[str, Any]) -> str | None:
         """Run one claimed attempt and record its outcome now; return the new state.
@@ -311,7 +331,9 @@ class Worker:
             keys += self.outcomes.unreported()
             if not keys:
                 continue
-            with db.reconnect_on_error(self.using, "heartbeat", logger, "worker.error", also=(ReportAbandoned,)):
+            with db.reconnect_on_error(
+                self.using, "heartbeat", logger, "worker.error", also=(ReportAbandoned,)
+            ):
                 self.outcomes.heartbeat(keys)
         connections.close_all()
 
@@ -322,8 +344,13 @@ class Worker:
         while self._running and time.monotonic() < deadline:
             time.sleep(WAIT_SLICE)
         if self._running:
-            logger.warning("%d task(s) still running at shutdown; they will be rescued",
-                           len(self._running), extra={"event": "worker.abandoned"})
+            logger.warning(
+                "%d task(s) still running at shutdown; they will be rescued",
+                len(self._running),
+                extra={"event": "worker.abandoned"},
+            )
         # Completions in flight are bounded by AWA_REPORT_RETRY_TIMEOUT.
-        self.outcomes.wait_idle(max(0.0, deadline - time.monotonic()) + float(conf.REPORT_RETRY_TIMEOUT) + 1.0)
+        self.outcomes.wait_idle(
+            max(0.0, deadline - time.monotonic()) + float(conf.REPORT_RETRY_TIMEOUT) + 1.0
+        )
         return len(self._running)

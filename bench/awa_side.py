@@ -89,9 +89,12 @@ def env_for_processes() -> dict[str, str]:
     return env
 
 
-def manage(*args: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([*prefix, sys.executable, "-m", "django", *args], cwd=ROOT,
-                            env={**env_for_processes(), **(env or {})})
+def manage(
+    *args: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*prefix, sys.executable, "-m", "django", *args], cwd=ROOT, env={**env_for_processes(), **(env or {})}
+    )
 
 
 def per_fire(cost: dict[str, Any], units: int, own: int, statements: int | None) -> dict[str, Any]:
@@ -113,8 +116,12 @@ def w1_idle(n: int, reps: int) -> dict[str, Any]:
             times.append((time.perf_counter() - start) * 1000)
         assert result.evaluated == 0 and not result.jobs, "an idle pass fired something"
         queries.append(len(captured.captured_queries))
-    return {"n": n, "ms_p50": statistics.median(times), "ms_min": min(times),
-            "queries": statistics.median(queries)}
+    return {
+        "n": n,
+        "ms_p50": statistics.median(times),
+        "ms_min": min(times),
+        "queries": statistics.median(queries),
+    }
 
 
 def w1_plan(n: int) -> dict[str, Any]:
@@ -177,8 +184,12 @@ def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
         peak_rss_mb = wait_for_jobs(runcron, n, lead + timeout)
         own = OWN["statements"] - own
     result = lateness()
-    result.update(n=n, runcron_peak_rss_mb=peak_rss_mb, dropped=n - result["jobs"],
-                  **per_fire(cost, result["jobs"], own, counted.count()))
+    result.update(
+        n=n,
+        runcron_peak_rss_mb=peak_rss_mb,
+        dropped=n - result["jobs"],
+        **per_fire(cost, result["jobs"], own, counted.count()),
+    )
     return result
 
 
@@ -233,8 +244,15 @@ def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]
         "SELECT count(*) FROM (SELECT 1 FROM awa_jobs WHERE metadata ? 'cron_fire_at'"
         " GROUP BY metadata->>'cron_name', metadata->>'cron_fire_at' HAVING count(*) > 1) d"
     )[0][0]
-    result.update(n=n, seconds=seconds, warmup=warmup, expected_fires=expected, fired_in_window=slots[1],
-                  skipped=max(0, expected - slots[1]), doubled=doubled)
+    result.update(
+        n=n,
+        seconds=seconds,
+        warmup=warmup,
+        expected_fires=expected,
+        fired_in_window=slots[1],
+        skipped=max(0, expected - slots[1]),
+        doubled=doubled,
+    )
     return result
 
 
@@ -244,8 +262,10 @@ def enqueue_rates(count: int) -> dict[str, Any]:
     backend = noop.get_backend()
     bulk = None
     if hasattr(backend, "enqueue_many"):  # the bulk path of issue 10, where it exists
+
         def bulk(n: int) -> Any:
             return backend.enqueue_many([(noop, (), {})] * n)
+
     return timed_enqueue(count, noop.enqueue, transaction.atomic, bulk)
 
 
@@ -267,8 +287,10 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
     cost: dict[str, Any] = {}
     with db_cost(sql, connection.close, cost):
         start = time.monotonic()
-        workers = [manage("runtasks", "--burst", "--concurrency", str(concurrency), env=counted.env)
-                   for _ in range(processes)]
+        workers = [
+            manage("runtasks", "--burst", "--concurrency", str(concurrency), env=counted.env)
+            for _ in range(processes)
+        ]
         for worker in workers:
             worker.wait(600)
         wall = time.monotonic() - start
@@ -277,8 +299,14 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
         " WHERE state = 'completed'"
     )[0]
     assert done == jobs, f"{done} of {jobs} jobs completed"
-    return {"jobs": jobs, "processes": processes, "concurrency": concurrency,
-            "jobs_per_s": jobs / float(span), "wall_s": wall, **per_fire(cost, jobs, 0, counted.count())}
+    return {
+        "jobs": jobs,
+        "processes": processes,
+        "concurrency": concurrency,
+        "jobs_per_s": jobs / float(span),
+        "wall_s": wall,
+        **per_fire(cost, jobs, 0, counted.count()),
+    }
 
 
 # -- W5: runcron start-up with N declared schedules -----------------------------
@@ -291,8 +319,14 @@ def w5_startup(n: int) -> dict[str, Any]:
     out: dict[str, Any] = {"n": n}
     for label in ("first", "unchanged"):
         start = time.monotonic()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "django", "runcron", "--once"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "django", "runcron", "--once"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         out[f"{label}_s"] = time.monotonic() - start
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
@@ -302,9 +336,16 @@ def w5_startup(n: int) -> dict[str, Any]:
     return out
 
 
-WORKLOADS = {"w5_startup": w5_startup, "w1_idle": w1_idle, "w1_plan": w1_plan, "w2_burst": w2_burst,
-             "w4_every_second": w4_every_second, "enqueue_rates": enqueue_rates, "w3_worker": w3_worker,
-             "commit_rate": commit_rate}
+WORKLOADS = {
+    "w5_startup": w5_startup,
+    "w1_idle": w1_idle,
+    "w1_plan": w1_plan,
+    "w2_burst": w2_burst,
+    "w4_every_second": w4_every_second,
+    "enqueue_rates": enqueue_rates,
+    "w3_worker": w3_worker,
+    "commit_rate": commit_rate,
+}
 
 if __name__ == "__main__":
     print(json.dumps(WORKLOADS[sys.argv[1]](**json.loads(sys.argv[2])), default=str))

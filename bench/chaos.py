@@ -162,9 +162,15 @@ class Proc:
         log = open(self.log_dir / f"{self.role}-{self.index}.log", "ab")  # noqa: SIM115
         args = ["--concurrency", "4"] if self.role == "runtasks" else []
         # Own session, no terminal: only the campaign's signals stop or kill it.
-        self.popen = subprocess.Popen([sys.executable, "-m", "django", self.role, *args], cwd=ROOT, env=self.env,
-                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "django", self.role, *args],
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         self.stopped = False
 
@@ -196,7 +202,9 @@ class Record:
     connection_faults: list[float] = field(default_factory=list)  # db epochs
     paused: dict[str, list[list[float]]] = field(default_factory=lambda: defaultdict(list))
     retired: dict[str, list[list[float]]] = field(default_factory=lambda: defaultdict(list))
-    skipped: dict[str, list[tuple[datetime | None, datetime]]] = field(default_factory=lambda: defaultdict(list))
+    skipped: dict[str, list[tuple[datetime | None, datetime]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     windows: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -272,13 +280,21 @@ class Campaign:
     # processes ----------------------------------------------------------------------------
     def start_processes(self) -> None:
         schedules = {
-            name: {"cron": expr, "task": TASK, "kwargs": {"label": name, "seconds": TASK_SECONDS}, "missed_fire_policy": policy,
-                   "max_attempts": 25}
+            name: {
+                "cron": expr,
+                "task": TASK,
+                "kwargs": {"label": name, "seconds": TASK_SECONDS},
+                "missed_fire_policy": policy,
+                "max_attempts": 25,
+            }
             for name, (expr, policy, _period) in SCHEDULES.items()
         }
-        env = dict(os.environ, **PROCESS_ENV,
-                   DATABASE_URL=f"postgres://postgres@127.0.0.1:{self.proxy.port}/{DB_NAME}",
-                   AWA_TEST_SCHEDULES=json.dumps(schedules))
+        env = dict(
+            os.environ,
+            **PROCESS_ENV,
+            DATABASE_URL=f"postgres://postgres@127.0.0.1:{self.proxy.port}/{DB_NAME}",
+            AWA_TEST_SCHEDULES=json.dumps(schedules),
+        )
         (self.workdir / "logs").mkdir(exist_ok=True)
         for role in ("runcron", "runtasks"):
             for index in range(2):
@@ -287,8 +303,10 @@ class Campaign:
                 self.procs.append(proc)
 
     def leader(self) -> Proc | None:
-        rows = self.sql("SELECT pid FROM awa_runtime_instances WHERE leader AND role = 'runcron' "
-                        "ORDER BY last_seen_at DESC LIMIT 1")
+        rows = self.sql(
+            "SELECT pid FROM awa_runtime_instances WHERE leader AND role = 'runcron' "
+            "ORDER BY last_seen_at DESC LIMIT 1"
+        )
         pids = {p.pid: p for p in self.procs if p.alive()}
         return pids.get(rows[0][0]) if rows else None
 
@@ -304,8 +322,19 @@ class Campaign:
     # faults -------------------------------------------------------------------------------
     def run_plan(self) -> None:
         start = time.monotonic()
-        actions = ["kill", "kill", "stop", "stop", "terminate_backend", "drop_connections",
-                   "pause_schedule", "retire", "trigger", "pause_queue", "restart_cluster"]
+        actions = [
+            "kill",
+            "kill",
+            "stop",
+            "stop",
+            "terminate_backend",
+            "drop_connections",
+            "pause_schedule",
+            "retire",
+            "trigger",
+            "pause_queue",
+            "restart_cluster",
+        ]
         pending: list[tuple[float, Any]] = []  # (monotonic due, undo)
         restarts_left = max(1, int(self.record.duration // 60))
         while time.monotonic() - start < self.record.duration:
@@ -367,9 +396,11 @@ class Campaign:
         return cont
 
     def fault_terminate_backend(self, _target: str, _name: str) -> None:
-        rows = self.sql("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND backend_type = 'client backend' AND pid <> pg_backend_pid() "
-                        "AND application_name NOT LIKE 'psql%%'")
+        rows = self.sql(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid() "
+            "AND application_name NOT LIKE 'psql%%'"
+        )
         if not rows:
             return
         pids = sorted(r[0] for r in rows)
@@ -397,8 +428,12 @@ class Campaign:
         import pgserver
 
         at = self.event("restart cluster")
-        pgserver.pg_ctl(["-w", "-m", "immediate", "restart"], pgdata=self.server.pgdata,
-                        user=self.server.system_user, timeout=60)
+        pgserver.pg_ctl(
+            ["-w", "-m", "immediate", "restart"],
+            pgdata=self.server.pgdata,
+            user=self.server.system_user,
+            timeout=60,
+        )
         self.record.connection_faults.append(at)
         self.record.windows.append((at, self.db_now() + RECOVERY))
 
@@ -412,8 +447,9 @@ class Campaign:
             return None  # one pause or retirement of a schedule at a time
         self.admin(operations.pause, name, "chaos")
         at = self.event("pause schedule", name)
-        paused_at = self.sql("SELECT extract(epoch FROM paused_at)::float8 FROM awa_cron_jobs WHERE name = %s",
-                             [name])[0][0]
+        paused_at = self.sql(
+            "SELECT extract(epoch FROM paused_at)::float8 FROM awa_cron_jobs WHERE name = %s", [name]
+        )[0][0]
         window = [paused_at if paused_at is not None else at, None]
         self.record.paused[name].append(window)
 
@@ -431,8 +467,11 @@ class Campaign:
             return None
         self.admin(ownership.retire, actor="chaos", apply=True, name=name)
         self.event("retire", name)
-        retired_at, last = self.sql("SELECT extract(epoch FROM retired_at)::float8, last_enqueued_at "
-                                    "FROM awa_cron_jobs WHERE name = %s", [name])[0]
+        retired_at, last = self.sql(
+            "SELECT extract(epoch FROM retired_at)::float8, last_enqueued_at "
+            "FROM awa_cron_jobs WHERE name = %s",
+            [name],
+        )[0]
         window = [retired_at, None]
         self.record.retired[name].append(window)
 
@@ -478,8 +517,10 @@ class Campaign:
         target = datetime.fromtimestamp(self.db_now(), UTC)
         while time.monotonic() < deadline:
             rows = dict(self.sql("SELECT name, last_enqueued_at FROM awa_cron_jobs"))
-            if all(rows.get(n) is not None and rows[n] >= _slot_floor(target, p)
-                   for n, (_e, _pol, p) in SCHEDULES.items()):
+            if all(
+                rows.get(n) is not None and rows[n] >= _slot_floor(target, p)
+                for n, (_e, _pol, p) in SCHEDULES.items()
+            ):
                 break
             time.sleep(0.5)
         self.recovered_at = target
@@ -493,7 +534,9 @@ class Campaign:
                 _wait(proc)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            left = self.sql("SELECT count(*) FROM awa_jobs WHERE state NOT IN ('completed', 'failed', 'cancelled')")
+            left = self.sql(
+                "SELECT count(*) FROM awa_jobs WHERE state NOT IN ('completed', 'failed', 'cancelled')"
+            )
             if left[0][0] == 0:
                 break
             time.sleep(0.5)
@@ -504,12 +547,20 @@ class Campaign:
 
     def check(self) -> dict[str, Any]:
         rec = self.record
-        results: dict[str, Any] = {"slots": 0, "duplicates": 0, "missing": 0, "extra": 0,
-                                   "fired while paused/retired": 0, "not completed": 0,
-                                   "latest slot missing": 0, "problems": []}
+        results: dict[str, Any] = {
+            "slots": 0,
+            "duplicates": 0,
+            "missing": 0,
+            "extra": 0,
+            "fired while paused/retired": 0,
+            "not completed": 0,
+            "latest slot missing": 0,
+            "problems": [],
+        }
         jobs = self.sql(
             "SELECT id, metadata->>'cron_name', metadata->>'cron_fire_at', metadata ? 'triggered_manually', "
-            "extract(epoch FROM created_at)::float8, state FROM awa_jobs ORDER BY id")
+            "extract(epoch FROM created_at)::float8, state FROM awa_jobs ORDER BY id"
+        )
         rows = {r[0]: r for r in self.sql("SELECT name, last_enqueued_at FROM awa_cron_jobs")}
         lateness: list[float] = []
         for name, (_expr, policy, period) in SCHEDULES.items():
@@ -547,11 +598,13 @@ class Campaign:
                 results["missing"] += len(missing)
                 results["extra"] += len(extra)
                 if missing:
-                    results["problems"].append(f"{name}: {len(missing)} catch-up slot(s) missing, e.g. "
-                                               f"{sorted(missing)[:3]}")
+                    results["problems"].append(
+                        f"{name}: {len(missing)} catch-up slot(s) missing, e.g. {sorted(missing)[:3]}"
+                    )
                 if extra:
-                    results["problems"].append(f"{name}: {len(extra)} slot(s) the policy excludes, e.g. "
-                                               f"{sorted(extra)[:3]}")
+                    results["problems"].append(
+                        f"{name}: {len(extra)} slot(s) the policy excludes, e.g. {sorted(extra)[:3]}"
+                    )
         not_done = [j for j in jobs if j[5] != "completed"]
         results["not completed"] = len(not_done)
         if not_done:
@@ -568,12 +621,18 @@ class Campaign:
     def classify_reexecutions(self) -> Counter[str]:
         """Every execution after a job's first, by the fault that explains it."""
         causes: Counter[str] = Counter()
-        effects = self.sql("SELECT job_id, attempt, pid, extract(epoch FROM created_at)::float8 "
-                           "FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'started' ORDER BY job_id, id")
+        effects = self.sql(
+            "SELECT job_id, attempt, pid, extract(epoch FROM created_at)::float8 "
+            "FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'started' ORDER BY job_id, id"
+        )
         # Runs whose task body finished (its 'done' effect committed): a rerun
         # of such a run can only come from a completion report that was lost.
-        finished = {(job_id, attempt, pid) for job_id, attempt, pid in self.sql(
-            "SELECT job_id, attempt, pid FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'done'")}
+        finished = {
+            (job_id, attempt, pid)
+            for job_id, attempt, pid in self.sql(
+                "SELECT job_id, attempt, pid FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'done'"
+            )
+        }
         by_job: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
         for job_id, attempt, pid, at in effects:
             by_job[job_id].append((attempt, pid, at))
@@ -581,8 +640,11 @@ class Campaign:
             for (attempt, pid, at), _again in zip(runs, runs[1:], strict=False):
                 if pid in self.record.killed and self.record.killed[pid] >= at:
                     causes["worker killed"] += 1
-                elif any(lo <= at + RESCUE_AFTER + 2 and hi - lo >= RESCUE_AFTER
-                         for lo, hi in self.record.frozen.get(pid, []) if hi >= at):
+                elif any(
+                    lo <= at + RESCUE_AFTER + 2 and hi - lo >= RESCUE_AFTER
+                    for lo, hi in self.record.frozen.get(pid, [])
+                    if hi >= at
+                ):
                     causes["worker frozen past rescue"] += 1
                 elif any(at - 1 <= f <= at + RECOVERY for f in self.record.connection_faults):
                     if (job_id, attempt, pid) in finished:
@@ -623,11 +685,15 @@ def table(rec: Record, res: dict[str, Any], elapsed: float) -> str:
         ("SIGKILLs (runcron / runtasks)", f"{kills} ({c['kill runcron']} / {c['kill runtasks']})"),
         ("SIGSTOPs (runcron / runtasks)", f"{stops} ({c['stop runcron']} / {c['stop runtasks']})"),
         ("cluster restarts", str(c["restart cluster"])),
-        ("connection drops (proxy events / connections)",
-         f"{c['drop connections']} / {c['dropped connections']}"),
+        (
+            "connection drops (proxy events / connections)",
+            f"{c['drop connections']} / {c['dropped connections']}",
+        ),
         ("backends terminated", str(c["terminate backend"])),
-        ("schedule pauses / retirements / manual triggers / queue pauses",
-         f"{c['pause schedule']} / {c['retire']} / {c['manual trigger']} / {c['pause queue']}"),
+        (
+            "schedule pauses / retirements / manual triggers / queue pauses",
+            f"{c['pause schedule']} / {c['retire']} / {c['manual trigger']} / {c['pause queue']}",
+        ),
         ("jobs / automatic slots checked", f"{res['jobs']} / {res['slots']}"),
         ("duplicate slots", str(res["duplicates"])),
         ("missing catch-up slots / slots the policy excludes", f"{res['missing']} / {res['extra']}"),
@@ -637,11 +703,17 @@ def table(rec: Record, res: dict[str, Any], elapsed: float) -> str:
         ("re-executions: worker killed", str(reexec["worker killed"])),
         ("re-executions: worker frozen past rescue", str(reexec["worker frozen past rescue"])),
         ("re-executions: lost report (task finished, report lost)", str(reexec["lost report"])),
-        ("re-executions: attempt cut off by a database outage", str(reexec["attempt cut off by a database outage"])),
+        (
+            "re-executions: attempt cut off by a database outage",
+            str(reexec["attempt cut off by a database outage"]),
+        ),
         ("re-executions: unexplained", str(reexec["unexplained"])),
-        ("lateness outside fault windows (p50 / max, fires)",
-         "n/a" if res["max lateness"] is None else
-         f"{res['p50 lateness'] * 1000:.0f} ms / {res['max lateness'] * 1000:.0f} ms ({res['on-time fires']})"),
+        (
+            "lateness outside fault windows (p50 / max, fires)",
+            "n/a"
+            if res["max lateness"] is None
+            else f"{res['p50 lateness'] * 1000:.0f} ms / {res['max lateness'] * 1000:.0f} ms ({res['on-time fires']})",
+        ),
         ("result", "PASS" if not res["problems"] else "FAIL"),
     ]
     width = max(len(k) for k, _ in lines)
@@ -651,7 +723,9 @@ def table(rec: Record, res: dict[str, Any], elapsed: float) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seed", type=int, default=None, help="plan seed (default: random, printed)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of faults (default 60)")
     parser.add_argument("--quick", action="store_true", help="the CI run: 60 s of faults")

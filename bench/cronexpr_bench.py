@@ -13,12 +13,12 @@ from zoneinfo import ZoneInfo
 from awa_django.cronexpr import next_fire, parse_cron
 
 EXPRESSIONS = [
-    "0 0 1 1 *",            # yearly: the normal case
+    "0 0 1 1 *",  # yearly: the normal case
     "*/5 * * * *",
     "0 9 * * 1-5",
-    "0 0 31 4 1",           # day that never occurs in the restricted month (OR with Mondays)
+    "0 0 31 4 1",  # day that never occurs in the restricted month (OR with Mondays)
     "0 0 31 2-4 1#5",
-    "0 0 29 2 */7",         # 29 February on a Sunday: next in 2032
+    "0 0 29 2 */7",  # 29 February on a Sunday: next in 2032
 ]
 
 
@@ -28,11 +28,14 @@ def main() -> None:
     for text in EXPRESSIONS:
         expression = parse_cron(text)
         runs = 2000
-        seconds = timeit.timeit(lambda e=expression: [next_fire(e, zone, s) for s in starts],
-                                number=runs // 30)
+        seconds = timeit.timeit(
+            lambda e=expression: [next_fire(e, zone, s) for s in starts], number=runs // 30
+        )
         parse = timeit.timeit(lambda t=text: parse_cron(t), number=200) / 200
-        print(f"{text:20} {seconds / (runs // 30 * len(starts)) * 1e6:8.1f} us per next_fire, "
-              f"{parse * 1e6:8.1f} us per parse_cron")
+        print(
+            f"{text:20} {seconds / (runs // 30 * len(starts)) * 1e6:8.1f} us per next_fire, "
+            f"{parse * 1e6:8.1f} us per parse_cron"
+        )
 
 
 if __name__ == "__main__":

@@ -35,9 +35,25 @@ def attach(pid: int, output: str) -> subprocess.Popen[bytes]:
     PostgreSQL is part of the story) until it gets SIGINT."""
     spy = py_spy()
     assert spy, "py-spy not found"
-    return subprocess.Popen([spy, "record", "--pid", str(pid), "--idle", "--threads", "--nonblocking", "--rate", "200",
-                             "--format", "raw", "--output", output], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [
+            spy,
+            "record",
+            "--pid",
+            str(pid),
+            "--idle",
+            "--threads",
+            "--nonblocking",
+            "--rate",
+            "200",
+            "--format",
+            "raw",
+            "--output",
+            output,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def stop(spy: subprocess.Popen[bytes]) -> str:
@@ -62,7 +78,8 @@ def classify(frames: list[str]) -> str:
     decoding), ``python`` (everything else)."""
     leaf = frames[-1]
     if any("notifies" in f for f in frames) or any(
-            word in leaf for word in ("sleep", "wait (threading", "_wait_for_tstate_lock", "select (", "poll (")):
+        word in leaf for word in ("sleep", "wait (threading", "_wait_for_tstate_lock", "select (", "poll (")
+    ):
         return IDLE
     return PSYCOPG if "psycopg" in leaf else PYTHON
 
@@ -93,13 +110,22 @@ def summarize(raw: str) -> dict[str, Any]:
         self_time[short(frames[-1])] += count
         for name in {short(f) for f in frames[1:] if "awa_django" in f or "/django/" in f}:
             inclusive[name] += count
-    return {"busy_samples": busy, "threads": [
-        {"thread": name, "runs": entry[name].most_common(1)[0][0] if name in entry else "-",
-         "samples": sum(kinds.values()),
-         "by_kind": {k: round(100 * c / sum(kinds.values()), 1) for k, c in kinds.most_common()}}
-        for name, kinds in sorted(threads.items(), key=lambda kv: -sum(kv[1].values()) + kv[1][IDLE])],
+    return {
+        "busy_samples": busy,
+        "threads": [
+            {
+                "thread": name,
+                "runs": entry[name].most_common(1)[0][0] if name in entry else "-",
+                "samples": sum(kinds.values()),
+                "by_kind": {k: round(100 * c / sum(kinds.values()), 1) for k, c in kinds.most_common()},
+            }
+            for name, kinds in sorted(threads.items(), key=lambda kv: -sum(kv[1].values()) + kv[1][IDLE])
+        ],
         "self": [(name, round(100 * c / busy, 1)) for name, c in self_time.most_common(TOP)] if busy else [],
-        "inclusive": [(name, round(100 * c / busy, 1)) for name, c in inclusive.most_common(TOP)] if busy else []}
+        "inclusive": [(name, round(100 * c / busy, 1)) for name, c in inclusive.most_common(TOP)]
+        if busy
+        else [],
+    }
 
 
 def short(frame: str) -> str:
@@ -136,8 +162,25 @@ def profile_runtasks(jobs: int) -> dict[str, Any]:
     insert_jobs(jobs)
     output = str(Path(tempfile.mkdtemp(prefix="awa-bench-spy-")) / "stacks.txt")
     start = time.monotonic()
-    worker = manage("runtasks", "--burst", "--concurrency", "1",
-                    prefix=(spy, "record", "--idle", "--threads", "--rate", "200", "--format", "raw", "--output", output, "--"))
+    worker = manage(
+        "runtasks",
+        "--burst",
+        "--concurrency",
+        "1",
+        prefix=(
+            spy,
+            "record",
+            "--idle",
+            "--threads",
+            "--rate",
+            "200",
+            "--format",
+            "raw",
+            "--output",
+            output,
+            "--",
+        ),
+    )
     worker.wait(600)
     seconds = time.monotonic() - start
     if not Path(output).exists():
@@ -177,8 +220,12 @@ def explain_runtasks(jobs: int) -> dict[str, Any]:
     return {"jobs": jobs, "completed": done, **plans(counted)}
 
 
-WORKLOADS = {"profile_runcron": profile_runcron, "profile_runtasks": profile_runtasks,
-             "explain_runcron": explain_runcron, "explain_runtasks": explain_runtasks}
+WORKLOADS = {
+    "profile_runcron": profile_runcron,
+    "profile_runtasks": profile_runtasks,
+    "explain_runcron": explain_runcron,
+    "explain_runtasks": explain_runtasks,
+}
 
 if __name__ == "__main__":
     print(json.dumps(WORKLOADS[sys.argv[1]](**json.loads(sys.argv[2])), default=str))

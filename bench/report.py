@@ -39,35 +39,46 @@ def header(results: dict[str, Any]) -> list[str]:
 
 
 def w1_table(w: dict[str, Any]) -> list[str]:
-    lines = ["## W1: one evaluation pass against N", "",
-             "*Idle*: N schedules, none due: the pass `runcron` makes between fires (celery-beat: one "
-             "`DatabaseScheduler.tick()` with nothing due). *Planning*: N rows awaiting computation (after "
-             "a deploy): every row is read, planned and stored, none fires.", "",
-             "| N | awa_django idle (ms) | queries | celery-beat tick (ms) | queries | awa_django / celery-beat "
-             "| awa_django planning pass (s) | µs per row |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## W1: one evaluation pass against N",
+        "",
+        "*Idle*: N schedules, none due: the pass `runcron` makes between fires (celery-beat: one "
+        "`DatabaseScheduler.tick()` with nothing due). *Planning*: N rows awaiting computation (after "
+        "a deploy): every row is read, planned and stored, none fires.",
+        "",
+        "| N | awa_django idle (ms) | queries | celery-beat tick (ms) | queries | awa_django / celery-beat "
+        "| awa_django planning pass (s) | µs per row |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     plans = {int(p["n"]): p for p in w["w1_plan"][AWA]}
     beat = {int(r["n"]): r for r in w["w1_idle"].get("django-celery-beat", [])}
     for idle in w["w1_idle"][AWA]:
         n = int(idle["n"])
         tick, plan = beat.get(n, {}), plans.get(n, {})
-        lines.append(f"| {n:,} | {f(idle['ms_p50'], 2)} | {f(idle['queries'], 0)} | {f(tick.get('ms_p50'), 2)} | "
-                     f"{f(tick.get('queries'), 0)} | {ratio(idle['ms_p50'], tick.get('ms_p50'), 3)} | "
-                     f"{f(plan.get('s'), 2)} | {f(plan.get('us_per_row'), 0)} |")
+        lines.append(
+            f"| {n:,} | {f(idle['ms_p50'], 2)} | {f(idle['queries'], 0)} | {f(tick.get('ms_p50'), 2)} | "
+            f"{f(tick.get('queries'), 0)} | {ratio(idle['ms_p50'], tick.get('ms_p50'), 3)} | "
+            f"{f(plan.get('s'), 2)} | {f(plan.get('us_per_row'), 0)} |"
+        )
     return lines + [""]
 
 
 def w2_table(w: dict[str, Any]) -> list[str]:
-    lines = ["## W2: N schedules due in the same second", "",
-             "Each system's scheduler is started before the slot and fires them (awa_django: a real "
-             "`runcron`; procrastinate: its periodic deferrer in a worker, one `@app.periodic` per schedule; "
-             "celery-beat: its `DatabaseScheduler` in celery's beat loop, one-off clocked schedules since its "
-             "crontab has no seconds, sends recorded in-process). Lateness: the job's insertion (the send, "
-             "for celery-beat) minus the slot, over the fires that happened. A peer is cut off after the "
-             "*cut-off* seconds past the slot: *not fired* counts what it had not fired by then (its "
-             "lateness figures then describe only what did fire). Cost per fire: see the notes at the end.",
-             "", "| N | system | p50 (ms) | p99 (ms) | max (ms) | not fired | cut-off (s) | max: awa_django / system "
-             "| WAL bytes / fire | transactions / fire | statements / fire | peak RSS (MB) | reps |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## W2: N schedules due in the same second",
+        "",
+        "Each system's scheduler is started before the slot and fires them (awa_django: a real "
+        "`runcron`; procrastinate: its periodic deferrer in a worker, one `@app.periodic` per schedule; "
+        "celery-beat: its `DatabaseScheduler` in celery's beat loop, one-off clocked schedules since its "
+        "crontab has no seconds, sends recorded in-process). Lateness: the job's insertion (the send, "
+        "for celery-beat) minus the slot, over the fires that happened. A peer is cut off after the "
+        "*cut-off* seconds past the slot: *not fired* counts what it had not fired by then (its "
+        "lateness figures then describe only what did fire). Cost per fire: see the notes at the end.",
+        "",
+        "| N | system | p50 (ms) | p99 (ms) | max (ms) | not fired | cut-off (s) | max: awa_django / system "
+        "| WAL bytes / fire | transactions / fire | statements / fire | peak RSS (MB) | reps |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     ours = {int(r["n"]): r for r in w["w2_burst"][AWA]}
     for n in sorted(ours):
         for system, runs in w["w2_burst"].items():
@@ -78,67 +89,102 @@ def w2_table(w: dict[str, Any]) -> list[str]:
                     f"{f(r['dropped'], 0)} | {f(r.get('cut_off_s'), 0)} | "
                     f"{ratio(ours[n]['ms_max'], r['ms_max'], 2) if system != AWA else ''} | "
                     f"{f(r.get('wal_bytes_per_unit'), 0)} | {f(r.get('transactions_per_unit'), 3)} | "
-                    f"{f(r.get('statements_per_unit'), 3)} | {f(rss, 0)} | {r['reps']} |")
+                    f"{f(r.get('statements_per_unit'), 3)} | {f(rss, 0)} | {r['reps']} |"
+                )
     return lines + [""]
 
 
 def w4_table(w: dict[str, Any]) -> list[str]:
     runs = w["w4_every_second"]
     ours = runs[AWA]
-    lines = [f"## W4: {int(ours['n']):,} every-second schedules for {f(ours['seconds'], 0)} s", "",
-             f"After {f(ours.get('warmup', 5), 0)} s of start-up, the fires of the slots inside the window (the first and the last "
-             "two seconds excluded). celery-beat runs one-second interval schedules (its crontab has no "
-             "seconds), whose due time is its previous send plus one second. *Missing*: expected fires "
-             "without their job when the window closed (awa_django's `coalesce` policy skips a slot it "
-             "is late for; a peer may still be catching up); lateness describes the fires that happened.", "",
-             "| system | p50 (ms) | p99 (ms) | max (ms) | expected fires | fired | missing | doubled "
-             "| p99: awa_django / system | reps |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## W4: {int(ours['n']):,} every-second schedules for {f(ours['seconds'], 0)} s",
+        "",
+        f"After {f(ours.get('warmup', 5), 0)} s of start-up, the fires of the slots inside the window (the first and the last "
+        "two seconds excluded). celery-beat runs one-second interval schedules (its crontab has no "
+        "seconds), whose due time is its previous send plus one second. *Missing*: expected fires "
+        "without their job when the window closed (awa_django's `coalesce` policy skips a slot it "
+        "is late for; a peer may still be catching up); lateness describes the fires that happened.",
+        "",
+        "| system | p50 (ms) | p99 (ms) | max (ms) | expected fires | fired | missing | doubled "
+        "| p99: awa_django / system | reps |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for system, r in runs.items():
-        lines.append(f"| {system} | {f(r['ms_p50'], 0)} | {f(r['ms_p99'], 0)} | {f(r['ms_max'], 0)} | "
-                     f"{f(r['expected_fires'], 0)} | {f(r['fired_in_window'], 0)} | {f(r['skipped'], 0)} | "
-                     f"{f(r['doubled'], 0)} | {ratio(ours['ms_p99'], r['ms_p99'], 2) if system != AWA else ''} | "
-                     f"{r['reps']} |")
+        lines.append(
+            f"| {system} | {f(r['ms_p50'], 0)} | {f(r['ms_p99'], 0)} | {f(r['ms_max'], 0)} | "
+            f"{f(r['expected_fires'], 0)} | {f(r['fired_in_window'], 0)} | {f(r['skipped'], 0)} | "
+            f"{f(r['doubled'], 0)} | {ratio(ours['ms_p99'], r['ms_p99'], 2) if system != AWA else ''} | "
+            f"{r['reps']} |"
+        )
     return lines + [""]
 
 
 def w5_table(w: dict[str, Any]) -> list[str]:
-    return ["## W5: `runcron --once` start-up with N schedules declared in settings", "",
-            "The whole command (Django start-up, system checks, sync, one pass). *First*: every row inserted; "
-            "*unchanged*: the same declarations again.", "",
-            "| N | first (s) | unchanged (s) | peak RSS (MB) |", "|---:|---:|---:|---:|",
-            *[f"| {int(r['n']):,} | {f(r['first_s'], 1)} | {f(r['unchanged_s'], 1)} | "
-              f"{f(r['first_peak_rss_mb'], 0)} |" for r in w.get("w5_startup", {}).get(AWA, [])], ""]
+    return [
+        "## W5: `runcron --once` start-up with N schedules declared in settings",
+        "",
+        "The whole command (Django start-up, system checks, sync, one pass). *First*: every row inserted; "
+        "*unchanged*: the same declarations again.",
+        "",
+        "| N | first (s) | unchanged (s) | peak RSS (MB) |",
+        "|---:|---:|---:|---:|",
+        *[
+            f"| {int(r['n']):,} | {f(r['first_s'], 1)} | {f(r['unchanged_s'], 1)} | "
+            f"{f(r['first_peak_rss_mb'], 0)} |"
+            for r in w.get("w5_startup", {}).get(AWA, [])
+        ],
+        "",
+    ]
 
 
 def w3_table(w: dict[str, Any]) -> list[str]:
-    lines = ["## W3: worker and enqueue throughput", "",
-             "No-op jobs; each process runs *concurrency* jobs at a time (`runtasks --burst --concurrency`, "
-             "procrastinate's `run_worker(wait=False, concurrency=...)`; django-tasks-db's `db_worker --batch` "
-             "has no such option and runs one). jobs/s is the completed jobs over the span from the first start "
-             "to the last finish; the ratio compares awa_django at the same processes and concurrency.", "",
-             "| system | processes | concurrency | jobs/s | awa_django / system | WAL bytes / task "
-             "| transactions / task | statements / task | reps |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## W3: worker and enqueue throughput",
+        "",
+        "No-op jobs; each process runs *concurrency* jobs at a time (`runtasks --burst --concurrency`, "
+        "procrastinate's `run_worker(wait=False, concurrency=...)`; django-tasks-db's `db_worker --batch` "
+        "has no such option and runs one). jobs/s is the completed jobs over the span from the first start "
+        "to the last finish; the ratio compares awa_django at the same processes and concurrency.",
+        "",
+        "| system | processes | concurrency | jobs/s | awa_django / system | WAL bytes / task "
+        "| transactions / task | statements / task | reps |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     ours = {w3_key(r): r for r in w["w3_worker"][AWA]}
     for system, runs in w["w3_worker"].items():
         for r in runs:
             mine = ours.get(w3_key(r), {})
-            lines.append(f"| {system} | {int(r['processes'])} | {w3_key(r)[1]} | {f(r['jobs_per_s'], 0)} | "
-                         f"{ratio(mine.get('jobs_per_s'), r['jobs_per_s'], 2)} | "
-                         f"{f(r.get('wal_bytes_per_unit'), 0)} | {f(r.get('transactions_per_unit'), 2)} | "
-                         f"{f(r.get('statements_per_unit'), 2)} | {r['reps']} |")
-    lines += ["", "Enqueue: `count` single calls, the same inside one transaction, and one bulk call "
-              "(awa_django: `AwaBackend.enqueue_many` where it exists; procrastinate: `batch_defer`; "
-              "django-tasks-db has none).", "",
-              "| system | single/s | in one transaction/s | bulk/s | single: awa_django / system "
-              "| bulk: awa_django / system | reps |", "|---|---:|---:|---:|---:|---:|---:|"]
+            lines.append(
+                f"| {system} | {int(r['processes'])} | {w3_key(r)[1]} | {f(r['jobs_per_s'], 0)} | "
+                f"{ratio(mine.get('jobs_per_s'), r['jobs_per_s'], 2)} | "
+                f"{f(r.get('wal_bytes_per_unit'), 0)} | {f(r.get('transactions_per_unit'), 2)} | "
+                f"{f(r.get('statements_per_unit'), 2)} | {r['reps']} |"
+            )
+    lines += [
+        "",
+        "Enqueue: `count` single calls, the same inside one transaction, and one bulk call "
+        "(awa_django: `AwaBackend.enqueue_many` where it exists; procrastinate: `batch_defer`; "
+        "django-tasks-db has none).",
+        "",
+        "| system | single/s | in one transaction/s | bulk/s | single: awa_django / system "
+        "| bulk: awa_django / system | reps |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     mine = w["enqueue"][AWA]
     for system, r in w["enqueue"].items():
-        lines.append(f"| {system} | {f(r['single_per_s'], 0)} | {f(r.get('one_transaction_per_s'), 0)} | "
-                     f"{f(r.get('bulk_per_s'), 0)} | {ratio(mine['single_per_s'], r['single_per_s'], 2)} | "
-                     f"{ratio(mine.get('bulk_per_s'), r.get('bulk_per_s'), 2)} | {r['reps']} |")
+        lines.append(
+            f"| {system} | {f(r['single_per_s'], 0)} | {f(r.get('one_transaction_per_s'), 0)} | "
+            f"{f(r.get('bulk_per_s'), 0)} | {ratio(mine['single_per_s'], r['single_per_s'], 2)} | "
+            f"{ratio(mine.get('bulk_per_s'), r.get('bulk_per_s'), 2)} | {r['reps']} |"
+        )
     rate = w.get("commit_rate", {})
-    lines += ["", f"For scale: one connection committing single-row INSERTs, each its own transaction, "
-              f"reached {f(rate.get('commits_per_s'), 0)} commits/s on this machine in this run.", ""]
+    lines += [
+        "",
+        f"For scale: one connection committing single-row INSERTs, each its own transaction, "
+        f"reached {f(rate.get('commits_per_s'), 0)} commits/s on this machine in this run.",
+        "",
+    ]
     return lines
 
 
@@ -146,10 +192,16 @@ def markdown(results: dict[str, Any], plot: bool = False) -> str:
     w = results["workloads"]
     lines = header(results) + w1_table(w) + w2_table(w)
     if plot:
-        lines += ["## Cost against N", "", f"![W1 and W2 against N, log-log, every system]({PLOT})", "",
-                  "Left: one idle pass (and awa_django's planning pass). Right: W2's max lateness; a peer "
-                  "cut off before it fired everything is drawn with hollow markers (its true figure is "
-                  "higher).", ""]
+        lines += [
+            "## Cost against N",
+            "",
+            f"![W1 and W2 against N, log-log, every system]({PLOT})",
+            "",
+            "Left: one idle pass (and awa_django's planning pass). Right: W2's max lateness; a peer "
+            "cut off before it fired everything is drawn with hollow markers (its true figure is "
+            "higher).",
+            "",
+        ]
     lines += w4_table(w) + w5_table(w) + w3_table(w) + targets(w) + where_the_time_goes(w) + method(results)
     return "\n".join(lines)
 
@@ -169,7 +221,9 @@ def write_plot(results: dict[str, Any], path: Path) -> None:
     axes[0].set(title="W1: one pass", xlabel="schedules (N)", ylabel="ms")
     for system, runs in w["w2_burst"].items():
         points = [(float(r["n"]), max(float(r["ms_max"] or 1.0), 1.0), float(r["dropped"]) > 0) for r in runs]
-        line = axes[1].loglog([p[0] for p in points], [p[1] for p in points], "-", label=f"{system} max lateness")
+        line = axes[1].loglog(
+            [p[0] for p in points], [p[1] for p in points], "-", label=f"{system} max lateness"
+        )
         for x, y, cut in points:
             axes[1].plot([x], [y], "o", color=line[0].get_color(), fillstyle="none" if cut else "full")
     axes[1].set(title="W2: N due in the same second", xlabel="schedules (N)", ylabel="ms after the slot")

@@ -31,8 +31,14 @@ from bench.suite import AWA, BEAT, PROCRASTINATE, TASKS_DB, BrokenBenchmark, Sid
 CACHE = ROOT / ".cache"
 BENCH_VENV = CACHE / "bench-venv"
 # Pinned: a published number names the version it was measured with.
-PEER_REQUIREMENTS = ["django>=6.0,<6.1", "psycopg[binary]>=3.2", "django-tasks-db==0.13.0",
-                     "django-celery-beat==2.9.0", "procrastinate==3.10.0", "matplotlib>=3.8"]
+PEER_REQUIREMENTS = [
+    "django>=6.0,<6.1",
+    "psycopg[binary]>=3.2",
+    "django-tasks-db==0.13.0",
+    "django-celery-beat==2.9.0",
+    "procrastinate==3.10.0",
+    "matplotlib>=3.8",
+]
 
 # Sizes and repetitions. The full run aims at about 15 minutes on an idle
 # 2-core machine: the peers' W2 runs are cut off (peer_cut_off seconds after
@@ -52,8 +58,14 @@ QUICK: dict[str, Any] = {
 FULL: dict[str, Any] = {
     "w1_idle": {"n": [100, 1000, 10000, 100000], "reps": 20},
     "w1_plan": {"n": [1000, 10000, 100000]},
-    "w2_burst": {"n": [1000, 10000, 100000], "reps": {1000: 5, 10000: 5, 100000: 1},
-                 "peer_reps": {1000: 5, 10000: 3, 100000: 1}, "lead": 5, "timeout": 300, "peer_cut_off": 20},
+    "w2_burst": {
+        "n": [1000, 10000, 100000],
+        "reps": {1000: 5, 10000: 5, 100000: 1},
+        "peer_reps": {1000: 5, 10000: 3, 100000: 1},
+        "lead": 5,
+        "timeout": 300,
+        "peer_cut_off": 20,
+    },
     "w3_worker": {"jobs": 1000, "processes": [1, 2], "concurrency": [1, 8], "reps": 5},
     "enqueue": {"count": 2000, "reps": 5},
     "w4": {"n": 1000, "seconds": 60},
@@ -64,8 +76,22 @@ FULL: dict[str, Any] = {
 
 def psql(database: str, statement: str) -> None:
     url = urlparse(os.environ["BENCH_DATABASE_URL"])
-    subprocess.run(["psql", "-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432), "-U",
-                    url.username or "postgres", "-d", database, "-qc", statement], check=True)
+    subprocess.run(
+        [
+            "psql",
+            "-h",
+            url.hostname or "127.0.0.1",
+            "-p",
+            str(url.port or 5432),
+            "-U",
+            url.username or "postgres",
+            "-d",
+            database,
+            "-qc",
+            statement,
+        ],
+        check=True,
+    )
 
 
 def create_databases(url: str) -> tuple[str, str]:
@@ -83,9 +109,14 @@ def project_env() -> dict[str, str]:
 
 def peer_env(peer_database: str) -> dict[str, str]:
     url = urlparse(os.environ["BENCH_DATABASE_URL"])
-    return dict(os.environ, PYTHONPATH=str(ROOT), BENCH_PEER_DATABASE=peer_database,
-                BENCH_PGHOST=url.hostname or "127.0.0.1", BENCH_PGPORT=str(url.port or 5432),
-                DJANGO_SETTINGS_MODULE="bench.peers.tasks_db_settings")
+    return dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        BENCH_PEER_DATABASE=peer_database,
+        BENCH_PGHOST=url.hostname or "127.0.0.1",
+        BENCH_PGPORT=str(url.port or 5432),
+        DJANGO_SETTINGS_MODULE="bench.peers.tasks_db_settings",
+    )
 
 
 def ensure_bench_venv() -> str | None:
@@ -97,8 +128,9 @@ def ensure_bench_venv() -> str | None:
         return str(python)
     try:
         if not python.exists():
-            finder = subprocess.run([str(ROOT / "scripts" / "find-python")], capture_output=True, text=True,
-                                    check=True)
+            finder = subprocess.run(
+                [str(ROOT / "scripts" / "find-python")], capture_output=True, text=True, check=True
+            )
             subprocess.run([finder.stdout.strip(), "-m", "venv", str(BENCH_VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEER_REQUIREMENTS], check=True)
     except (OSError, subprocess.CalledProcessError) as exc:
@@ -110,8 +142,14 @@ def ensure_bench_venv() -> str | None:
 
 def run_side(python: str, module: str, env: dict[str, str], workload: str, **kwargs: Any) -> dict[str, Any]:
     started = time.monotonic()
-    proc = subprocess.run([python, "-m", module, workload, json.dumps(kwargs)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [python, "-m", module, workload, json.dumps(kwargs)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if proc.returncode != 0:
         raise BrokenBenchmark(f"{module} {workload} {kwargs} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -121,19 +159,25 @@ def run_side(python: str, module: str, env: dict[str, str], workload: str, **kwa
 
 def peer_setup(peer_python: str, peer_db: str) -> None:
     """The peers' tables, in one database (their tables do not overlap)."""
-    subprocess.run([peer_python, "-m", "django", "migrate", "-v0"], cwd=ROOT,
-                   env=dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings"),
-                   check=True)
+    subprocess.run(
+        [peer_python, "-m", "django", "migrate", "-v0"],
+        cwd=ROOT,
+        env=dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings"),
+        check=True,
+    )
     run_side(peer_python, "bench.peers.procrastinate_side", peer_env(peer_db), "setup")
 
 
 def sides(awa_python: str, peer_python: str | None, peer_db: str) -> dict[str, Side]:
     """One callable per system (and the profiler), each in its own process and virtualenv."""
+
     def side(python: str, module: str, env: dict[str, str]) -> Side:
         return lambda workload, **kwargs: run_side(python, module, env, workload, **kwargs)
 
-    out = {AWA: side(awa_python, "bench.awa_side", project_env()),
-           "profile": side(awa_python, "bench.profile", project_env())}
+    out = {
+        AWA: side(awa_python, "bench.awa_side", project_env()),
+        "profile": side(awa_python, "bench.profile", project_env()),
+    }
     if peer_python:
         beat_env = dict(peer_env(peer_db), DJANGO_SETTINGS_MODULE="bench.peers.celery_beat_settings")
         out[BEAT] = side(peer_python, "bench.peers.celery_beat_side", beat_env)
@@ -162,21 +206,48 @@ def run(mode: str) -> dict[str, Any]:
 
 def machine() -> dict[str, Any]:
     load = os.getloadavg()
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-            "loadavg_at_start": [round(x, 2) for x in load],
-            "postgres": subprocess.run(["psql", "--version"], capture_output=True, text=True).stdout.strip()}
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": [round(x, 2) for x in load],
+        "postgres": subprocess.run(["psql", "--version"], capture_output=True, text=True).stdout.strip(),
+    }
 
 
 def versions(awa_python: str, peer_python: str | None) -> dict[str, str]:
-    code = ("import importlib.metadata as m, json, sys; print(json.dumps({p: m.version(p) "
-            "for p in sys.argv[1:] if __import__('importlib.util').util.find_spec(p.replace('-', '_'))}))")
-    out = json.loads(subprocess.run([awa_python, "-c", code, "django", "croniter", "psycopg"],
-                                    capture_output=True, text=True, check=True).stdout)
+    code = (
+        "import importlib.metadata as m, json, sys; print(json.dumps({p: m.version(p) "
+        "for p in sys.argv[1:] if __import__('importlib.util').util.find_spec(p.replace('-', '_'))}))"
+    )
+    out = json.loads(
+        subprocess.run(
+            [awa_python, "-c", code, "django", "croniter", "psycopg"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     out = {f"{k} (awa_django)": v for k, v in out.items()}
     if peer_python:
-        peer = json.loads(subprocess.run([peer_python, "-c", code, "django", "django-tasks-db",
-                                          "django-celery-beat", "celery", "procrastinate", "croniter"],
-                                         capture_output=True, text=True, check=True).stdout)
+        peer = json.loads(
+            subprocess.run(
+                [
+                    peer_python,
+                    "-c",
+                    code,
+                    "django",
+                    "django-tasks-db",
+                    "django-celery-beat",
+                    "celery",
+                    "procrastinate",
+                    "croniter",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         out.update({f"{k} (peers)": v for k, v in peer.items()})
     return out
 
@@ -202,9 +273,12 @@ def main() -> int:
     if args.publish:
         # The raw numbers behind docs/benchmarks.md, kept beside the harness.
         (ROOT / "bench" / f"results-{mode}.json").write_text(json.dumps(results, indent=2, default=str))
-        subprocess.run([str(BENCH_VENV / "bin" / "python"), "-m", "bench.report",
-                        str(out_dir / f"results-{mode}.json")], cwd=ROOT, check=True,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        subprocess.run(
+            [str(BENCH_VENV / "bin" / "python"), "-m", "bench.report", str(out_dir / f"results-{mode}.json")],
+            cwd=ROOT,
+            check=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
     return 0
 
 

@@ -40,8 +40,9 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def interleaved(sides: dict[str, Side], workload: str, repetitions: dict[str, int],
-                **kwargs: Any) -> dict[str, Any]:
+def interleaved(
+    sides: dict[str, Side], workload: str, repetitions: dict[str, int], **kwargs: Any
+) -> dict[str, Any]:
     """``repetitions[system]`` runs of ``workload`` per system, interleaved; the medians."""
     runs: dict[str, list[dict[str, Any]]] = {system: [] for system in sides}
     for rep in range(max(repetitions.get(s, 0) for s in sides)):
@@ -60,8 +61,9 @@ def w1(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> Non
     systems = with_peers(sides, (BEAT,))
     w["w1_idle"] = {s: [] for s in systems}
     for n in config["w1_idle"]["n"]:
-        for system, result in interleaved(systems, "w1_idle", {s: 1 for s in systems}, n=n,
-                                          reps=config["w1_idle"]["reps"]).items():
+        for system, result in interleaved(
+            systems, "w1_idle", {s: 1 for s in systems}, n=n, reps=config["w1_idle"]["reps"]
+        ).items():
             w["w1_idle"][system].append(result)
     w["w1_plan"] = {AWA: [sides[AWA]("w1_plan", n=n) for n in config["w1_plan"]["n"]]}
 
@@ -98,21 +100,37 @@ def w3(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> Non
     for concurrency in config["w3_worker"].get("concurrency", [1]):
         runnable = systems if concurrency == 1 else {s: v for s, v in systems.items() if s != TASKS_DB}
         for processes in config["w3_worker"]["processes"]:
-            for system, result in interleaved(runnable, "w3_worker", reps, jobs=config["w3_worker"]["jobs"],
-                                              processes=processes, concurrency=concurrency).items():
+            for system, result in interleaved(
+                runnable,
+                "w3_worker",
+                reps,
+                jobs=config["w3_worker"]["jobs"],
+                processes=processes,
+                concurrency=concurrency,
+            ).items():
                 w["w3_worker"][system].append(result)
-    w["enqueue"] = interleaved(systems, "enqueue_rates", {s: config["enqueue"]["reps"] for s in systems},
-                               count=config["enqueue"]["count"])
-    w["commit_rate"] = interleaved({AWA: sides[AWA]}, "commit_rate", {AWA: config["enqueue"]["reps"]},
-                                   count=config["enqueue"]["count"])[AWA]
+    w["enqueue"] = interleaved(
+        systems,
+        "enqueue_rates",
+        {s: config["enqueue"]["reps"] for s in systems},
+        count=config["enqueue"]["count"],
+    )
+    w["commit_rate"] = interleaved(
+        {AWA: sides[AWA]}, "commit_rate", {AWA: config["enqueue"]["reps"]}, count=config["enqueue"]["count"]
+    )[AWA]
 
 
 def w4(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> None:
     log("W4 every-second schedules")
     systems = with_peers(sides, (BEAT, PROCRASTINATE) if config["w4"].get("peers", True) else ())
-    w["w4_every_second"] = interleaved(systems, "w4_every_second", {s: 1 for s in systems},
-                                       n=config["w4"]["n"], seconds=config["w4"]["seconds"],
-                                       warmup=config["w4"].get("warmup", 5))
+    w["w4_every_second"] = interleaved(
+        systems,
+        "w4_every_second",
+        {s: 1 for s in systems},
+        n=config["w4"]["n"],
+        seconds=config["w4"]["seconds"],
+        warmup=config["w4"].get("warmup", 5),
+    )
     if w["w4_every_second"][AWA]["doubled"]:
         raise BrokenBenchmark(f"W4: {w['w4_every_second'][AWA]['doubled']} slots fired twice")
 
@@ -128,7 +146,9 @@ def profiles(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) 
     w["profile"] = {
         "runcron": sides["profile"]("profile_runcron", n=p["burst_n"], lead=config["w2_burst"]["lead"]),
         "runtasks": sides["profile"]("profile_runtasks", jobs=p["jobs"]),
-        "explain_fire": sides["profile"]("explain_runcron", n=p["explain_n"], lead=config["w2_burst"]["lead"]),
+        "explain_fire": sides["profile"](
+            "explain_runcron", n=p["explain_n"], lead=config["w2_burst"]["lead"]
+        ),
         "explain_claim": sides["profile"]("explain_runtasks", jobs=p["explain_jobs"]),
     }
 

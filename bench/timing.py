@@ -16,8 +16,10 @@ Sql = Callable[[str], list[tuple[Any, ...]]]
 
 # WAL position (cluster-wide) and this database's committed + rolled-back
 # transactions, as the statistics system last saw them.
-COUNTERS = ("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn, xact_commit + xact_rollback"
-            " FROM pg_stat_database WHERE datname = current_database()")
+COUNTERS = (
+    "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn, xact_commit + xact_rollback"
+    " FROM pg_stat_database WHERE datname = current_database()"
+)
 
 
 def per_second(count: int, call: Callable[[], Any]) -> float:
@@ -28,9 +30,12 @@ def per_second(count: int, call: Callable[[], Any]) -> float:
     return count / (time.perf_counter() - start)
 
 
-def enqueue_rates(count: int, single: Callable[[], Any],
-                  atomic: Callable[[], AbstractContextManager[Any]] | None = None,
-                  bulk: Callable[[int], Any] | None = None) -> dict[str, float]:
+def enqueue_rates(
+    count: int,
+    single: Callable[[], Any],
+    atomic: Callable[[], AbstractContextManager[Any]] | None = None,
+    bulk: Callable[[int], Any] | None = None,
+) -> dict[str, float]:
     """The enqueue rates every system reports: ``count`` single enqueues, the
     same inside one transaction (``atomic``), and one bulk call of ``count``."""
     out = {"single_per_s": per_second(count, single)}
@@ -76,5 +81,7 @@ def per_unit(cost: dict[str, Any], units: int, own_statements: int = 0) -> dict[
     the caller's polling statements in the window (each one transaction)."""
     if units <= 0 or "wal_bytes" not in cost:
         return {"wal_bytes_per_unit": None, "transactions_per_unit": None}
-    return {"wal_bytes_per_unit": cost["wal_bytes"] / units,
-            "transactions_per_unit": max(0, cost["transactions"] - own_statements) / units}
+    return {
+        "wal_bytes_per_unit": cost["wal_bytes"] / units,
+        "transactions_per_unit": max(0, cost["transactions"] - own_statements) / units,
+    }

@@ -42,8 +42,19 @@ def sdist(version: str) -> Path:
     if found:
         return found[0]
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:", "--no-deps",
-         f"django=={version}", "-d", str(CACHE)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            f"django=={version}",
+            "-d",
+            str(CACHE),
+        ],
         check=True,
     )
     found = sorted(CACHE.glob(f"[dD]jango-{version}.tar.gz"))
@@ -60,7 +71,7 @@ def unpack_tests(archive: Path, version: str) -> Path:
         prefix = tar.getnames()[0].split("/")[0] + "/tests/"
         members = [m for m in tar.getmembers() if m.name.startswith(prefix + "tasks/")]
         for member in members:
-            member.name = member.name[len(prefix):]
+            member.name = member.name[len(prefix) :]
         tar.extractall(target, members=members, filter="data")
     return target
 
@@ -85,8 +96,19 @@ def main() -> int:
     env["PYTHONPATH"] = os.pathsep.join([str(tests_dir), str(ROOT), env.get("PYTHONPATH", "")])
     print(f"conformance: Django {version} tests/tasks against AwaBackend", flush=True)
     return subprocess.call(
-        [sys.executable, "-m", "pytest", "-c", str(ROOT / "conformance" / "pytest.ini"),
-         "--rootdir", str(tests_dir), "-p", "no:cacheprovider", str(tests_dir / "tasks"), *sys.argv[1:]],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            str(ROOT / "conformance" / "pytest.ini"),
+            "--rootdir",
+            str(tests_dir),
+            "-p",
+            "no:cacheprovider",
+            str(tests_dir / "tasks"),
+            *sys.argv[1:],
+        ],
         cwd=tests_dir,
         env=env,
     )

@@ -22,9 +22,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=0, help="stop after this long (0 = run until Ctrl-C)")
-    parser.add_argument("--admin", type=int, default=0, metavar="PORT",
-                        help="also serve the Django admin on 127.0.0.1:PORT (0 = no admin)")
+    parser.add_argument(
+        "--seconds", type=float, default=0, help="stop after this long (0 = run until Ctrl-C)"
+    )
+    parser.add_argument(
+        "--admin",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="also serve the Django admin on 127.0.0.1:PORT (0 = no admin)",
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
@@ -47,10 +54,17 @@ def main() -> int:
         if not User.objects.filter(username="admin").exists():
             # A throwaway demo database only: never do this in a real project.
             User.objects.create_superuser("admin", password="admin")
-        processes.append(subprocess.Popen([*manage, "runserver", f"127.0.0.1:{args.admin}", "--noreload"], cwd=ROOT))
-        print(f"demo: operators' console at http://127.0.0.1:{args.admin}/admin/ (user admin, password admin)",
-              flush=True)
-    print("demo: runcron and runtasks started; schedules fire, the worker runs them (Ctrl-C to stop)", flush=True)
+        processes.append(
+            subprocess.Popen([*manage, "runserver", f"127.0.0.1:{args.admin}", "--noreload"], cwd=ROOT)
+        )
+        print(
+            f"demo: operators' console at http://127.0.0.1:{args.admin}/admin/ (user admin, password admin)",
+            flush=True,
+        )
+    print(
+        "demo: runcron and runtasks started; schedules fire, the worker runs them (Ctrl-C to stop)",
+        flush=True,
+    )
     deadline = time.monotonic() + args.seconds if args.seconds > 0 else None
     fired = 0
     ran: set[int] = set()

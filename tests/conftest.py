@@ -107,7 +107,9 @@ class Runcron:
             }
         )
         env.update(extra_env)
-        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"{self.command}-{os.getpid()}-{time.monotonic_ns()}.log"
+        self.log_path = (
+            Path(os.environ.get("TMPDIR", "/tmp")) / f"{self.command}-{os.getpid()}-{time.monotonic_ns()}.log"
+        )
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "django", self.command, *args],
@@ -175,7 +177,9 @@ def _processes() -> Iterator[list[Runcron]]:
 def runcron(_processes: list[Runcron]) -> Callable[..., Runcron]:
     """Start ``runcron`` subprocesses with the given AWA_SCHEDULES."""
 
-    def start(schedules: dict[str, Any] | None = None, *args: str, env: dict[str, str] | None = None) -> Runcron:
+    def start(
+        schedules: dict[str, Any] | None = None, *args: str, env: dict[str, str] | None = None
+    ) -> Runcron:
         _processes.append(proc := Runcron(schedules or {}, env or {}, list(args)))
         return proc
 

@@ -115,7 +115,9 @@ logfile = {directory}/pgbouncer.log
         )
         self.proc = subprocess.Popen(
             ["pgbouncer", str(directory / "pgbouncer.ini")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, **server_user_options(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            **server_user_options(),
         )
         wait_until(lambda: self.admin("SHOW VERSION"), 30, "pgbouncer")
 
@@ -124,8 +126,14 @@ logfile = {directory}/pgbouncer.log
 
     def admin(self, command: str) -> list[dict[str, Any]]:
         """Run a command on PgBouncer's admin console (database ``pgbouncer``)."""
-        with psycopg.connect(host="127.0.0.1", port=self.port, dbname="pgbouncer", user=SERVER_USER,
-                             autocommit=True, prepare_threshold=None) as conn:
+        with psycopg.connect(
+            host="127.0.0.1",
+            port=self.port,
+            dbname="pgbouncer",
+            user=SERVER_USER,
+            autocommit=True,
+            prepare_threshold=None,
+        ) as conn:
             cursor = conn.execute(command)
             columns = [c.name for c in cursor.description or []]
             return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
@@ -143,8 +151,9 @@ logfile = {directory}/pgbouncer.log
 # -- private PostgreSQL clusters -------------------------------------------------
 def postgres_bindir() -> Path:
     """The directory of ``initdb``/``pg_ctl``/``pg_basebackup`` (newest installed)."""
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                        key=lambda p: int(Path(p).parent.parent.name))
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name)
+    )
     if candidates:
         return Path(candidates[-1]).parent
     found = shutil.which("initdb")
@@ -171,12 +180,26 @@ class Cluster:
         self.log = directory / f"{name}.log"
 
     def run(self, tool: str, *args: str, timeout: float = 120) -> None:
-        subprocess.run(as_server_user([str(self.bindir / tool), *args]), check=True, timeout=timeout,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run(
+            as_server_user([str(self.bindir / tool), *args]),
+            check=True,
+            timeout=timeout,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     def init_primary(self) -> None:
-        self.run("initdb", "-D", str(self.data), "-U", SERVER_USER, "--auth=trust", "-E", "UTF8",
-                 "--no-instructions")
+        self.run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            SERVER_USER,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-instructions",
+        )
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write(
                 f"port = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\n"
@@ -187,8 +210,21 @@ class Cluster:
             hba.write("host replication all 127.0.0.1/32 trust\n")
 
     def init_standby_of(self, primary: Cluster) -> None:
-        self.run("pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U", SERVER_USER,
-                 "-D", str(self.data), "-R", "-X", "stream", "--checkpoint=fast")
+        self.run(
+            "pg_basebackup",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            SERVER_USER,
+            "-D",
+            str(self.data),
+            "-R",
+            "-X",
+            "stream",
+            "--checkpoint=fast",
+        )
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write(f"port = {self.port}\n")
 
@@ -203,5 +239,11 @@ class Cluster:
         self.run("pg_ctl", "-D", str(self.data), "-w", "-t", "60", "promote")
 
     def connect(self, dbname: str = "postgres") -> psycopg.Connection[Any]:
-        return psycopg.connect(host="127.0.0.1", port=self.port, dbname=dbname, user=SERVER_USER,
-                               autocommit=True, connect_timeout=5)
+        return psycopg.connect(
+            host="127.0.0.1",
+            port=self.port,
+            dbname=dbname,
+            user=SERVER_USER,
+            autocommit=True,
+            connect_timeout=5,
+        )

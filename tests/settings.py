@@ -85,7 +85,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {"awa_django": {"handlers": ["console"], "level": env.str("AWA_LOG_LEVEL", default="WARNING")}},
+    "loggers": {
+        "awa_django": {"handlers": ["console"], "level": env.str("AWA_LOG_LEVEL", default="WARNING")}
+    },
 }
 AWA_LOCK_TIMEOUT = env.float("AWA_LOCK_TIMEOUT", default=5.0)
 AWA_STATEMENT_TIMEOUT = env.float("AWA_STATEMENT_TIMEOUT", default=60.0)

@@ -56,7 +56,9 @@ class TcpProxy:
             with self._lock:
                 self._sockets.update((client, upstream))
             for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True, name="tcpproxy-pump").start()
+                threading.Thread(
+                    target=self._pump, args=(src, dst), daemon=True, name="tcpproxy-pump"
+                ).start()
 
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:

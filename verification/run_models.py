@@ -45,47 +45,111 @@ class Check:
 
 CHECKS = [
     # (a) the fire protocol
-    Check("fire_protocol.pml", (), None, True,
-          "no slot enqueued twice; CAS alone within a row's life; token moves forward; "
-          "no enqueue while paused (2 leaders, lost lock, crash between read and fire, "
-          "pause/resume, remove/re-create)"),
-    Check("fire_protocol.pml", ("STABLE",), "latest_slot_enqueued", True,
-          "weak fairness, no crash/pause: the latest due slot is eventually enqueued"),
-    Check("fire_protocol.pml", ("STABLE",), "catch_up_complete", True,
-          "weak fairness, no crash/pause: catch_up enqueues every slot after the first"),
-    Check("fire_protocol.pml", ("NO_CAS",), None, False,
-          "BROKEN fire without the compare-and-swap"),
-    Check("fire_protocol.pml", ("NO_PAUSE_GUARD",), None, False,
-          "BROKEN fire without paused_at IS NULL"),
-    Check("fire_protocol.pml", ("NO_SLOT_INDEX",), None, False,
-          "BROKEN awa_jobs without the unique slot index"),
-    Check("fire_protocol.pml", ("STABLE", "PAUSE_STORM"), "latest_slot_enqueued", False,
-          "NOT CLAIMED liveness under a pause/resume storm"),
+    Check(
+        "fire_protocol.pml",
+        (),
+        None,
+        True,
+        "no slot enqueued twice; CAS alone within a row's life; token moves forward; "
+        "no enqueue while paused (2 leaders, lost lock, crash between read and fire, "
+        "pause/resume, remove/re-create)",
+    ),
+    Check(
+        "fire_protocol.pml",
+        ("STABLE",),
+        "latest_slot_enqueued",
+        True,
+        "weak fairness, no crash/pause: the latest due slot is eventually enqueued",
+    ),
+    Check(
+        "fire_protocol.pml",
+        ("STABLE",),
+        "catch_up_complete",
+        True,
+        "weak fairness, no crash/pause: catch_up enqueues every slot after the first",
+    ),
+    Check("fire_protocol.pml", ("NO_CAS",), None, False, "BROKEN fire without the compare-and-swap"),
+    Check("fire_protocol.pml", ("NO_PAUSE_GUARD",), None, False, "BROKEN fire without paused_at IS NULL"),
+    Check(
+        "fire_protocol.pml", ("NO_SLOT_INDEX",), None, False, "BROKEN awa_jobs without the unique slot index"
+    ),
+    Check(
+        "fire_protocol.pml",
+        ("STABLE", "PAUSE_STORM"),
+        "latest_slot_enqueued",
+        False,
+        "NOT CLAIMED liveness under a pause/resume storm",
+    ),
     # (b) ownership and retirement with an outdated writer
-    Check("ownership.pml", (), None, True,
-          "retirement durable; a retired name never fires; definitions never flip "
-          "between mixed manifests (outdated writer present)"),
-    Check("ownership.pml", ("CONVERGE",), "reminder_retired", True,
-          "weak fairness, one manifest: the dropped name is eventually retired"),
-    Check("ownership.pml", ("CONVERGE",), "invoice_redefined", True,
-          "weak fairness, one manifest: the new definition is eventually synced"),
-    Check("ownership.pml", ("NO_FENCE",), None, False,
-          "BROKEN awa_cron_jobs without the schedule fence"),
-    Check("ownership.pml", ("NO_FENCE", "OLD_ONLY_FIRES"), None, False,
-          "BROKEN no fence, outdated writer only fires: a retired name fires"),
-    Check("ownership.pml", ("NO_FENCE", "OLD_ONLY_DELETES"), None, False,
-          "BROKEN no fence, outdated writer only deletes: a tombstone disappears"),
-    Check("ownership.pml", ("NO_GATE",), None, False,
-          "BROKEN publication syncing definitions without agreement"),
+    Check(
+        "ownership.pml",
+        (),
+        None,
+        True,
+        "retirement durable; a retired name never fires; definitions never flip "
+        "between mixed manifests (outdated writer present)",
+    ),
+    Check(
+        "ownership.pml",
+        ("CONVERGE",),
+        "reminder_retired",
+        True,
+        "weak fairness, one manifest: the dropped name is eventually retired",
+    ),
+    Check(
+        "ownership.pml",
+        ("CONVERGE",),
+        "invoice_redefined",
+        True,
+        "weak fairness, one manifest: the new definition is eventually synced",
+    ),
+    Check("ownership.pml", ("NO_FENCE",), None, False, "BROKEN awa_cron_jobs without the schedule fence"),
+    Check(
+        "ownership.pml",
+        ("NO_FENCE", "OLD_ONLY_FIRES"),
+        None,
+        False,
+        "BROKEN no fence, outdated writer only fires: a retired name fires",
+    ),
+    Check(
+        "ownership.pml",
+        ("NO_FENCE", "OLD_ONLY_DELETES"),
+        None,
+        False,
+        "BROKEN no fence, outdated writer only deletes: a tombstone disappears",
+    ),
+    Check(
+        "ownership.pml", ("NO_GATE",), None, False, "BROKEN publication syncing definitions without agreement"
+    ),
     # (c) lock order
-    Check("lock_order.pml", (), None, True,
-          "no deadlock: fires, migrations, publication, operator, pause, trigger"),
-    Check("lock_order.pml", ("MIGRATION_WRONG_ORDER",), None, False,
-          "BROKEN migration locking awa_jobs before awa_cron_jobs"),
-    Check("lock_order.pml", ("FIRE_UNORDERED",), None, False,
-          "BROKEN fire locking rows in unspecified order (awa_cron_fire_v1)"),
-    Check("lock_order.pml", ("OPERATOR_ROWS_FIRST",), None, False,
-          "BROKEN operator action locking rows before the protocol lock"),
+    Check(
+        "lock_order.pml",
+        (),
+        None,
+        True,
+        "no deadlock: fires, migrations, publication, operator, pause, trigger",
+    ),
+    Check(
+        "lock_order.pml",
+        ("MIGRATION_WRONG_ORDER",),
+        None,
+        False,
+        "BROKEN migration locking awa_jobs before awa_cron_jobs",
+    ),
+    Check(
+        "lock_order.pml",
+        ("FIRE_UNORDERED",),
+        None,
+        False,
+        "BROKEN fire locking rows in unspecified order (awa_cron_fire_v1)",
+    ),
+    Check(
+        "lock_order.pml",
+        ("OPERATOR_ROWS_FIRST",),
+        None,
+        False,
+        "BROKEN operator action locking rows before the protocol lock",
+    ),
 ]
 
 
@@ -122,7 +186,9 @@ def verify(check: Check, workdir: Path) -> tuple[int, str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--keep", type=Path, help="keep verifiers and trails in this directory")
     args = parser.parse_args()
     for tool in ("spin", "gcc"):

@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 # an error message naming the row; anything else is a bug and stays loud.
 OPERATOR_ERRORS = (OperationRefused, ScheduleNotFound, ValueError, DatabaseError)
 
+
 def actor(request: HttpRequest) -> str:
     """The operator recorded in ``paused_by``/``retired_by``/``triggered_by``."""
     return str(request.user.get_username())
@@ -107,9 +108,19 @@ def utc(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
 
 
-def confirmation(request: HttpRequest, model_admin: admin.ModelAdmin[Any], *, title: str, action_label: str,
-                 explanation: str, changes: list[str], unchanged: list[str], hidden: list[tuple[str, str]],
-                 form_url: str, cancel_url: str) -> TemplateResponse:
+def confirmation(
+    request: HttpRequest,
+    model_admin: admin.ModelAdmin[Any],
+    *,
+    title: str,
+    action_label: str,
+    explanation: str,
+    changes: list[str],
+    unchanged: list[str],
+    hidden: list[tuple[str, str]],
+    form_url: str,
+    cancel_url: str,
+) -> TemplateResponse:
     """The page listing exactly what an action will change; nothing changes until confirmed."""
     opts = model_admin.model._meta
     context = {

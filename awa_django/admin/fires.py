@@ -34,8 +34,15 @@ def dst_marked_fires(row: CronJob, now: datetime, count: int = 10) -> list[dict[
         if offset != previous:
             note = f"DST transition before this fire: UTC{_offset(previous)} → UTC{_offset(offset)}"
         # Formatted here: the date filter would convert to the site's time zone.
-        out.append({"local": local, "utc": fire, "dst": note,
-                    "local_text": local.strftime("%a %Y-%m-%d %H:%M:%S %Z"), "utc_text": utc(fire)})
+        out.append(
+            {
+                "local": local,
+                "utc": fire,
+                "dst": note,
+                "local_text": local.strftime("%a %Y-%m-%d %H:%M:%S %Z"),
+                "utc_text": utc(fire),
+            }
+        )
         previous = offset
     return out
 
@@ -60,11 +67,13 @@ def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
     out = []
     for job in jobs:
         duration = (job.finished_at - job.attempted_at) if job.finished_at and job.attempted_at else None
-        out.append({
-            "job": job,
-            "url": reverse("admin:awa_django_job_change", args=[job.id]),
-            "fire_at": job.metadata.get("cron_fire_at") or "manual trigger by "
-            + str(job.metadata.get("triggered_by", "?")),
-            "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "-",
-        })
+        out.append(
+            {
+                "job": job,
+                "url": reverse("admin:awa_django_job_change", args=[job.id]),
+                "fire_at": job.metadata.get("cron_fire_at")
+                or "manual trigger by " + str(job.metadata.get("triggered_by", "?")),
+                "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "-",
+            }
+        )
     return out

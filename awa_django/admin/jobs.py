@@ -114,7 +114,9 @@ class CronNameFilter(admin.SimpleListFilter):
 
 
 def _pretty(value: Any) -> SafeString:
-    return format_html("<pre class=\"awa-json\">{}</pre>", json.dumps(value, indent=2, sort_keys=True, default=str))
+    return format_html(
+        '<pre class="awa-json">{}</pre>', json.dumps(value, indent=2, sort_keys=True, default=str)
+    )
 
 
 @admin.register(Job)
@@ -154,7 +156,9 @@ class JobAdmin(ReadOnlyAdmin):
             return "-"
         url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
         fire = job.metadata.get("cron_fire_at") or (
-            f"manual, by {job.metadata.get('triggered_by', '?')}" if job.metadata.get("triggered_manually") else ""
+            f"manual, by {job.metadata.get('triggered_by', '?')}"
+            if job.metadata.get("triggered_manually")
+            else ""
         )
         return format_html('<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, name, fire)
 
@@ -179,9 +183,14 @@ class JobAdmin(ReadOnlyAdmin):
             "",
             '<div class="awa-error"><b>attempt {}</b> {} <code>{}</code><pre>{}</pre></div>',
             (
-                (e.get("attempt", "?"), f"worker {e['worker_id']}" if e.get("worker_id") else "",
-                 e.get("exception_class_path", ""), e.get("traceback", ""))
-                for e in errors if isinstance(e, dict)
+                (
+                    e.get("attempt", "?"),
+                    f"worker {e['worker_id']}" if e.get("worker_id") else "",
+                    e.get("exception_class_path", ""),
+                    e.get("traceback", ""),
+                )
+                for e in errors
+                if isinstance(e, dict)
             ),
         )
 
@@ -197,15 +206,28 @@ class JobAdmin(ReadOnlyAdmin):
             # The admin's history, in one insert however many jobs were cancelled.
             LogEntry.objects.log_actions(
                 # admin_view only lets logged-in staff users in: pk is set.
-                user_id=cast(int, request.user.pk), queryset=Job.objects.filter(id__in=done).only("id"),
-                action_flag=CHANGE, change_message="cancelled",
+                user_id=cast(int, request.user.pk),
+                queryset=Job.objects.filter(id__in=done).only("id"),
+                action_flag=CHANGE,
+                change_message="cancelled",
             )
-            return f"cancelled {len(done)} job(s)" + (f"; {skipped} running or finished left alone" if skipped else "")
-        run_each(self, request, [ids], cancel, lambda batch: f"{len(batch)} job(s) (only not-yet-running jobs)")
+            return f"cancelled {len(done)} job(s)" + (
+                f"; {skipped} running or finished left alone" if skipped else ""
+            )
+
+        run_each(
+            self, request, [ids], cancel, lambda batch: f"{len(batch)} job(s) (only not-yet-running jobs)"
+        )
 
     @admin.action(description="Retry", permissions=["cancel"])
     def retry_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         def retry(job: Job) -> str | None:
             return f"job {job.id} is available again" if queues.retry_job(job.id, actor(request)) else None
-        run_each(self, request, queryset.order_by("id").only("id"), retry,
-                 lambda job: f"job {job.id} (only failed or cancelled jobs)")
+
+        run_each(
+            self,
+            request,
+            queryset.order_by("id").only("id"),
+            retry,
+            lambda job: f"job {job.id} (only failed or cancelled jobs)",
+        )

@@ -38,8 +38,11 @@ class OwnerChangeList(ChangeList):
         self.result_list = list(self.result_list)
         ids = [o.owner_id for o in self.result_list]
         counts = dict(
-            CronJob.objects.using(self.queryset.db).filter(owner_id__in=ids)
-            .values_list("owner_id").annotate(n=Count("name")).values_list("owner_id", "n")
+            CronJob.objects.using(self.queryset.db)
+            .filter(owner_id__in=ids)
+            .values_list("owner_id")
+            .annotate(n=Count("name"))
+            .values_list("owner_id", "n")
         )
         for owner in self.result_list:
             # A plan is a handful of queries; the page size bounds how many.
@@ -64,7 +67,9 @@ def _plan_of(owner: CronOwner) -> reconciliation.Plan | str:
 class AdoptForm(forms.Form):
     name = forms.CharField(label="Schedule", max_length=200)
     expected_owner = forms.CharField(
-        label="Expected current owner", required=False, max_length=200,
+        label="Expected current owner",
+        required=False,
+        max_length=200,
         help_text="The owner the schedule has now; leave blank for an unowned schedule. "
         "The action is refused if it has another owner.",
     )
@@ -106,7 +111,11 @@ class CronOwnerAdmin(ReadOnlyAdmin):
 
     @admin.display(description="schedules")
     def schedules(self, owner: CronOwner) -> SafeString:
-        url = reverse("admin:awa_django_cronjob_changelist") + "?" + urlencode({"owner_id__exact": owner.owner_id})
+        url = (
+            reverse("admin:awa_django_cronjob_changelist")
+            + "?"
+            + urlencode({"owner_id__exact": owner.owner_id})
+        )
         return format_html('<a href="{}">{}</a>', url, vars(owner)["_awa_count"])
 
     # -- pages -----------------------------------------------------------------
@@ -114,15 +123,28 @@ class CronOwnerAdmin(ReadOnlyAdmin):
         view = self.admin_site.admin_view
         return [
             path("adopt/", view(self.adopt_view), name="awa_django_cronowner_adopt"),
-            path("<path:object_id>/retire/", view(self.owner_action_view),
-                 {"action": "retire_owner"}, name="awa_django_cronowner_retire"),
-            path("<path:object_id>/restore/", view(self.owner_action_view),
-                 {"action": "restore_owner"}, name="awa_django_cronowner_restore"),
+            path(
+                "<path:object_id>/retire/",
+                view(self.owner_action_view),
+                {"action": "retire_owner"},
+                name="awa_django_cronowner_retire",
+            ),
+            path(
+                "<path:object_id>/restore/",
+                view(self.owner_action_view),
+                {"action": "restore_owner"},
+                name="awa_django_cronowner_restore",
+            ),
             *super().get_urls(),
         ]
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         owner = self.get_object(request, unquote(object_id))  # as Django's own change view does
         if owner is not None:
@@ -132,12 +154,18 @@ class CronOwnerAdmin(ReadOnlyAdmin):
                 awa_plan=plan,
                 awa_status=plan_status(plan),
                 awa_retire_url=reverse("admin:awa_django_cronowner_retire", args=[quote(owner.owner_id)])
-                if may else None,
+                if may
+                else None,
                 awa_restore_url=reverse("admin:awa_django_cronowner_restore", args=[quote(owner.owner_id)])
-                if may else None,
-                awa_adopt_url=reverse("admin:awa_django_cronowner_adopt") + "?" + urlencode({"owner": owner.owner_id})
-                if may else None,
-                awa_schedules_url=reverse("admin:awa_django_cronjob_changelist") + "?"
+                if may
+                else None,
+                awa_adopt_url=reverse("admin:awa_django_cronowner_adopt")
+                + "?"
+                + urlencode({"owner": owner.owner_id})
+                if may
+                else None,
+                awa_schedules_url=reverse("admin:awa_django_cronjob_changelist")
+                + "?"
                 + urlencode({"owner_id__exact": owner.owner_id}),
             )
         return super().change_view(request, object_id, form_url, context)
@@ -163,20 +191,31 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             return HttpResponseRedirect(back)
         if apply:
             self.message_user(
-                request, f"{verb}d {len(result.schedules)} schedule(s) of {owner_id}: "
-                + (", ".join(result.schedules) or "nothing"), messages.SUCCESS)
+                request,
+                f"{verb}d {len(result.schedules)} schedule(s) of {owner_id}: "
+                + (", ".join(result.schedules) or "nothing"),
+                messages.SUCCESS,
+            )
             return HttpResponseRedirect(back)
         if not result.schedules:
-            self.message_user(request, f"Nothing to {verb}: owner {owner_id} has no such schedule.", messages.WARNING)
+            self.message_user(
+                request, f"Nothing to {verb}: owner {owner_id} has no such schedule.", messages.WARNING
+            )
             return HttpResponseRedirect(back)
         return confirmation(
-            request, self,
+            request,
+            self,
             title=f"{verb.capitalize()} every schedule of owner {owner_id}?",
             action_label=f"{verb.capitalize()} owner",
-            explanation=(f"These {len(result.schedules)} schedule(s) of {owner_id} will be {verb}d. "
-                         "Works without any live declaration of the owner."),
-            changes=result.schedules, unchanged=[], hidden=[("post", "yes")],
-            form_url=request.path, cancel_url=back,
+            explanation=(
+                f"These {len(result.schedules)} schedule(s) of {owner_id} will be {verb}d. "
+                "Works without any live declaration of the owner."
+            ),
+            changes=result.schedules,
+            unchanged=[],
+            hidden=[("post", "yes")],
+            form_url=request.path,
+            cancel_url=back,
         )
 
     def adopt_view(self, request: HttpRequest) -> HttpResponse:
@@ -189,7 +228,10 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             apply = request.POST.get("post") == "yes"
             try:
                 plan = ownership.adopt(
-                    data["name"], data["owner"], actor=actor(request), apply=apply,
+                    data["name"],
+                    data["owner"],
+                    actor=actor(request),
+                    apply=apply,
                     expected_owner=data["expected_owner"] or None,
                 )
             except OPERATOR_ERRORS as exc:
@@ -197,9 +239,12 @@ class CronOwnerAdmin(ReadOnlyAdmin):
                 plan = None
             else:
                 if apply:
-                    self.message_user(request, f"{data['name']} now belongs to {data['owner']}", messages.SUCCESS)
+                    self.message_user(
+                        request, f"{data['name']} now belongs to {data['owner']}", messages.SUCCESS
+                    )
                     return HttpResponseRedirect(
-                        reverse("admin:awa_django_cronjob_change", args=[quote(data["name"])]))
+                        reverse("admin:awa_django_cronjob_change", args=[quote(data["name"])])
+                    )
         context = {
             **self.admin_site.each_context(request),
             "title": "Adopt or transfer a schedule",

@@ -18,12 +18,34 @@ from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, utc
 
 @admin.register(Queue)
 class QueueAdmin(ReadOnlyAdmin):
-    list_display = ["queue", "status", "available", "scheduled", "running", "retryable", "failed",
-                    "completed", "cancelled", "links"]
+    list_display = [
+        "queue",
+        "status",
+        "available",
+        "scheduled",
+        "running",
+        "retryable",
+        "failed",
+        "completed",
+        "cancelled",
+        "links",
+    ]
     list_per_page = 100
     actions = ["pause_queues", "resume_queues"]
-    fields = ["queue", "status", "paused_at", "paused_by", "available", "scheduled", "running", "retryable",
-              "completed", "failed", "cancelled", "links"]
+    fields = [
+        "queue",
+        "status",
+        "paused_at",
+        "paused_by",
+        "available",
+        "scheduled",
+        "running",
+        "retryable",
+        "completed",
+        "failed",
+        "cancelled",
+        "links",
+    ]
     readonly_fields = ["status", "links"]
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
@@ -33,23 +55,30 @@ class QueueAdmin(ReadOnlyAdmin):
     def status(self, row: Queue) -> str:
         if row.paused_at is None:
             return badge("active", "active")
-        return badge(f"paused by {row.paused_by}", "paused",
-                     f"since {utc(row.paused_at)}; workers claim nothing, enqueue continues")
+        return badge(
+            f"paused by {row.paused_by}",
+            "paused",
+            f"since {utc(row.paused_at)}; workers claim nothing, enqueue continues",
+        )
 
     @admin.display(description="")
     def links(self, row: Queue) -> SafeString:
         jobs = reverse("admin:awa_django_job_changelist") + "?" + urlencode({"queue": row.queue})
-        schedules = reverse("admin:awa_django_cronjob_changelist") + "?" + urlencode({"queue__exact": row.queue})
+        schedules = (
+            reverse("admin:awa_django_cronjob_changelist") + "?" + urlencode({"queue__exact": row.queue})
+        )
         return format_html('<a href="{}">jobs</a> · <a href="{}">schedules</a>', jobs, schedules)
 
     @admin.action(description="Pause", permissions=["pause"])
     def pause_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
         def pause(row: Queue) -> str | None:
             return f"paused queue {row.queue}" if queues.pause_queue(row.queue, actor(request)) else None
+
         run_each(self, request, queryset.order_by("queue"), pause, str)
 
     @admin.action(description="Resume", permissions=["pause"])
     def resume_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
         def resume(row: Queue) -> str | None:
             return f"resumed queue {row.queue}" if queues.resume_queue(row.queue, actor(request)) else None
+
         run_each(self, request, queryset.order_by("queue"), resume, str)

@@ -35,8 +35,18 @@ class FreshFilter(admin.SimpleListFilter):
 
 @admin.register(RuntimeInstance)
 class RuntimeInstanceAdmin(ReadOnlyAdmin):
-    list_display = ["hostname", "pid", "role", "version", "leader_badge", "cron_protocol", "freshness",
-                    "last_seen_at", "started_at", "instance_id"]
+    list_display = [
+        "hostname",
+        "pid",
+        "role",
+        "version",
+        "leader_badge",
+        "cron_protocol",
+        "freshness",
+        "last_seen_at",
+        "started_at",
+        "instance_id",
+    ]
     list_filter = ["role", "leader", FreshFilter, "shutting_down"]
     ordering = ["-last_seen_at"]
     list_per_page = 100

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
@@ -13,18 +12,16 @@ from django.contrib import admin
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
-from django.db import connections
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .. import cronexpr, db, operations, ownership
+from .. import operations, ownership
 from ..actions import ActionResult
-from ..conf import conf
 from ..humanize import describe_cron
-from ..models import CronJob, QueueMeta
+from ..models import CronJob
 from ..schedules import registry
 from .common import (
     OPERATOR_ERRORS,
@@ -38,85 +35,7 @@ from .common import (
     utc,
 )
 from .fires import dst_marked_fires, last_fires, zone_of
-
-# The newest job of each schedule on the page: one index scan per name
-# (awa_jobs_cron_name_id), one query per page.
-LAST_JOBS_SQL = """
-    SELECT n.name, j.id, j.state, j.metadata ? 'triggered_manually'
-      FROM unnest(%s::text[]) AS n(name)
-     CROSS JOIN LATERAL (
-           SELECT id, state, metadata FROM awa_jobs
-            WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = n.name
-            ORDER BY id DESC LIMIT 1) AS j
-"""
-# The stored next_fire_at of a row that can never fire (see evaluator.NEVER).
-NEVER_YEAR = 9999
-
-
-@dataclass
-class RowInfo:
-    """What one list row shows beyond its columns, computed once per page."""
-
-    now: datetime
-    leader: bool
-    queue_paused: bool = False
-    last_job: tuple[int, str, bool] | None = None
-    next_fire: datetime | None = None
-    overdue_since: datetime | None = None
-
-
-def _due(row: CronJob) -> datetime | None:
-    """The automatic fire the leader is waiting for: stored, or (not computed yet) the
-    first slot after the last fire, or after creation for a row that never fired."""
-    if row.next_fire_at is not None:
-        return None if row.next_fire_at.year >= NEVER_YEAR else row.next_fire_at
-    zone = zone_of(row)
-    since = row.last_enqueued_at or row.created_at
-    if since is None or zone is None:
-        return None
-    try:
-        return cronexpr.next_fire(cronexpr.parse_cron(row.cron_expr), zone, since)
-    except cronexpr.CronError:
-        return None
-
-
-def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str]) -> RowInfo:
-    info = RowInfo(now=now, leader=leader, queue_paused=row.queue in paused_queues)
-    upcoming = operations.upcoming_fires(row, 1, after=now)
-    info.next_fire = upcoming[0] if upcoming else None
-    if leader and row.paused_at is None and row.retired_at is None:
-        due = _due(row)
-        if due is not None and due < now - timedelta(seconds=conf.OVERDUE_AFTER):
-            info.overdue_since = due
-    return info
-
-
-def annotate_page(rows: list[CronJob], using: str = "default") -> None:
-    """Attach a :class:`RowInfo` to every row: a fixed number of queries per page."""
-    now = db.database_now(using)
-    leader = live_leader(using) is not None
-    queues = sorted({r.queue for r in rows})
-    paused = set(
-        QueueMeta.objects.using(using)
-        .filter(queue__in=queues, paused_at__isnull=False)
-        .values_list("queue", flat=True)
-    ) if queues else set()
-    last: dict[str, tuple[int, str, bool]] = {}
-    if rows:
-        with connections[using].cursor() as cursor:
-            cursor.execute(LAST_JOBS_SQL, [[r.name for r in rows]])
-            last = {name: (job_id, state, manual) for name, job_id, state, manual in cursor.fetchall()}
-    for row in rows:
-        info = row_info(row, now, leader, paused)
-        info.last_job = last.get(row.name)
-        vars(row)["_awa"] = info
-
-
-class ScheduleChangeList(ChangeList):
-    def get_results(self, request: HttpRequest) -> None:
-        super().get_results(request)
-        self.result_list = list(self.result_list)
-        annotate_page(self.result_list, self.queryset.db)
+from .schedule_rows import RowInfo, ScheduleChangeList, annotate_page
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -157,20 +76,40 @@ class CronJobAdmin(ReadOnlyAdmin):
     ]
     search_fields = ["name"]
     list_per_page = 50
-    actions = ["pause_schedules", "resume_schedules", "trigger_schedules", "retire_schedules",
-               "restore_schedules"]
+    actions = [
+        "pause_schedules",
+        "resume_schedules",
+        "trigger_schedules",
+        "retire_schedules",
+        "restore_schedules",
+    ]
     change_list_template = "admin/awa_django/cronjob/change_list.html"
     change_form_template = "admin/awa_django/cronjob/change_form.html"
     fieldsets = [
-        ("Definition (from code)", {"fields": [
-            ("name", "owner_id", "declared_in"), ("cron_expr", "description", "timezone", "missed_fire_policy"),
-            ("kind", "queue", "priority", "max_attempts"), "args", ("tags", "metadata"),
-        ]}),
-        ("State", {"fields": [
-            ("last_enqueued_at", "next_fire_at"), ("paused_at", "paused_by"),
-            ("retired_at", "retired_by", "retired_revision"), ("parked_at", "parked_reason"),
-            ("created_at", "updated_at"),
-        ]}),
+        (
+            "Definition (from code)",
+            {
+                "fields": [
+                    ("name", "owner_id", "declared_in"),
+                    ("cron_expr", "description", "timezone", "missed_fire_policy"),
+                    ("kind", "queue", "priority", "max_attempts"),
+                    "args",
+                    ("tags", "metadata"),
+                ]
+            },
+        ),
+        (
+            "State",
+            {
+                "fields": [
+                    ("last_enqueued_at", "next_fire_at"),
+                    ("paused_at", "paused_by"),
+                    ("retired_at", "retired_by", "retired_revision"),
+                    ("parked_at", "parked_reason"),
+                    ("created_at", "updated_at"),
+                ]
+            },
+        ),
     ]
     readonly_fields = ["description", "declared_in", "created_at", "updated_at", "next_fire_at"]
 
@@ -194,8 +133,11 @@ class CronJobAdmin(ReadOnlyAdmin):
     # -- columns ---------------------------------------------------------------
     @admin.display(description="schedule", ordering="cron_expr")
     def expression(self, row: CronJob) -> SafeString:
-        return format_html('<code>{}</code><br><span class="awa-describe">{}</span>',
-                           row.cron_expr, describe_cron(row.cron_expr))
+        return format_html(
+            '<code>{}</code><br><span class="awa-describe">{}</span>',
+            row.cron_expr,
+            describe_cron(row.cron_expr),
+        )
 
     @admin.display(description="description")
     def description(self, row: CronJob) -> str:
@@ -223,8 +165,14 @@ class CronJobAdmin(ReadOnlyAdmin):
             return fired
         job_id, state, manual = info.last_job
         url = reverse("admin:awa_django_job_change", args=[job_id])
-        return format_html('{}<br><a href="{}">job {}</a> {}{}', fired, url, job_id, badge(state, f"job-{state}"),
-                           " (manual)" if manual else "")
+        return format_html(
+            '{}<br><a href="{}">job {}</a> {}{}',
+            fired,
+            url,
+            job_id,
+            badge(state, f"job-{state}"),
+            " (manual)" if manual else "",
+        )
 
     @admin.display(description="owner", ordering="owner_id")
     def owner(self, row: CronJob) -> str:
@@ -245,8 +193,13 @@ class CronJobAdmin(ReadOnlyAdmin):
             # The leader could not evaluate this row: it does not fire until fixed.
             items.append(badge("parked", "parked", row.parked_reason or "cannot be evaluated"))
         if info.queue_paused:
-            items.append(badge("queue paused", "queue-paused",
-                               f"queue {row.queue} is paused: fires pile up until it resumes"))
+            items.append(
+                badge(
+                    "queue paused",
+                    "queue-paused",
+                    f"queue {row.queue} is paused: fires pile up until it resumes",
+                )
+            )
         if info.overdue_since is not None:
             items.append(badge("overdue", "overdue", f"due since {utc(info.overdue_since)}"))
         if not items:
@@ -263,12 +216,19 @@ class CronJobAdmin(ReadOnlyAdmin):
         return "not declared in this process's code"
 
     # -- pages -----------------------------------------------------------------
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = {"awa_leader": live_leader(), **(extra_context or {})}
         return super().changelist_view(request, context)
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         row = self.get_object(request, unquote(object_id))  # as Django's own change view does
         if row is not None:
@@ -281,10 +241,16 @@ class CronJobAdmin(ReadOnlyAdmin):
                 awa_next_fires=dst_marked_fires(row, info.now),
                 awa_last_fires=last_fires(row),
                 awa_actions=self._detail_actions(request, row),
-                awa_jobs_url=reverse("admin:awa_django_job_changelist") + "?" + urlencode({"cron_name": row.name}),
-                awa_adopt_url=(reverse("admin:awa_django_cronowner_adopt") + "?" + urlencode(
-                    {"name": row.name, "expected_owner": row.owner_id or ""}))
-                if self.has_retire_permission(request) else None,
+                awa_jobs_url=reverse("admin:awa_django_job_changelist")
+                + "?"
+                + urlencode({"cron_name": row.name}),
+                awa_adopt_url=(
+                    reverse("admin:awa_django_cronowner_adopt")
+                    + "?"
+                    + urlencode({"name": row.name, "expected_owner": row.owner_id or ""})
+                )
+                if self.has_retire_permission(request)
+                else None,
                 awa_changelist_url=reverse("admin:awa_django_cronjob_changelist"),
                 awa_checkbox=helpers.ACTION_CHECKBOX_NAME,
             )
@@ -307,6 +273,7 @@ class CronJobAdmin(ReadOnlyAdmin):
         def pause(row: CronJob) -> str | None:
             result = operations.pause(row.name, actor(request))
             return f"paused {row.name}" if result.changed else None
+
         run_each(self, request, queryset.order_by("name"), pause, str)
 
     @admin.action(description="Resume", permissions=["pause"])
@@ -314,6 +281,7 @@ class CronJobAdmin(ReadOnlyAdmin):
         def resume(row: CronJob) -> str | None:
             result = operations.resume(row.name, actor(request))
             return f"resumed {row.name}" if result.changed else None
+
         run_each(self, request, queryset.order_by("name"), resume, str)
 
     @admin.action(description="Trigger now", permissions=["trigger"])
@@ -321,6 +289,7 @@ class CronJobAdmin(ReadOnlyAdmin):
         def trigger(row: CronJob) -> str:
             job = operations.trigger(row.name, actor(request))
             return f"triggered {row.name}: job {job['id']} on queue {job['queue']}"
+
         run_each(self, request, queryset.order_by("name"), trigger, str)
 
     @admin.action(description="Retire", permissions=["retire"])
@@ -331,12 +300,16 @@ class CronJobAdmin(ReadOnlyAdmin):
     def restore_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> HttpResponse | None:
         return self._lifecycle(request, queryset, "restore")
 
-    def _lifecycle(self, request: HttpRequest, queryset: QuerySet[CronJob], action: str) -> HttpResponse | None:
+    def _lifecycle(
+        self, request: HttpRequest, queryset: QuerySet[CronJob], action: str
+    ) -> HttpResponse | None:
         """Retire/restore: a confirmation page with the dry-run plan, then apply."""
         if request.POST.get("post") == "yes":
+
             def apply(row: CronJob) -> str | None:
                 plan = _verb(action)(row.name, actor=actor(request), apply=True)
                 return f"{action}d {row.name}" if plan.schedules else None
+
             run_each(self, request, queryset.order_by("name"), apply, str)
             return None
         names = list(queryset.order_by("name").values_list("name", flat=True))
@@ -350,11 +323,13 @@ class CronJobAdmin(ReadOnlyAdmin):
                 continue
             (changes if plan.schedules else unchanged).append(name)
         if not changes:
-            self.message_user(request, f"Nothing to {action}: " + (", ".join(unchanged) or "no schedule"),
-                              "warning")
+            self.message_user(
+                request, f"Nothing to {action}: " + (", ".join(unchanged) or "no schedule"), "warning"
+            )
             return None
         return confirmation(
-            request, self,
+            request,
+            self,
             title=f"{action.capitalize()} {len(changes)} schedule(s)?",
             action_label=action.capitalize(),
             explanation=RETIRE_TEXT if action == "retire" else RESTORE_TEXT,
@@ -373,8 +348,11 @@ def _verb(action: str) -> Callable[..., ActionResult]:
     return verb
 
 
-RETIRE_TEXT = ("Retired schedules are durable tombstones: they never fire again until restored, "
-               "and their jobs already enqueued are not touched.")
-RESTORE_TEXT = ("Restored schedules fire from now on: retired time is never replayed "
-                "(last fire becomes now); a pause is kept.")
-
+RETIRE_TEXT = (
+    "Retired schedules are durable tombstones: they never fire again until restored, "
+    "and their jobs already enqueued are not touched."
+)
+RESTORE_TEXT = (
+    "Restored schedules fire from now on: retired time is never replayed "
+    "(last fire becomes now); a pause is kept."
+)

@@ -38,7 +38,7 @@ def _on_notice(diagnostic: Any) -> None:
     match = DURATION.match(message)
     if not match:
         return
-    plan = message[match.end():]
+    plan = message[match.end() :]
     text = plan.split("(cost=", 1)[0].removeprefix("Query Text:").rsplit("\n", 1)[0]
     # One entry per statement shape: literals (ids, names, times) folded.
     key = NUMBER.sub("?", LITERAL.sub("?", " ".join(text.split())))[:300]
@@ -59,8 +59,14 @@ def _connected(sender: Any, connection: Any, **kwargs: Any) -> None:
     try:
         with raw.cursor() as cursor:
             cursor.execute("LOAD 'auto_explain'")  # needs a superuser; without it, no plans, no harm
-            for name, value in (("log_min_duration", "0"), ("log_analyze", "on"), ("log_buffers", "on"),
-                                ("log_nested_statements", "on"), ("log_timing", "on"), ("log_level", "notice")):
+            for name, value in (
+                ("log_min_duration", "0"),
+                ("log_analyze", "on"),
+                ("log_buffers", "on"),
+                ("log_nested_statements", "on"),
+                ("log_timing", "on"),
+                ("log_level", "notice"),
+            ):
                 cursor.execute(f"SET auto_explain.{name} = '{value}'")
     except Exception as exc:  # reported in the results, never fatal
         STATE["auto_explain_error"] = str(exc)

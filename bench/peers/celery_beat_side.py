@@ -49,7 +49,11 @@ class RecordingScheduler(DatabaseScheduler):  # type: ignore[misc]
 
     def apply_entry(self, entry: Any, producer: Any = None) -> None:
         last = entry.last_run_at
-        due = last.timestamp() + 1 if last is not None and entry.schedule.__class__.__name__ == "schedule" else None
+        due = (
+            last.timestamp() + 1
+            if last is not None and entry.schedule.__class__.__name__ == "schedule"
+            else None
+        )
         super().apply_entry(entry, producer=producer)
         SENDS.append((SENT[-1] if SENT else time.time(), due))
 
@@ -68,8 +72,9 @@ def app() -> Celery:
 
 def w1_idle(n: int, reps: int) -> dict[str, Any]:
     reset()
-    crontab, _ = CrontabSchedule.objects.get_or_create(minute="0", hour="0", day_of_month="1",
-                                                       month_of_year="1", day_of_week="*", timezone="UTC")
+    crontab, _ = CrontabSchedule.objects.get_or_create(
+        minute="0", hour="0", day_of_month="1", month_of_year="1", day_of_week="*", timezone="UTC"
+    )
     PeriodicTask.objects.bulk_create(
         PeriodicTask(name=f"bench-{i:06d}", task="bench.noop", crontab=crontab) for i in range(n)
     )
@@ -83,8 +88,12 @@ def w1_idle(n: int, reps: int) -> dict[str, Any]:
             times.append((time.perf_counter() - start) * 1000)
         queries.append(len(captured.captured_queries))
     assert not SENT, "an idle tick sent something"
-    return {"n": n, "ms_p50": statistics.median(times), "ms_min": min(times),
-            "queries": statistics.median(queries)}
+    return {
+        "n": n,
+        "ms_p50": statistics.median(times),
+        "ms_min": min(times),
+        "queries": statistics.median(queries),
+    }
 
 
 def sql(statement: str) -> list[tuple[Any, ...]]:
@@ -106,8 +115,12 @@ def quantiles(values: list[float]) -> dict[str, Any]:
     if not values:
         return {"jobs": 0, "ms_p50": None, "ms_p99": None, "ms_max": None}
     values = sorted(values)
-    return {"jobs": len(values), "ms_p50": statistics.median(values),
-            "ms_p99": values[min(len(values) - 1, int(len(values) * 0.99))], "ms_max": values[-1]}
+    return {
+        "jobs": len(values),
+        "ms_p50": statistics.median(values),
+        "ms_p99": values[min(len(values) - 1, int(len(values) * 0.99))],
+        "ms_max": values[-1],
+    }
 
 
 def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
@@ -117,8 +130,10 @@ def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
     # The same allowance as awa_django's side for inserting the rows (50 µs a row).
     slot = timezone.now().replace(microsecond=0) + timezone.timedelta(seconds=int(lead + n / 20_000 + 0.999))
     clocked = ClockedSchedule.objects.create(clocked_time=slot)
-    PeriodicTask.objects.bulk_create(PeriodicTask(name=f"bench-{i:06d}", task="bench.noop", clocked=clocked,
-                                                  one_off=True) for i in range(n))
+    PeriodicTask.objects.bulk_create(
+        PeriodicTask(name=f"bench-{i:06d}", task="bench.noop", clocked=clocked, one_off=True)
+        for i in range(n)
+    )
     cost: dict[str, Any] = {}
     statements = [0]
 
@@ -129,23 +144,35 @@ def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
     with db_cost(sql, connection.close, cost), connection.execute_wrapper(count):
         beat_loop(slot.timestamp() + timeout, lambda: len(SENT) >= n)
     result = quantiles([(t - slot.timestamp()) * 1000 for t in SENT])
-    result.update(n=n, dropped=n - len(SENT), cut_off_s=timeout, **per_unit(cost, len(SENT)),
-                  statements_per_unit=statements[0] / len(SENT) if SENT else None)
+    result.update(
+        n=n,
+        dropped=n - len(SENT),
+        cut_off_s=timeout,
+        **per_unit(cost, len(SENT)),
+        statements_per_unit=statements[0] / len(SENT) if SENT else None,
+    )
     return result
 
 
 def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]:
     reset()
     every, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
-    PeriodicTask.objects.bulk_create(PeriodicTask(name=f"bench-{i:06d}", task="bench.noop", interval=every)
-                                     for i in range(n))
+    PeriodicTask.objects.bulk_create(
+        PeriodicTask(name=f"bench-{i:06d}", task="bench.noop", interval=every) for i in range(n)
+    )
     start = time.time()
     beat_loop(start + warmup + seconds, lambda: False)
     window = [(t, due) for t, due in SENDS if start + warmup < t <= start + warmup + seconds]
     result = quantiles([(t - due) * 1000 for t, due in window if due is not None])
     expected = int(seconds) * n
-    result.update(n=n, seconds=seconds, expected_fires=expected, fired_in_window=len(window),
-                  skipped=max(0, expected - len(window)), doubled=0)
+    result.update(
+        n=n,
+        seconds=seconds,
+        expected_fires=expected,
+        fired_in_window=len(window),
+        skipped=max(0, expected - len(window)),
+        doubled=0,
+    )
     return result
 
 

@@ -7,8 +7,10 @@ import os
 
 import procrastinate
 
-CONNINFO = (f"host={os.environ.get('BENCH_PGHOST', '127.0.0.1')} port={os.environ.get('BENCH_PGPORT', '5432')}"
-            f" user=postgres dbname={os.environ['BENCH_PEER_DATABASE']}")
+CONNINFO = (
+    f"host={os.environ.get('BENCH_PGHOST', '127.0.0.1')} port={os.environ.get('BENCH_PGPORT', '5432')}"
+    f" user=postgres dbname={os.environ['BENCH_PEER_DATABASE']}"
+)
 app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=CONNINFO))
 
 

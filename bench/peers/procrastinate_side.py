@@ -66,8 +66,11 @@ def enqueue_rates(count: int) -> dict[str, Any]:
 
 
 def child(entry: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "bench.peers.procrastinate_side", entry, "{}"], cwd=ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.peers.procrastinate_side", entry, "{}"],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})),
+    )
 
 
 def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
@@ -83,15 +86,26 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
         wall = time.monotonic() - start
     done, span = DB.sql(
         "SELECT count(*) FILTER (WHERE type = 'succeeded'), EXTRACT(EPOCH FROM max(at) FILTER (WHERE type ="
-        " 'succeeded') - min(at) FILTER (WHERE type = 'started')) FROM procrastinate_events")[0]
+        " 'succeeded') - min(at) FILTER (WHERE type = 'started')) FROM procrastinate_events"
+    )[0]
     assert done == jobs, f"{done} of {jobs} jobs succeeded"
-    return {"jobs": jobs, "processes": processes, "concurrency": concurrency, "jobs_per_s": jobs / float(span),
-            "wall_s": wall, **per_unit(cost, jobs)}
+    return {
+        "jobs": jobs,
+        "processes": processes,
+        "concurrency": concurrency,
+        "jobs_per_s": jobs / float(span),
+        "wall_s": wall,
+        **per_unit(cost, jobs),
+    }
 
 
 def _worker() -> None:
-    app.run_worker(queues=["default"], wait=False, concurrency=int(os.environ.get("BENCH_CONCURRENCY", "1")),
-                   install_signal_handlers=False)
+    app.run_worker(
+        queues=["default"],
+        wait=False,
+        concurrency=int(os.environ.get("BENCH_CONCURRENCY", "1")),
+        install_signal_handlers=False,
+    )
 
 
 def _deferrer() -> None:
@@ -114,7 +128,8 @@ def lateness(since: int = 0, until: int | None = None) -> dict[str, Any]:
         "       WHERE task_name = 'bench.tick') t"
         " JOIN procrastinate_events e ON e.job_id = t.id AND e.type = 'deferred'"
         " WHERE t.ts > %s AND t.ts <= %s) s",
-        [since, until if until is not None else 2**62])[0]
+        [since, until if until is not None else 2**62],
+    )[0]
     return {"jobs": row[0], "ms_p50": row[1], "ms_p99": row[2], "ms_max": row[3]}
 
 
@@ -146,7 +161,9 @@ def w2_burst(n: int, lead: float, timeout: float) -> dict[str, Any]:
     cron = f"{slot.minute} {slot.hour} * * * {slot.second}"
 
     def done() -> bool:
-        return int(DB.sql("SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'bench.tick'")[0][0]) >= n
+        return (
+            int(DB.sql("SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'bench.tick'")[0][0]) >= n
+        )
 
     cost: dict[str, Any] = {}
     with db_cost(DB.sql, DB.close, cost):
@@ -171,8 +188,14 @@ def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]
     last = first + int(seconds)
     result = lateness(first + 1, last - 2)
     expected = max(0, last - first - 3) * n
-    result.update(n=n, seconds=seconds, expected_fires=expected, fired_in_window=result["jobs"],
-                  skipped=max(0, expected - result["jobs"]), doubled=0)  # a unique key forbids doubles
+    result.update(
+        n=n,
+        seconds=seconds,
+        expected_fires=expected,
+        fired_in_window=result["jobs"],
+        skipped=max(0, expected - result["jobs"]),
+        doubled=0,
+    )  # a unique key forbids doubles
     return result
 
 
@@ -186,8 +209,13 @@ def peak_rss(pid: int) -> float | None:
     return None
 
 
-WORKLOADS = {"setup": setup, "enqueue_rates": enqueue_rates, "w3_worker": w3_worker, "w2_burst": w2_burst,
-             "w4_every_second": w4_every_second}
+WORKLOADS = {
+    "setup": setup,
+    "enqueue_rates": enqueue_rates,
+    "w3_worker": w3_worker,
+    "w2_burst": w2_burst,
+    "w4_every_second": w4_every_second,
+}
 
 if __name__ == "__main__":
     if sys.argv[1] == "_worker":

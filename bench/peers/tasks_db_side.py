@@ -53,18 +53,41 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
     cost: dict[str, Any] = {}
     with db_cost(sql, connection.close, cost):
         start = time.monotonic()
-        workers = [subprocess.Popen([sys.executable, "-m", "django", "db_worker", "--batch",
-                                     "--no-startup-delay", "--interval", "0.1"], cwd=ROOT, env=env)
-                   for _ in range(processes)]
+        workers = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "django",
+                    "db_worker",
+                    "--batch",
+                    "--no-startup-delay",
+                    "--interval",
+                    "0.1",
+                ],
+                cwd=ROOT,
+                env=env,
+            )
+            for _ in range(processes)
+        ]
         for worker in workers:
             worker.wait(900)
         wall = time.monotonic() - start
     statements = sum(json.loads(p.read_text())["statements"] for p in Path(counted).glob("*.json"))
-    done, span = sql("SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(started_at))"
-                     " FROM django_tasks_database_dbtaskresult WHERE status = 'SUCCESSFUL'")[0]
+    done, span = sql(
+        "SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(started_at))"
+        " FROM django_tasks_database_dbtaskresult WHERE status = 'SUCCESSFUL'"
+    )[0]
     assert done == jobs, f"{done} of {jobs} tasks succeeded"
-    return {"jobs": jobs, "processes": processes, "concurrency": 1, "jobs_per_s": jobs / float(span), "wall_s": wall,
-            **per_unit(cost, jobs), "statements_per_unit": statements / jobs}
+    return {
+        "jobs": jobs,
+        "processes": processes,
+        "concurrency": 1,
+        "jobs_per_s": jobs / float(span),
+        "wall_s": wall,
+        **per_unit(cost, jobs),
+        "statements_per_unit": statements / jobs,
+    }
 
 
 WORKLOADS = {"enqueue_rates": enqueue_rates, "w3_worker": w3_worker}

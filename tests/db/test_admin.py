@@ -38,7 +38,9 @@ def detail(name: str) -> str:
 
 
 def act(client: Client, url: str, action: str, *pks: Any, **extra: str) -> Any:
-    return client.post(url, {"action": action, "_selected_action": [str(p) for p in pks], **extra}, follow=True)
+    return client.post(
+        url, {"action": action, "_selected_action": [str(p) for p in pks], **extra}, follow=True
+    )
 
 
 def texts(response: Any) -> list[str]:
@@ -66,8 +68,15 @@ VIEW_ALL = ("view_cronjob", "view_job", "view_queue", "view_cronowner", "view_ru
 
 def live_leader() -> None:
     RuntimeInstance.objects.create(
-        instance_id=uuid.uuid4(), hostname="box", pid=42, version="t", role="runcron",
-        started_at=datetime.now(UTC), snapshot_interval_ms=10_000, leader=True, cron_protocol=1,
+        instance_id=uuid.uuid4(),
+        hostname="box",
+        pid=42,
+        version="t",
+        role="runcron",
+        started_at=datetime.now(UTC),
+        snapshot_interval_ms=10_000,
+        leader=True,
+        cron_protocol=1,
     )
 
 
@@ -96,7 +105,7 @@ def test_schedule_list__badges_paused_retired_queue_paused_and_active(admin_clie
     queues.pause_queue("mail", "carol")
     page = admin_client.get(SCHEDULES).content.decode()
     assert "paused by alice" in page
-    assert 'awa-retired' in page and ">retired<" in page
+    assert "awa-retired" in page and ">retired<" in page
     assert ">queue paused<" in page
     assert ">active<" in page
     # Paused rows say when they would fire; retired rows never fire.
@@ -142,7 +151,8 @@ def test_schedule_detail__read_only_with_next_and_last_fires(admin_client: Clien
     CronJobFactory(name="daily", cron_expr="30 2 * * *", timezone="Europe/Berlin")
     jobs = [operations.trigger("daily", "alice") for _ in range(22)]
     Job.objects.filter(id=jobs[-1]["id"]).update(
-        state="completed", attempted_at=datetime(2026, 1, 1, tzinfo=UTC),
+        state="completed",
+        attempted_at=datetime(2026, 1, 1, tzinfo=UTC),
         finished_at=datetime(2026, 1, 1, 0, 0, 2, 500000, tzinfo=UTC),
     )
     response = admin_client.get(detail("daily"))
@@ -174,7 +184,11 @@ def test_dst_marked_fires__marks_the_fire_after_a_transition() -> None:
     row = CronJob(name="night", cron_expr="30 1 * * *", timezone="Europe/Berlin")
     fires = dst_marked_fires(row, datetime(2026, 3, 26, 12, 0, tzinfo=UTC), count=4)
     assert [f["local"].strftime("%m-%d %H:%M %Z") for f in fires] == [
-        "03-27 01:30 CET", "03-28 01:30 CET", "03-29 01:30 CET", "03-30 01:30 CEST"]
+        "03-27 01:30 CET",
+        "03-28 01:30 CET",
+        "03-29 01:30 CET",
+        "03-30 01:30 CEST",
+    ]
     assert [bool(f["dst"]) for f in fires] == [False, False, False, True]
     assert "UTC+01:00 → UTC+02:00" in fires[3]["dst"]
     assert fires[3]["utc"] == datetime(2026, 3, 29, 23, 30, tzinfo=UTC)
@@ -184,8 +198,11 @@ def test_schedule_detail__rows_cannot_be_added_or_deleted(admin_client: Client) 
     CronJobFactory(name="keep")
     assert admin_client.get(reverse("admin:awa_django_cronjob_add")).status_code == 403
     assert admin_client.get(reverse("admin:awa_django_cronjob_delete", args=["keep"])).status_code == 403
-    actions = admin_client.get(SCHEDULES).context["cl"].model_admin.get_actions(
-        admin_client.get(SCHEDULES).wsgi_request)
+    actions = (
+        admin_client.get(SCHEDULES)
+        .context["cl"]
+        .model_admin.get_actions(admin_client.get(SCHEDULES).wsgi_request)
+    )
     assert "delete_selected" not in actions
 
 
@@ -196,9 +213,16 @@ def test_actions__labelled_pause_resume_trigger_now_retire_restore(admin_client:
     CronJobFactory(name="x")
     response = admin_client.get(SCHEDULES)
     choices = dict(response.context["action_form"].fields["action"].choices)
-    assert [choices[k] for k in ("pause_schedules", "resume_schedules", "trigger_schedules",
-                                 "retire_schedules", "restore_schedules")] == [
-        "Pause", "Resume", "Trigger now", "Retire", "Restore"]
+    assert [
+        choices[k]
+        for k in (
+            "pause_schedules",
+            "resume_schedules",
+            "trigger_schedules",
+            "retire_schedules",
+            "restore_schedules",
+        )
+    ] == ["Pause", "Resume", "Trigger now", "Retire", "Restore"]
 
 
 def test_actions__pause_resume_trigger_record_the_admin_user(admin_client: Client, admin_user: User) -> None:
@@ -221,7 +245,9 @@ def test_actions__pause_resume_trigger_record_the_admin_user(admin_client: Clien
     assert texts(act(admin_client, SCHEDULES, "resume_schedules", "report")) == ["No change: report"]
 
 
-def test_actions__retire_and_restore_confirm_with_the_dry_run_plan(admin_client: Client, admin_user: User) -> None:
+def test_actions__retire_and_restore_confirm_with_the_dry_run_plan(
+    admin_client: Client, admin_user: User
+) -> None:
     CronJobFactory(name="old")
     CronJobFactory(name="already")
     ownership.retire(actor="x", apply=True, name="already")
@@ -312,18 +338,38 @@ def test_jobs__filters_by_state_queue_kind_and_cron_name(admin_client: Client) -
 
 def test_jobs__detail_shows_args_result_errors_tracebacks_and_workers(admin_client: Client) -> None:
     job = JobFactory(
-        args={"args": [1], "kwargs": {"fmt": "pdf"}}, state="failed", attempt=2, result={"rows": 3},
+        args={"args": [1], "kwargs": {"fmt": "pdf"}},
+        state="failed",
+        attempt=2,
+        result={"rows": 3},
         worker_ids=["host:1:aa", "host:2:bb"],
         errors=[
-            {"exception_class_path": "builtins.KeyError", "traceback": "Traceback: first boom", "attempt": 1,
-             "worker_id": "host:1:aa"},
-            {"exception_class_path": "builtins.ValueError", "traceback": "Traceback: second boom", "attempt": 2,
-             "worker_id": "host:2:bb"},
+            {
+                "exception_class_path": "builtins.KeyError",
+                "traceback": "Traceback: first boom",
+                "attempt": 1,
+                "worker_id": "host:1:aa",
+            },
+            {
+                "exception_class_path": "builtins.ValueError",
+                "traceback": "Traceback: second boom",
+                "attempt": 2,
+                "worker_id": "host:2:bb",
+            },
         ],
     )
     page = admin_client.get(reverse("admin:awa_django_job_change", args=[job.id])).content.decode()
-    for text in ("&quot;fmt&quot;: &quot;pdf&quot;", "&quot;rows&quot;: 3", "builtins.KeyError", "first boom",
-                 "builtins.ValueError", "second boom", "host:1:aa", "host:2:bb", "attempt 2"):
+    for text in (
+        "&quot;fmt&quot;: &quot;pdf&quot;",
+        "&quot;rows&quot;: 3",
+        "builtins.KeyError",
+        "first boom",
+        "builtins.ValueError",
+        "second boom",
+        "host:1:aa",
+        "host:2:bb",
+        "attempt 2",
+    ):
         assert text in page, text
 
 
@@ -340,8 +386,9 @@ def test_jobs__cancel_and_retry_go_through_the_service_layer(admin_user: User) -
     act(client, JOBS, "retry_jobs", waiting.id)
     waiting.refresh_from_db()
     assert waiting.state == "available"
-    assert sorted(LogEntry.objects.filter(object_id=str(waiting.id)).values_list("change_message", flat=True)) == [
-        "cancelled", f"job {waiting.id} is available again"]
+    assert sorted(
+        LogEntry.objects.filter(object_id=str(waiting.id)).values_list("change_message", flat=True)
+    ) == ["cancelled", f"job {waiting.id} is available again"]
 
     viewer = staff("jobviewer", "view_job")
     assert offered(viewer, JOBS) == set()
@@ -375,8 +422,13 @@ def test_queues__depth_by_state_pause_and_resume() -> None:
 def test_runtimes__leader_fresh_and_stale(admin_client: Client) -> None:
     live_leader()
     old = RuntimeInstance.objects.create(
-        instance_id=uuid.uuid4(), hostname="old", pid=7, version="t", role="runtasks",
-        started_at=datetime.now(UTC), snapshot_interval_ms=10_000,
+        instance_id=uuid.uuid4(),
+        hostname="old",
+        pid=7,
+        version="t",
+        role="runtasks",
+        started_at=datetime.now(UTC),
+        snapshot_interval_ms=10_000,
     )
     RuntimeInstance.objects.filter(pk=old.pk).update(last_seen_at=datetime.now(UTC) - timedelta(hours=1))
     page = admin_client.get(RUNTIMES).content.decode()
@@ -430,8 +482,9 @@ def test_owners__adopt_form_names_the_expected_owner(admin_client: Client) -> No
     admin_client.post(url, {"name": "loose", "owner": "web", "expected_owner": "", "post": "yes"})
     assert CronJob.objects.get(name="loose").owner_id == "web"
     # Transfer with the wrong expectation: refused, as a message.
-    response = admin_client.post(url, {"name": "w1", "owner": "billing", "expected_owner": "nobody",
-                                       "post": "yes"}, follow=True)
+    response = admin_client.post(
+        url, {"name": "w1", "owner": "billing", "expected_owner": "nobody", "post": "yes"}, follow=True
+    )
     assert response.status_code == 200
     assert any("ownership conflict" in t for t in texts(response))
     assert CronJob.objects.get(name="w1").owner_id == "web"
@@ -441,8 +494,12 @@ def test_owners__lifecycle_views_need_retire_permission() -> None:
     owned("web", "w1")
     client = staff("ownerviewer", "view_cronowner")
     assert client.get(reverse("admin:awa_django_cronowner_retire", args=["web"])).status_code == 403
-    assert client.post(reverse("admin:awa_django_cronowner_adopt"),
-                       {"name": "w1", "owner": "x", "post": "yes"}).status_code == 403
+    assert (
+        client.post(
+            reverse("admin:awa_django_cronowner_adopt"), {"name": "w1", "owner": "x", "post": "yes"}
+        ).status_code
+        == 403
+    )
     page = client.get(reverse("admin:awa_django_cronowner_change", args=["web"])).content.decode()
     assert "Retire owner" not in page
     assert CronJob.objects.get(name="w1").owner_id == "web"
@@ -456,14 +513,23 @@ def test_every_page_renders_for_a_viewer(admin_client: Client) -> None:
     with connection.cursor():
         pass
     client = staff("v", *VIEW_ALL)
-    for url in (SCHEDULES, JOBS, QUEUES, OWNERS, RUNTIMES, detail("x"),
-                reverse("admin:awa_django_cronowner_change", args=["web"]),
-                reverse("admin:awa_django_queue_change", args=["default"]),
-                reverse("admin:awa_django_job_change", args=[Job.objects.get().id])):
+    for url in (
+        SCHEDULES,
+        JOBS,
+        QUEUES,
+        OWNERS,
+        RUNTIMES,
+        detail("x"),
+        reverse("admin:awa_django_cronowner_change", args=["web"]),
+        reverse("admin:awa_django_queue_change", args=["default"]),
+        reverse("admin:awa_django_job_change", args=[Job.objects.get().id]),
+    ):
         assert client.get(url).status_code == 200, url
 
 
-def test_errors_on_every_page_are_messages_not_500(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_errors_on_every_page_are_messages_not_500(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise DatabaseError("canceling statement due to lock timeout")
 
@@ -482,8 +548,12 @@ def test_errors_on_every_page_are_messages_not_500(admin_client: Client, monkeyp
         act(admin_client, SCHEDULES, "retire_schedules", "w1"),
         act(admin_client, SCHEDULES, "retire_schedules", "w1", post="yes"),
         admin_client.get(reverse("admin:awa_django_cronowner_retire", args=["web"]), follow=True),
-        admin_client.post(reverse("admin:awa_django_cronowner_restore", args=["web"]), {"post": "yes"}, follow=True),
-        admin_client.post(reverse("admin:awa_django_cronowner_adopt"), {"name": "w1", "owner": "x"}, follow=True),
+        admin_client.post(
+            reverse("admin:awa_django_cronowner_restore", args=["web"]), {"post": "yes"}, follow=True
+        ),
+        admin_client.post(
+            reverse("admin:awa_django_cronowner_adopt"), {"name": "w1", "owner": "x"}, follow=True
+        ),
     ]
     for response in responses:
         assert response.status_code == 200
@@ -496,13 +566,19 @@ def test_schedule_list__overdue_uses_the_stored_next_fire_or_creation(admin_clie
     CronJobFactory(name="never-fired", cron_expr="* * * * *")
     CronJobFactory(name="stored", cron_expr="0 0 1 1 *")
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE awa_cron_jobs SET created_at = now() - interval '1 day' WHERE name = 'never-fired'")
-        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = now() - interval '10 minutes' WHERE name = 'stored'")
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET created_at = now() - interval '1 day' WHERE name = 'never-fired'"
+        )
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = now() - interval '10 minutes' WHERE name = 'stored'"
+        )
     rows = {r.name: r for r in admin_client.get(SCHEDULES).context["cl"].result_list}
     assert rows["never-fired"]._awa.overdue_since is not None
     assert rows["stored"]._awa.overdue_since is not None
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = now() + interval '1 minute' WHERE name = 'stored'")
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = now() + interval '1 minute' WHERE name = 'stored'"
+        )
     rows = {r.name: r for r in admin_client.get(SCHEDULES).context["cl"].result_list}
     assert rows["stored"]._awa.overdue_since is None
 

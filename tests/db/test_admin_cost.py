@@ -47,8 +47,10 @@ def big_tables(django_db_setup: None) -> Iterator[None]:
         yield
     finally:
         with raw_connection() as conn:
-            conn.execute("TRUNCATE awa_jobs, awa_cron_jobs, awa_cron_owners, awa_runtime_instances, "
-                         "awa_queue_meta CASCADE")
+            conn.execute(
+                "TRUNCATE awa_jobs, awa_cron_jobs, awa_cron_owners, awa_runtime_instances, "
+                "awa_queue_meta CASCADE"
+            )
 
 
 def _insert_big_tables(cursor: psycopg.Connection[Any]) -> None:
@@ -176,7 +178,7 @@ def test_admin_schedule_jobs__found_through_the_cron_name_index(big_tables: None
     """The list's last jobs, the detail's last fires and ?cron_name= use awa_jobs_cron_name_id."""
     from django.db.models.fields.json import KT
 
-    from awa_django.admin.schedules import LAST_JOBS_SQL
+    from awa_django.admin.schedule_rows import LAST_JOBS_SQL
     from awa_django.models import Job
 
     with connection.cursor() as cursor:

@@ -83,11 +83,7 @@ def test_enqueue__inserts_an_available_job_and_returns_its_result() -> None:
     assert result.args == [1, "two", [3]]
     assert result.kwargs == {"k": {"nested": [True, None, 1.5]}}
     assert result.enqueued_at == job.created_at
-    assert (
-        result.started_at is None
-        and result.finished_at is None
-        and result.last_attempted_at is None
-    )
+    assert result.started_at is None and result.finished_at is None and result.last_attempted_at is None
     assert result.errors == [] and result.worker_ids == [] and result.attempts == 0
     assert job.kind == ECHO
     assert job.queue == "default"
@@ -335,9 +331,7 @@ def test_enqueue__the_job_is_invisible_to_others_until_commit(
 ) -> None:
     with transaction.atomic():
         result = echo.enqueue("x")
-        seen = second_connection.execute(
-            "SELECT count(*) FROM awa_jobs WHERE id = %s", [int(result.id)]
-        )
+        seen = second_connection.execute("SELECT count(*) FROM awa_jobs WHERE id = %s", [int(result.id)])
         assert seen.fetchone()[0] == 0
     seen = second_connection.execute("SELECT kind FROM awa_jobs WHERE id = %s", [int(result.id)])
     assert seen.fetchone()[0] == ECHO
@@ -359,9 +353,7 @@ def test_enqueue__the_job_is_invisible_to_others_until_commit(
     ],
 )
 def test_get_result__maps_every_job_state(state: JobState, status: TaskResultStatus) -> None:
-    job = JobFactory(
-        kind=ECHO, state=state, result={"done": [1, 2]} if state == JobState.COMPLETED else None
-    )
+    job = JobFactory(kind=ECHO, state=state, result={"done": [1, 2]} if state == JobState.COMPLETED else None)
     result = default_task_backend.get_result(str(job.id))
     assert result.status == status
     assert result.is_finished is (status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED))
@@ -422,9 +414,7 @@ def test_get_result__fills_times_workers_and_errors_from_the_row() -> None:
 
 
 def test_get_result__running_job_has_attempt_data_and_no_finish() -> None:
-    job = JobFactory(
-        kind=ECHO, state=JobState.RUNNING, attempt=1, attempted_at=T0, worker_ids=["w1"]
-    )
+    job = JobFactory(kind=ECHO, state=JobState.RUNNING, attempt=1, attempted_at=T0, worker_ids=["w1"])
     result = echo.get_result(str(job.id))
     assert result.status == TaskResultStatus.RUNNING
     assert result.last_attempted_at == T0
@@ -460,9 +450,7 @@ def test_get_result__accepts_an_int_like_id() -> None:
     assert default_task_backend.get_result(job.id).id == str(job.id)
 
 
-@pytest.mark.parametrize(
-    "result_id", ["999999999", "abc", "", "1.5", "-1", "99999999999999999999", None]
-)
+@pytest.mark.parametrize("result_id", ["999999999", "abc", "", "1.5", "-1", "99999999999999999999", None])
 def test_get_result__unknown_or_malformed_id_does_not_exist(result_id: Any) -> None:
     JobFactory(kind=ECHO)
     with pytest.raises(TaskResultDoesNotExist):

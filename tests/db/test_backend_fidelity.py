@@ -108,5 +108,3 @@ def test_backend_check__awa_django_missing_from_installed_apps_is_e070() -> None
 
 def test_backend_check__clean_when_installed() -> None:
     assert [m.id for m in task_backends["default"].check()] == []
-
-

@@ -263,9 +263,7 @@ def test_checks__report_every_problem_at_once() -> None:
 
 
 @pytest.mark.parametrize("key", checks.DURATION_SETTINGS)
-@pytest.mark.parametrize(
-    "value", [-1, -0.5, "5", None, True, float("nan"), float("inf")], ids=repr
-)
+@pytest.mark.parametrize("value", [-1, -0.5, "5", None, True, float("nan"), float("inf")], ids=repr)
 def test_check_settings__e020_bad_duration(key: str, value: Any) -> None:
     with override_settings(**{key: value}):
         message = only_message("awa_django.E020")
@@ -412,14 +410,19 @@ def test_backend_check__e030_non_postgresql_database(tmp_path: Any) -> None:
     from django.db import connections
 
     sqlite = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "other.sqlite3")}
-    connections.settings["sqlite"] = connections.configure_settings({**connections.settings, "sqlite": sqlite})[
-        "sqlite"
-    ]
+    connections.settings["sqlite"] = connections.configure_settings(
+        {**connections.settings, "sqlite": sqlite}
+    )["sqlite"]
     try:
-        with override_settings(TASKS={"default": {
-            "BACKEND": "awa_django.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"],
-            "OPTIONS": {"DATABASE": "sqlite"},
-        }}):
+        with override_settings(
+            TASKS={
+                "default": {
+                    "BACKEND": "awa_django.backend.AwaBackend",
+                    "QUEUES": ["default", "mail", "reports"],
+                    "OPTIONS": {"DATABASE": "sqlite"},
+                }
+            }
+        ):
             from django.tasks import task_backends
 
             messages = task_backends["default"].check()
@@ -449,8 +452,12 @@ def test_check_sql_objects__e050_reports_a_dropped_or_replaced_function() -> Non
         messages = checks.check_sql_objects(databases=["default"])
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("ALTER FUNCTION awa_release_gone(bigint, integer, interval) RENAME TO awa_release_v1")
-            cursor.execute("COMMENT ON FUNCTION awa_claim_v1(text[], integer, text) IS 'awa_django 0003_worker'")
+            cursor.execute(
+                "ALTER FUNCTION awa_release_gone(bigint, integer, interval) RENAME TO awa_release_v1"
+            )
+            cursor.execute(
+                "COMMENT ON FUNCTION awa_claim_v1(text[], integer, text) IS 'awa_django 0003_worker'"
+            )
     assert [(m.id, m.msg) for m in messages] == [
         ("awa_django.E050", "SQL function awa_claim_v1 is outdated ('hand-edited') in database 'default'"),
         ("awa_django.E050", "SQL function awa_release_v1 is missing in database 'default'"),

@@ -35,8 +35,9 @@ def test_check_hardening__w060_lock_timeout_disabled() -> None:
         assert ids() == ["awa_django.W060"]
 
 
-@pytest.mark.parametrize("key", ["AWA_TCP_KEEPALIVES_IDLE", "AWA_TCP_KEEPALIVES_INTERVAL",
-                                 "AWA_TCP_KEEPALIVES_COUNT"])
+@pytest.mark.parametrize(
+    "key", ["AWA_TCP_KEEPALIVES_IDLE", "AWA_TCP_KEEPALIVES_INTERVAL", "AWA_TCP_KEEPALIVES_COUNT"]
+)
 @pytest.mark.parametrize("value", [0, 2.5, "30"])
 def test_check_hardening__e062_keepalives(key: str, value: Any) -> None:
     with override_settings(**{key: value}):

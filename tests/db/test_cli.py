@@ -56,7 +56,12 @@ def test_cron_pause_resume__record_the_actor_and_are_idempotent() -> None:
     row = CronJob.objects.get(name="noisy")
     assert row.paused_by == "alice" and row.paused_at is not None
     again = json.loads(awa("cron", "pause", "noisy", "--actor", "bob", "--json"))
-    assert again == {"action": "pause", "schedule": "noisy", "changed": False, "detail": "already paused by alice"}
+    assert again == {
+        "action": "pause",
+        "schedule": "noisy",
+        "changed": False,
+        "detail": "already paused by alice",
+    }
     assert CronJob.objects.get(name="noisy").paused_by == "alice"  # first pauser kept
     assert awa("cron", "resume", "noisy", "--actor", "alice").strip() == "resume: noisy: done"
     assert CronJob.objects.get(name="noisy").paused_at is None

@@ -16,8 +16,18 @@ from tests.reconcile_helpers import job, publish
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PLAN_KEYS = {
-    "owner_id", "desired_hash", "declarations", "blocking_instances", "blockers", "additions",
-    "updates", "retirements", "conflicts", "agreed_since", "grace_remaining_ms", "evaluated_at",
+    "owner_id",
+    "desired_hash",
+    "declarations",
+    "blocking_instances",
+    "blockers",
+    "additions",
+    "updates",
+    "retirements",
+    "conflicts",
+    "agreed_since",
+    "grace_remaining_ms",
+    "evaluated_at",
     "applied",
 }
 
@@ -54,7 +64,9 @@ def test_adopt__expected_owner_guards_transfers() -> None:
 def test_owner_verbs__retire_and_restore_every_schedule_of_an_owner() -> None:
     publish("billing", [job("invoice"), job("statement")])
     assert json.loads(awa("retire-owner", "billing", "--actor", "ops", "--json"))["schedules"] == [
-        "invoice", "statement"]
+        "invoice",
+        "statement",
+    ]
     awa("retire-owner", "billing", "--actor", "ops", "--apply")
     assert CronJob.objects.filter(owner_id="billing", retired_at__isnull=False).count() == 2
     awa("restore-owner", "billing", "--actor", "ops", "--apply")
@@ -66,7 +78,13 @@ def test_plan__json_shape_and_text(tmp_path: Path) -> None:
     data = json.loads(awa("plan", "billing", "--json"))
     assert set(data) == PLAN_KEYS
     assert data["blockers"] == ["grace_period"] and data["applied"] is False
-    assert set(data["declarations"][0]) == {"instance_id", "revision", "desired_hash", "grace_ms", "expires_at"}
+    assert set(data["declarations"][0]) == {
+        "instance_id",
+        "revision",
+        "desired_hash",
+        "grace_ms",
+        "expires_at",
+    }
     assert awa("plan", "billing").startswith("owner billing: grace_period")
     # A proposed manifest (statement removed, report added) is previewed, not published.
     manifest = tmp_path / "manifest.json"

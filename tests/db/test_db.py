@@ -149,7 +149,8 @@ def test_listener__its_own_broken_connection_is_dropped_and_reopened_later() -> 
 @pytest.mark.django_db
 def test_dict_rows_and_fetch_dicts__key_rows_by_column() -> None:
     assert db.fetch_dicts("SELECT 1 AS a, 'x' AS b UNION ALL SELECT 2, 'y' ORDER BY 1") == [
-        {"a": 1, "b": "x"}, {"a": 2, "b": "y"},
+        {"a": 1, "b": "x"},
+        {"a": 2, "b": "y"},
     ]
     with connection.cursor() as cursor:
         cursor.execute("SELECT 3 AS c WHERE false")
@@ -159,9 +160,15 @@ def test_dict_rows_and_fetch_dicts__key_rows_by_column() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_read_only_snapshot__is_repeatable_read_and_refuses_writes() -> None:
     with db.read_only_snapshot(), connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
+        cursor.execute(
+            "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')"
+        )
         assert cursor.fetchone() == ("repeatable read", "on")
-    with pytest.raises(DatabaseError, match="read-only"), db.read_only_snapshot(), connection.cursor() as cursor:
+    with (
+        pytest.raises(DatabaseError, match="read-only"),
+        db.read_only_snapshot(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute("CREATE TEMP TABLE awa_should_not_exist (x int)")
 
 

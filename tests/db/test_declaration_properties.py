@@ -32,8 +32,33 @@ hostile_text = st.text(
     max_size=30,
 )
 field_token = st.one_of(
-    st.sampled_from(["*", "0", "5", "59", "1-5", "30-10", "*/2", "*/15", "*/59", "*/60", "*/61", "*/1e20",
-                     "mon-fri", "fri-mon", "jan", "L", "5#2", "H", "?", "-1", "99", "1,2,3", "0-30/5"]),
+    st.sampled_from(
+        [
+            "*",
+            "0",
+            "5",
+            "59",
+            "1-5",
+            "30-10",
+            "*/2",
+            "*/15",
+            "*/59",
+            "*/60",
+            "*/61",
+            "*/1e20",
+            "mon-fri",
+            "fri-mon",
+            "jan",
+            "L",
+            "5#2",
+            "H",
+            "?",
+            "-1",
+            "99",
+            "1,2,3",
+            "0-30/5",
+        ]
+    ),
     st.from_regex(r"[0-9*/,\-]{1,6}", fullmatch=True),
 )
 expressions = st.one_of(
@@ -45,15 +70,30 @@ expressions = st.one_of(
     hostile_text,
 )
 zones = st.one_of(
-    st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu",
-                     "localtime", "posixrules", "Factory", "Mars/Base", "../etc/passwd", "", " UTC"]),
+    st.sampled_from(
+        [
+            "UTC",
+            "Europe/Berlin",
+            "America/New_York",
+            "Australia/Lord_Howe",
+            "Asia/Kathmandu",
+            "localtime",
+            "posixrules",
+            "Factory",
+            "Mars/Base",
+            "../etc/passwd",
+            "",
+            " UTC",
+        ]
+    ),
     hostile_text,
 )
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), hostile_text)
 json_values = st.recursive(
     json_leaf,
-    lambda children: st.one_of(st.lists(children, max_size=3),
-                               st.dictionaries(hostile_text, children, max_size=3)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(hostile_text, children, max_size=3)
+    ),
     max_leaves=20,
 )
 names = st.one_of(hostile_text, st.from_regex(r"[a-z][a-z0-9\-]{0,20}", fullmatch=True))
@@ -68,19 +108,33 @@ def as_jsonb(value: Any) -> Any:
         return json.loads(cursor.fetchone()[0])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
-@given(name=names, cron=expressions, timezone=zones, args=st.lists(json_values, max_size=3),
-       kwargs=st.dictionaries(hostile_text, json_values, max_size=3),
-       metadata=st.dictionaries(hostile_text, json_values, max_size=2),
-       tags=st.lists(hostile_text, max_size=3))
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    name=names,
+    cron=expressions,
+    timezone=zones,
+    args=st.lists(json_values, max_size=3),
+    kwargs=st.dictionaries(hostile_text, json_values, max_size=3),
+    metadata=st.dictionaries(hostile_text, json_values, max_size=2),
+    tags=st.lists(hostile_text, max_size=3),
+)
 def test_declarations__are_refused_or_fire_correctly(
-    name: str, cron: str, timezone: str, args: list[Any], kwargs: dict[str, Any],
-    metadata: dict[str, Any], tags: list[str],
+    name: str,
+    cron: str,
+    timezone: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    metadata: dict[str, Any],
+    tags: list[str],
 ) -> None:
     try:
-        schedule = build_schedule(name, cron, RECORD, timezone=timezone, args=args, kwargs=kwargs,
-                                  metadata=metadata, tags=tags)
+        schedule = build_schedule(
+            name, cron, RECORD, timezone=timezone, args=args, kwargs=kwargs, metadata=metadata, tags=tags
+        )
     except InvalidSchedule as exc:
         assert exc.field and str(exc)  # refused, naming the field
         return
@@ -98,11 +152,12 @@ def test_declarations__are_refused_or_fire_correctly(
     if jobs:
         fire_at = row.last_enqueued_at
         assert fire_at is not None
-        assert jobs[0]["metadata"]["cron_fire_at"] == fire_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        assert jobs[0]["metadata"]["cron_fire_at"] == fire_at.astimezone(UTC).strftime(
+            "%Y-%m-%dT%H:%M:%S+00:00"
+        )
         assert cronexpr.next_fire(expression, zone, fire_at - timedelta(microseconds=1)) == fire_at
         assert jobs[0]["args"] == as_jsonb({"args": schedule.args, "kwargs": schedule.kwargs})
         lower = fire_at
     expected_next = cronexpr.next_fire(expression, zone, lower)
     if expected_next is not None and row.next_fire_at is not None and row.next_fire_at.year < 9999:
         assert row.next_fire_at == expected_next
-

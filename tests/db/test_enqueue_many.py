@@ -35,8 +35,11 @@ def test_enqueue__is_one_statement_with_the_database_computed_columns() -> None:
 
 def test_enqueue_many__inserts_every_call_in_one_statement() -> None:
     later = timezone.now() + timedelta(hours=1)
-    calls: list[tuple[Any, Any, Any]] = [(echo, (1,), {"k": "v"}), (report, ("r",), {}),
-                                         (echo.using(run_after=later), (), {})]
+    calls: list[tuple[Any, Any, Any]] = [
+        (echo, (1,), {"k": "v"}),
+        (report, ("r",), {}),
+        (echo.using(run_after=later), (), {}),
+    ]
     with CaptureQueriesContext(connection) as queries:
         results = backend().enqueue_many(calls)
     assert len(queries.captured_queries) == 1

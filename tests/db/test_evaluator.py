@@ -31,10 +31,7 @@ def midnight(moment: datetime, days_ago: int = 0) -> datetime:
 
 
 def fired(name: str) -> list[str]:
-    return [
-        j.metadata["cron_fire_at"]
-        for j in Job.objects.filter(metadata__cron_name=name).order_by("id")
-    ]
+    return [j.metadata["cron_fire_at"] for j in Job.objects.filter(metadata__cron_name=name).order_by("id")]
 
 
 def iso(moment: datetime) -> str:
@@ -89,8 +86,14 @@ def test_evaluate__first_registration_is_coalesced_and_never_backfills() -> None
 def test_evaluate__paused_rows_are_skipped_and_resume_applies_the_policy() -> None:
     now = db_now()
     make("co", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 3), paused_at=now, paused_by="ops")
-    make("cu", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 3), paused_at=now,
-         paused_by="ops", missed_fire_policy="catch_up")
+    make(
+        "cu",
+        cron_expr="0 0 * * *",
+        last_enqueued_at=midnight(now, 3),
+        paused_at=now,
+        paused_by="ops",
+        missed_fire_policy="catch_up",
+    )
     result = evaluate()
     assert result.evaluated == 0 and Job.objects.count() == 0
     assert CronJob.objects.get(name="co").last_enqueued_at == midnight(now, 3)  # untouched while paused
@@ -133,7 +136,12 @@ def test_evaluate__idle_pass_reads_only_due_rows() -> None:
 def test_evaluate__one_fire_statement_per_pass_whatever_the_number_of_fires() -> None:
     now = db_now()
     for i in range(20):
-        make(f"s{i:02}", cron_expr="0 0 * * *", missed_fire_policy="catch_up", last_enqueued_at=midnight(now, 3))
+        make(
+            f"s{i:02}",
+            cron_expr="0 0 * * *",
+            missed_fire_policy="catch_up",
+            last_enqueued_at=midnight(now, 3),
+        )
     with CaptureQueriesContext(connection) as queries:
         result = evaluate()
     assert len(result.jobs) == 60

@@ -37,9 +37,13 @@ def test_fire__locks_rows_in_name_order(function: str) -> None:
         thread = threading.Thread(target=run_fire)
         thread.start()
         with raw_connection() as observer:  # the fire now waits for "a" and must hold nothing else
-            wait_for(lambda: observer.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()").fetchone()[0], timeout=60)
+            wait_for(
+                lambda: observer.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                ).fetchone()[0],
+                timeout=60,
+            )
         other.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'b' FOR UPDATE")  # must not block
         other.rollback()
         thread.join(timeout=60)

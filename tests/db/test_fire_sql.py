@@ -25,7 +25,9 @@ pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def plan_entry(row: CronJob, fires: list[datetime], next_fire_at: Any = None, prev: Any = "read") -> dict[str, Any]:
+def plan_entry(
+    row: CronJob, fires: list[datetime], next_fire_at: Any = None, prev: Any = "read"
+) -> dict[str, Any]:
     """A fire-plan entry as the evaluator would build it from ``row``."""
     if prev == "read":
         prev = row.last_enqueued_at
@@ -66,9 +68,17 @@ def fresh(name: str) -> CronJob:
 
 
 def test_fire__first_fire_marks_and_inserts_in_one_statement() -> None:
-    row = fresh(CronJobFactory(name="nightly", queue="reports", priority=7, max_attempts=9,
-                               tags=["a", "b"], metadata={"team": "ops"},
-                               args={"args": [1], "kwargs": {"k": "v"}}).name)
+    row = fresh(
+        CronJobFactory(
+            name="nightly",
+            queue="reports",
+            priority=7,
+            max_attempts=9,
+            tags=["a", "b"],
+            metadata={"team": "ops"},
+            args={"args": [1], "kwargs": {"k": "v"}},
+        ).name
+    )
     jobs = fire(plan_entry(row, [T0]))
     assert len(jobs) == 1
     job = jobs[0]
@@ -76,7 +86,11 @@ def test_fire__first_fire_marks_and_inserts_in_one_statement() -> None:
     assert (job["queue"], job["priority"], job["max_attempts"], job["tags"]) == ("reports", 7, 9, ["a", "b"])
     assert job["args"] == {"args": [1], "kwargs": {"k": "v"}}
     assert job["state"] == "available" and job["attempt"] == 0
-    assert job["metadata"] == {"team": "ops", "cron_name": "nightly", "cron_fire_at": "2026-03-01T12:00:00+00:00"}
+    assert job["metadata"] == {
+        "team": "ops",
+        "cron_name": "nightly",
+        "cron_fire_at": "2026-03-01T12:00:00+00:00",
+    }
     assert fresh("nightly").last_enqueued_at == T0
 
 
@@ -186,7 +200,9 @@ def test_fire__mark_and_insert_are_atomic_when_the_insert_fails() -> None:
     ],
     ids=["expression", "timezone", "policy", "token", "pause", "resume", "retire", "restore"],
 )
-def test_next_fire_at__reset_by_every_change_it_depends_on(setup: dict[str, Any], change: dict[str, Any]) -> None:
+def test_next_fire_at__reset_by_every_change_it_depends_on(
+    setup: dict[str, Any], change: dict[str, Any]
+) -> None:
     name = CronJobFactory(last_enqueued_at=T0, **setup).name
     stored = T0 + timedelta(hours=1)
     # A statement that sets next_fire_at itself keeps it (as the fire statement does).
@@ -213,20 +229,39 @@ def upsert(*definitions: dict[str, Any]) -> list[str]:
 
 def definition(name: str, **overrides: Any) -> dict[str, Any]:
     base = {
-        "name": name, "cron_expr": "0 9 * * *", "timezone": "UTC", "kind": "tests.testapp.tasks.record",
-        "queue": "default", "args": {"args": [], "kwargs": {"format": "pdf"}}, "priority": 0,
-        "max_attempts": 3, "tags": [], "metadata": {}, "missed_fire_policy": "coalesce",
+        "name": name,
+        "cron_expr": "0 9 * * *",
+        "timezone": "UTC",
+        "kind": "tests.testapp.tasks.record",
+        "queue": "default",
+        "args": {"args": [], "kwargs": {"format": "pdf"}},
+        "priority": 0,
+        "max_attempts": 3,
+        "tags": [],
+        "metadata": {},
+        "missed_fire_policy": "coalesce",
     }
     return base | overrides
 
 
 def test_upsert__inserts_updates_and_never_deletes() -> None:
     assert upsert(definition("deploy-a"), definition("deploy-b")) == ["deploy-a", "deploy-b"]
-    assert upsert(definition("deploy-b", cron_expr="30 8 * * *", timezone="Pacific/Auckland",
-                             queue="reports", missed_fire_policy="catch_up")) == ["deploy-b"]
+    assert upsert(
+        definition(
+            "deploy-b",
+            cron_expr="30 8 * * *",
+            timezone="Pacific/Auckland",
+            queue="reports",
+            missed_fire_policy="catch_up",
+        )
+    ) == ["deploy-b"]
     row = fresh("deploy-b")
     assert (row.cron_expr, row.timezone, row.queue, row.missed_fire_policy) == (
-        "30 8 * * *", "Pacific/Auckland", "reports", "catch_up")
+        "30 8 * * *",
+        "Pacific/Auckland",
+        "reports",
+        "catch_up",
+    )
     assert CronJob.objects.filter(name="deploy-a").exists()  # another deployment's row survives
 
 
@@ -260,7 +295,12 @@ def test_trigger__bypasses_pause_and_leaves_the_schedule_alone() -> None:
         cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, "alice"])
         columns = [c.name for c in cursor.description]
         (job,) = [job_row(columns, r) for r in cursor.fetchall()]
-    assert job["metadata"] == {"team": "x", "cron_name": name, "triggered_manually": True, "triggered_by": "alice"}
+    assert job["metadata"] == {
+        "team": "x",
+        "cron_name": name,
+        "triggered_manually": True,
+        "triggered_by": "alice",
+    }
     row = fresh(name)
     assert (row.last_enqueued_at, row.paused_by) == (T0, "ops")
 
@@ -301,4 +341,3 @@ def until_sentinel(listener: psycopg.Connection[Any]) -> list[str]:
             return received
         received.append(notify.payload)
     raise AssertionError(f"no sentinel within 60 s (received {received})")
-

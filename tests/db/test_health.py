@@ -23,9 +23,18 @@ from tests.factories import CronJobFactory
 HOST = "probe-host"
 
 
-def add_runtime(role: str = "runcron", *, hostname: str = HOST, pid: int = 100, leader: bool = False,
-                seen_ago: float = 0.0, pass_ago: float | None = 0.0, started_ago: float = 60.0,
-                interval_ms: int = 10_000, shutting_down: bool = False) -> None:
+def add_runtime(
+    role: str = "runcron",
+    *,
+    hostname: str = HOST,
+    pid: int = 100,
+    leader: bool = False,
+    seen_ago: float = 0.0,
+    pass_ago: float | None = 0.0,
+    started_ago: float = 60.0,
+    interval_ms: int = 10_000,
+    shutting_down: bool = False,
+) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             """
@@ -38,8 +47,18 @@ def add_runtime(role: str = "runcron", *, hostname: str = HOST, pid: int = 100, 
                     %s, %s, '[]'::jsonb, %s, 1,
                     clock_timestamp() - make_interval(secs => %s))
             """,
-            [str(uuid.uuid4()), hostname, pid, role, started_ago, seen_ago, interval_ms, leader,
-             shutting_down, pass_ago],
+            [
+                str(uuid.uuid4()),
+                hostname,
+                pid,
+                role,
+                started_ago,
+                seen_ago,
+                interval_ms,
+                leader,
+                shutting_down,
+                pass_ago,
+            ],
         )
 
 
@@ -101,7 +120,9 @@ def test_probe__a_process_that_never_passed_is_starting_until_the_limit() -> Non
     checks = by_name(probe("cron", hostname=HOST))
     assert checks["leader"].ok and "starting" in checks["leader"].detail
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE awa_runtime_instances SET started_at = clock_timestamp() - interval '5 minutes'")
+        cursor.execute(
+            "UPDATE awa_runtime_instances SET started_at = clock_timestamp() - interval '5 minutes'"
+        )
     assert not probe("cron", hostname=HOST).healthy
 
 
@@ -114,15 +135,21 @@ def test_probe__overdue_schedule_fails_but_paused_and_parked_ones_do_not() -> No
         CronJobFactory(name="paused-late", next_fire_at=now - timedelta(minutes=5), paused_at=now)
         CronJobFactory(name="slightly-late", next_fire_at=now - timedelta(seconds=10))
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name IN ('late', 'slightly-late')",
-                       [now - timedelta(minutes=5)])
-        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = 'slightly-late'",
-                       [now - timedelta(seconds=10)])
-        cursor.execute("INSERT INTO awa_cron_jobs (name, cron_expr, timezone, kind, queue, args, priority, "
-                       "max_attempts, tags, metadata, missed_fire_policy, created_at, updated_at, next_fire_at) "
-                       "SELECT 'parked', cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, "
-                       "metadata, missed_fire_policy, created_at, updated_at, '9999-12-31T00:00:00+00:00' "
-                       "FROM awa_cron_jobs WHERE name = 'late'")
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name IN ('late', 'slightly-late')",
+            [now - timedelta(minutes=5)],
+        )
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = 'slightly-late'",
+            [now - timedelta(seconds=10)],
+        )
+        cursor.execute(
+            "INSERT INTO awa_cron_jobs (name, cron_expr, timezone, kind, queue, args, priority, "
+            "max_attempts, tags, metadata, missed_fire_policy, created_at, updated_at, next_fire_at) "
+            "SELECT 'parked', cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, "
+            "metadata, missed_fire_policy, created_at, updated_at, '9999-12-31T00:00:00+00:00' "
+            "FROM awa_cron_jobs WHERE name = 'late'"
+        )
     checks = by_name(probe(None))
     assert not checks["schedules"].ok
     assert checks["schedules"].detail.startswith("overdue by more than 60s: late (")
@@ -169,12 +196,13 @@ def test_awa_health__json_output_and_command_error_when_unhealthy(capsys: Any) -
     data = json.loads(capsys.readouterr().out)
     assert data["healthy"] is True and data["role"] == "cron"
     assert {c["name"]: c["ok"] for c in data["checks"]} == {
-        "database": True, "process": True, "leader": True, "schedules": True,
+        "database": True,
+        "process": True,
+        "leader": True,
+        "schedules": True,
     }
     with pytest.raises(CommandError, match="unhealthy: process"):
         call_command("awa", "health", "--role", "tasks")
     assert "FAIL process: no live runtasks on" in capsys.readouterr().out
     with pytest.raises(CommandError, match="need --role"):
         call_command("awa", "health", "--local")
-
-

@@ -119,9 +119,20 @@ def test_build_schedule__a_200kb_expression_is_refused_at_once(monkeypatch: pyte
         build_schedule("big", "0 0 * * " + ",".join(["1"] * 100_000), RECORD)
 
 
-@pytest.mark.parametrize("cron", ["*/59 * * * *", "0 */23 * * *", "0 0 */30 * *", "10-30 * * * *",
-                                  "0 0 * * mon-fri", "0 9 * * *", "@daily", "*/15 * * * * *",
-                                  "0\t9 * * *"])
+@pytest.mark.parametrize(
+    "cron",
+    [
+        "*/59 * * * *",
+        "0 */23 * * *",
+        "0 0 */30 * *",
+        "10-30 * * * *",
+        "0 0 * * mon-fri",
+        "0 9 * * *",
+        "@daily",
+        "*/15 * * * * *",
+        "0\t9 * * *",
+    ],
+)
 def test_build_schedule__ordinary_expressions_stay_valid(cron: str) -> None:
     assert build_schedule("ok", cron, RECORD).cron.text == cron.strip()
 
@@ -172,7 +183,8 @@ def test_leader_maintain__a_failing_sync_still_runs_the_other_maintenance() -> N
         cursor.execute("UPDATE awa_jobs SET finished_at = now() - interval '30 days'")
     leader = Leader(schedules=[build_schedule("ok", "0 2 * * *", RECORD)])
     leader.sync = lambda: (_ for _ in ()).throw(  # type: ignore[method-assign]
-        __import__("django.db", fromlist=["DatabaseError"]).DatabaseError("sync broke"))
+        __import__("django.db", fromlist=["DatabaseError"]).DatabaseError("sync broke")
+    )
     with pytest.raises(Exception, match="sync broke"):
         leader.maintain()
     assert Job.objects.count() == 0  # pruning ran after the failed sync

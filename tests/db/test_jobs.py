@@ -68,7 +68,9 @@ def test_complete__is_fenced_by_the_attempt_so_a_late_report_changes_nothing(cur
     # report of attempt 1 in the same batch as a good one completes only the good one.
     rescued, fine = new_job(), new_job()
     first = {r["id"]: r for r in jobs.claim(cursor, None, 2, "w-1")}
-    Job.objects.filter(id=rescued.id).update(heartbeat_at=first[rescued.id]["heartbeat_at"] - timedelta(hours=1))
+    Job.objects.filter(id=rescued.id).update(
+        heartbeat_at=first[rescued.id]["heartbeat_at"] - timedelta(hours=1)
+    )
     assert [r["id"] for r in jobs.rescue(cursor, timedelta(minutes=5))] == [rescued.id]
     (second,) = jobs.claim(cursor, None, 1, "w-2")
     assert (second["id"], second["attempt"]) == (rescued.id, 2)
@@ -112,7 +114,9 @@ def test_fail_job__fails_for_good_whatever_attempts_remain(cursor: Any) -> None:
 def test_release__hands_the_attempt_back_uncounted_or_fails_an_old_job(cursor: Any) -> None:
     job = new_job()
     row = claimed(cursor, job)
-    assert jobs.release(cursor, job.id, row["attempt"], timedelta(0), timedelta(hours=1), ERROR) == "available"
+    assert (
+        jobs.release(cursor, job.id, row["attempt"], timedelta(0), timedelta(hours=1), ERROR) == "available"
+    )
     stored = Job.objects.get(id=job.id)
     assert (stored.attempt, stored.worker_ids, stored.errors) == (0, [], [])
     row = claimed(cursor, job)

@@ -78,14 +78,18 @@ def test_leader__lock_is_exclusive(second_connection: psycopg.Connection[Any]) -
     try:
         assert not rival.try_acquire()
         # A plain session cannot take it either: it is one server-wide lock.
-        assert second_connection.execute("SELECT pg_try_advisory_lock(%s)", [LEADER_LOCK_KEY]).fetchone() == (False,)
+        assert second_connection.execute("SELECT pg_try_advisory_lock(%s)", [LEADER_LOCK_KEY]).fetchone() == (
+            False,
+        )
     finally:
         first.release()
     assert rival.try_acquire()
     rival.release()
 
 
-def test_runcron_once__fails_clearly_while_another_process_leads(second_connection: psycopg.Connection[Any]) -> None:
+def test_runcron_once__fails_clearly_while_another_process_leads(
+    second_connection: psycopg.Connection[Any],
+) -> None:
     second_connection.execute("SELECT pg_advisory_lock(%s)", [LEADER_LOCK_KEY])
     with pytest.raises(LeadershipUnavailable):
         Leader(schedules=[]).run_once()
@@ -162,7 +166,9 @@ def test_leader__survives_a_dropped_evaluation_connection(
     count = Job.objects.filter(metadata__cron_name="ticker").count()
     wait_for(lambda: Job.objects.filter(metadata__cron_name="ticker").count() >= count + 2, timeout=60)
     t.stop()
-    slots = list(Job.objects.filter(metadata__cron_name="ticker").values_list("metadata__cron_fire_at", flat=True))
+    slots = list(
+        Job.objects.filter(metadata__cron_name="ticker").values_list("metadata__cron_fire_at", flat=True)
+    )
     assert len(slots) == len(set(slots))
 
 
@@ -206,10 +212,12 @@ def test_leader__slow_maintenance_never_delays_fires(
     def maintenance_blocked() -> bool:
         # Any session of this test database waiting on a lock: the maintenance
         # thread (reconciliation, snapshot clean-up) behind the protocol lock.
-        return bool(second_connection.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        ).fetchone()[0])
+        return bool(
+            second_connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            ).fetchone()[0]
+        )
 
     CronOwner.objects.create(owner_id="billing")  # reconciliation needs the protocol lock
     CronJobFactory(name="ticking", cron_expr="* * * * * *")

@@ -78,16 +78,29 @@ def test_database_gauges__match_the_tables() -> None:
         CronJobFactory(name="future")
         CronJobFactory(name="parked")
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = 'due'", [now - timedelta(seconds=90)])
-        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = 'future'", [now + timedelta(hours=1)])
-        cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = '9999-12-31T00:00:00+00:00' WHERE name = 'parked'")
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = 'due'", [now - timedelta(seconds=90)]
+        )
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = 'future'", [now + timedelta(hours=1)]
+        )
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET next_fire_at = '9999-12-31T00:00:00+00:00' WHERE name = 'parked'"
+        )
     samples = parse(generate_latest(metrics.REGISTRY).decode())
     assert value(samples, "awa_metrics_database_up") == 1
     expected = jobs_by_queue_and_state()
-    exported = {(dict(k[1])["queue"], dict(k[1])["state"]): v for k, v in samples.items() if k[0] == "awa_jobs"}
-    assert exported == expected == {("default", "available"): 3, ("mail", "completed"): 2, ("mail", "failed"): 1}
-    assert value(samples, "awa_cron_schedules", state="active") == CronJob.objects.filter(
-        paused_at=None, retired_at=None).count() == 3
+    exported = {
+        (dict(k[1])["queue"], dict(k[1])["state"]): v for k, v in samples.items() if k[0] == "awa_jobs"
+    }
+    assert (
+        exported == expected == {("default", "available"): 3, ("mail", "completed"): 2, ("mail", "failed"): 1}
+    )
+    assert (
+        value(samples, "awa_cron_schedules", state="active")
+        == CronJob.objects.filter(paused_at=None, retired_at=None).count()
+        == 3
+    )
     assert value(samples, "awa_cron_schedules", state="paused") == 1
     assert value(samples, "awa_cron_schedules", state="retired") == 1
     assert value(samples, "awa_cron_due_backlog") == 1
@@ -125,5 +138,3 @@ def test_runcron__metrics_port_rejects_a_bad_port() -> None:
 
     with pytest.raises(CommandError, match="a port is 1-65535"):
         call_command("runcron", "--metrics-port", "70000")
-
-

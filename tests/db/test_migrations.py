@@ -19,8 +19,13 @@ from awa_django.sqlfiles import SQL_DIR, migration_sql_files, run_sql_file
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TABLES = {
-    "awa_cron_jobs", "awa_jobs", "awa_queue_meta", "awa_runtime_instances", "awa_cron_owners",
-    "awa_cron_manifests", "awa_cron_declarations",
+    "awa_cron_jobs",
+    "awa_jobs",
+    "awa_queue_meta",
+    "awa_runtime_instances",
+    "awa_cron_owners",
+    "awa_cron_manifests",
+    "awa_cron_declarations",
 }
 FORWARD_FILES = sorted(p for p in SQL_DIR.glob("*.sql") if not p.name.endswith(".reverse.sql"))
 
@@ -44,9 +49,13 @@ def installed() -> tuple[dict[str, str | None], set[str], set[str], set[str]]:
         functions = dict(cursor.fetchall())
         cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE 'awa\\_%%'")
         triggers = {r[0] for r in cursor.fetchall()}
-        cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'awa\\_%%'")
+        cursor.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'awa\\_%%'"
+        )
         tables = {r[0] for r in cursor.fetchall()}
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'awa\\_%%'")
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'awa\\_%%'"
+        )
         indexes = {r[0] for r in cursor.fetchall()}
     return functions, triggers, tables, indexes
 

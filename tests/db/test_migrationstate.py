@@ -18,8 +18,11 @@ def test_migrated_test_database_lacks_nothing() -> None:
 
 def forget_applied(monkeypatch: pytest.MonkeyPatch, count: int) -> list[str]:
     """Make the loader believe the last ``count`` awa_django migrations are not applied."""
-    names = sorted(n for app, n in MigrationLoader(None, ignore_no_migrations=True).graph.nodes
-                   if app == migrationstate.APP_LABEL)
+    names = sorted(
+        n
+        for app, n in MigrationLoader(None, ignore_no_migrations=True).graph.nodes
+        if app == migrationstate.APP_LABEL
+    )
     forgotten = names[-count:]
 
     class Loader(MigrationLoader):
@@ -35,8 +38,11 @@ def forget_applied(monkeypatch: pytest.MonkeyPatch, count: int) -> list[str]:
 def test_unapplied_migrations_are_named_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     forgotten = forget_applied(monkeypatch, 2)
     assert migrationstate.unapplied_migrations() == forgotten
-    with pytest.raises(NotMigrated, match=rf"lacks awa_django migration\(s\) {forgotten[0]}, {forgotten[1]}: "
-                                          r"run `manage.py migrate`"):
+    with pytest.raises(
+        NotMigrated,
+        match=rf"lacks awa_django migration\(s\) {forgotten[0]}, {forgotten[1]}: "
+        r"run `manage.py migrate`",
+    ):
         migrationstate.require_migrated()
 
 

@@ -29,8 +29,9 @@ def test_cron_job__paused_and_retired_properties() -> None:
     row = CronJobFactory(name="life")
     assert str(row) == "life" and not row.is_paused and not row.is_retired
     with operator_context():
-        CronJob.objects.filter(name="life").update(paused_at=timezone.now(), paused_by="ops",
-                                                   retired_at=timezone.now())
+        CronJob.objects.filter(name="life").update(
+            paused_at=timezone.now(), paused_by="ops", retired_at=timezone.now()
+        )
     row.refresh_from_db()
     assert row.is_paused and row.is_retired
 

@@ -22,7 +22,9 @@ def test_pause_and_resume__idempotent_and_audited() -> None:
     assert not again.changed and again.detail == "already paused by alice"
     assert CronJob.objects.get(name="nightly").paused_by == "alice"  # the first pauser is kept
     assert operations.resume("nightly", "bob").changed
-    assert operations.resume("nightly", "bob") == operations.ActionResult("resume", [], name="nightly", detail="not paused")
+    assert operations.resume("nightly", "bob") == operations.ActionResult(
+        "resume", [], name="nightly", detail="not paused"
+    )
     assert CronJob.objects.get(name="nightly").paused_at is None
 
 
@@ -74,7 +76,9 @@ def test_reads__schedules_upcoming_fires_and_database_now() -> None:
     assert [s.name for s in operations.list_schedules()] == ["a", "b"]
     row = operations.get_schedule("a")
     after = datetime(2026, 3, 1, 12, tzinfo=UTC)
-    assert operations.upcoming_fires(row, 2, after=after) == [datetime(2026, 3, 2, 3, tzinfo=UTC),
-                                                              datetime(2026, 3, 3, 3, tzinfo=UTC)]
+    assert operations.upcoming_fires(row, 2, after=after) == [
+        datetime(2026, 3, 2, 3, tzinfo=UTC),
+        datetime(2026, 3, 3, 3, tzinfo=UTC),
+    ]
     now = operations.database_now()
     assert now.tzinfo is not None

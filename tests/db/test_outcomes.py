@@ -64,7 +64,8 @@ def test_flush__completes_every_waiting_attempt_in_one_statement(finished: list[
     assert {j.id: j.result for j in Job.objects.all()} == {s.key[0]: s.value for s in batch}
     assert all(r.status == TaskResultStatus.SUCCESSFUL and r.finished_at is not None for r in finished)
     assert sorted((r.id, json.dumps(r.return_value)) for r in finished) == sorted(
-        (str(s.key[0]), s.encoded) for s in batch)
+        (str(s.key[0]), s.encoded) for s in batch
+    )
 
 
 @pytest.mark.django_db(transaction=True)

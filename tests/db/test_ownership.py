@@ -44,7 +44,10 @@ def test_retire_owner_selects_every_schedule_of_the_owner() -> None:
     CronJobFactory(name="other", owner_id="shop")
     plan = ownership.retire_owner("billing", actor="ops", apply=True)
     assert plan.schedules == ["b1", "b2"]
-    assert sorted(CronJob.objects.filter(retired_at__isnull=False).values_list("name", flat=True)) == ["b1", "b2"]
+    assert sorted(CronJob.objects.filter(retired_at__isnull=False).values_list("name", flat=True)) == [
+        "b1",
+        "b2",
+    ]
 
 
 def test_missing_name_and_unknown_schedule() -> None:

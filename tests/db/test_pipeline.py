@@ -71,7 +71,9 @@ def _fires_per_slot() -> dict[tuple[str, str], int]:
     return counts
 
 
-def test_prepared_batches__side_by_side_on_two_connections_never_early(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prepared_batches__side_by_side_on_two_connections_never_early(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from awa_django import prefire
     from tests.db.test_prefire import prepared_for
 
@@ -88,7 +90,9 @@ def test_prepared_batches__side_by_side_on_two_connections_never_early(monkeypat
 
     monkeypatch.setattr(evaluator, "fire_plan", recording)
     threads: list[str] = []
-    result = prefire.fire_prepared(prepared, on_fired=lambda jobs: threads.append(threading.current_thread().name))
+    result = prefire.fire_prepared(
+        prepared, on_fired=lambda jobs: threads.append(threading.current_thread().name)
+    )
     assert result is not None and result.fired == 5
     assert threads == [threading.current_thread().name] * 3  # announced on the caller's thread, at the end
     assert sorted(firing) == sorted([threading.current_thread().name] * 2 + ["awa-fire"])

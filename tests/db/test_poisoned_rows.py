@@ -57,7 +57,9 @@ def fired(name: str) -> int:
 
 def parked(name: str) -> tuple[bool, str | None]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT parked_at IS NOT NULL, parked_reason FROM awa_cron_jobs WHERE name = %s", [name])
+        cursor.execute(
+            "SELECT parked_at IS NOT NULL, parked_reason FROM awa_cron_jobs WHERE name = %s", [name]
+        )
         row: tuple[bool, str | None] = cursor.fetchone()
     return row
 

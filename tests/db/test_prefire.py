@@ -56,7 +56,9 @@ def test_prepare__nothing_when_the_next_slot_is_further_than_ahead() -> None:
     assert prefire.prepare(ahead=5) is None
 
 
-def test_prepare__reads_only_active_rows_of_the_earliest_slot_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prepare__reads_only_active_rows_of_the_earliest_slot_in_batches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     names = [f"s{i}" for i in range(5)]
     for name in [*names, "paused", "later"]:
         CronJobFactory(name=name, cron_expr=EVERY_SECOND)

@@ -33,8 +33,11 @@ def ids(**settings_overrides: Any) -> list[str]:
 
 
 def test_pooler_warning__declared_mode_wins_over_the_port() -> None:
-    with databases(default={"PORT": "6432"}, direct={"PORT": "6432", "AWA_POOL_MODE": "session"},
-                   pooled={"PORT": "5432", "AWA_POOL_MODE": "transaction"}):
+    with databases(
+        default={"PORT": "6432"},
+        direct={"PORT": "6432", "AWA_POOL_MODE": "session"},
+        pooled={"PORT": "5432", "AWA_POOL_MODE": "transaction"},
+    ):
         assert pooler_warning("default") == "uses port 6432, PgBouncer's default port"
         assert pooler_warning("direct") is None
         assert pooler_warning("pooled") == "declares AWA_POOL_MODE='transaction'"
@@ -56,8 +59,7 @@ def test_check_poolers__w100_to_w103_for_a_pooled_default_used_for_everything() 
 
 
 def test_check_poolers__direct_aliases_for_lock_and_listen_leave_only_pool_hygiene() -> None:
-    with databases(default={"PORT": "6432", "DISABLE_SERVER_SIDE_CURSORS": True},
-                   direct={"PORT": "5432"}):
+    with databases(default={"PORT": "6432", "DISABLE_SERVER_SIDE_CURSORS": True}, direct={"PORT": "5432"}):
         assert ids(AWA_LEADER_DATABASE="direct", AWA_LISTEN_DATABASE="direct") == []
         assert ids(AWA_LEADER_DATABASE="direct") == ["awa_django.W101"]
         assert ids(AWA_LISTEN_DATABASE="direct") == ["awa_django.W100"]

@@ -255,9 +255,7 @@ def test_cancel_cron_jobs__keeps_earlier_errors_and_is_idempotent() -> None:
 
 
 def test_cancel_cron_jobs__includes_manual_triggers_of_the_schedule() -> None:
-    job = JobFactory(
-        metadata={"cron_name": "nightly", "triggered_manually": True, "triggered_by": "x"}
-    )
+    job = JobFactory(metadata={"cron_name": "nightly", "triggered_manually": True, "triggered_by": "x"})
     assert cancel_cron_jobs("nightly", "alice") == [job.id]
 
 
@@ -511,11 +509,39 @@ def test_cli_jobs_list__newest_first_with_json_shape() -> None:
     ]
     lines = awa("jobs", "list").strip().splitlines()
     assert len(lines) == 3
-    assert lines[0].split() == ["ID", "STATE", "QUEUE", "ATTEMPT", "TASK", "SCHEDULE", "DURATION", "LAST", "ERROR"]
-    assert lines[1].split() == [str(fire.id), "failed", "mail", "2/2", "tests.testapp.tasks.send_mail",
-                                "nightly", "@", "2026-03-01T12:01:00+00:00", "-", "-"]
-    assert lines[2].split() == [str(plain.id), "available", "default", "0/3", "tests.testapp.tasks.record",
-                                "-", "-", "-"]
+    assert lines[0].split() == [
+        "ID",
+        "STATE",
+        "QUEUE",
+        "ATTEMPT",
+        "TASK",
+        "SCHEDULE",
+        "DURATION",
+        "LAST",
+        "ERROR",
+    ]
+    assert lines[1].split() == [
+        str(fire.id),
+        "failed",
+        "mail",
+        "2/2",
+        "tests.testapp.tasks.send_mail",
+        "nightly",
+        "@",
+        "2026-03-01T12:01:00+00:00",
+        "-",
+        "-",
+    ]
+    assert lines[2].split() == [
+        str(plain.id),
+        "available",
+        "default",
+        "0/3",
+        "tests.testapp.tasks.record",
+        "-",
+        "-",
+        "-",
+    ]
 
 
 def test_cli_jobs_list__empty() -> None:
@@ -560,18 +586,12 @@ def test_cli_jobs_cancel__by_schedule_with_actor() -> None:
     assert row.state == JobState.CANCELLED and "alice" in row.errors[-1]["traceback"]
     assert Job.objects.get(id=running.id).state == JobState.RUNNING
     assert Job.objects.get(id=other.id).state == JobState.AVAILABLE
-    assert (
-        awa("jobs", "cancel", "--cron", "nightly").strip()
-        == "cancel: 0 job(s) of nightly cancelled"
-    )
+    assert awa("jobs", "cancel", "--cron", "nightly").strip() == "cancel: 0 job(s) of nightly cancelled"
 
 
 def test_cli_jobs_cancel__text_and_default_actor() -> None:
     job = cron_job("nightly", JobState.AVAILABLE)
-    assert (
-        awa("jobs", "cancel", "--cron", "nightly").strip()
-        == "cancel: 1 job(s) of nightly cancelled"
-    )
+    assert awa("jobs", "cancel", "--cron", "nightly").strip() == "cancel: 1 job(s) of nightly cancelled"
     assert default_actor() in Job.objects.get(id=job.id).errors[-1]["traceback"]
 
 
@@ -588,12 +608,16 @@ def test_cli_jobs_cancel__one_job_by_id() -> None:
     job = JobFactory(state=JobState.SCHEDULED)
     other = JobFactory(state=JobState.AVAILABLE)
     assert awa_json("jobs", "cancel", str(job.id), "--actor", "alice") == {
-        "action": "cancel", "job": job.id, "changed": True,
+        "action": "cancel",
+        "job": job.id,
+        "changed": True,
     }
     row = Job.objects.get(id=job.id)
     assert row.state == JobState.CANCELLED and row.finished_at is not None
-    assert row.errors[-1] == {"exception_class_path": "awa_django.exceptions.JobCancelled",
-                              "traceback": "cancelled by alice"}
+    assert row.errors[-1] == {
+        "exception_class_path": "awa_django.exceptions.JobCancelled",
+        "traceback": "cancelled by alice",
+    }
     assert Job.objects.get(id=other.id).state == JobState.AVAILABLE
     assert awa("jobs", "cancel", str(other.id)).strip() == f"cancel: job {other.id} cancelled"
 
@@ -613,11 +637,18 @@ def test_cli_jobs_cancel__unknown_id() -> None:
 
 def test_cli_jobs_list__manual_trigger_duration_and_last_error() -> None:
     manual = JobFactory(
-        state=JobState.FAILED, attempt=1, max_attempts=1, attempted_at=T0,
+        state=JobState.FAILED,
+        attempt=1,
+        max_attempts=1,
+        attempted_at=T0,
         finished_at=T0 + timedelta(seconds=75),
         metadata={"cron_name": "nightly", "triggered_manually": True, "triggered_by": "ops"},
-        errors=[{"exception_class_path": "builtins.RuntimeError",
-                 "traceback": "Traceback (most recent call last):\n  ...\nRuntimeError: disk full\n"}],
+        errors=[
+            {
+                "exception_class_path": "builtins.RuntimeError",
+                "traceback": "Traceback (most recent call last):\n  ...\nRuntimeError: disk full\n",
+            }
+        ],
     )
     (data,) = awa_json("jobs", "list")
     assert data["triggered_manually"] is True and data["duration_seconds"] == 75.0
@@ -645,9 +676,7 @@ def test_cli_jobs_retry__failed_job() -> None:
 def test_cli_jobs_retry__job_that_is_not_failed_is_an_error(state: JobState) -> None:
     job = JobFactory(state=state)
     before = snapshot(job)
-    with pytest.raises(
-        CommandError, match=f"job {job.id} does not exist or is not failed/cancelled"
-    ):
+    with pytest.raises(CommandError, match=f"job {job.id} does not exist or is not failed/cancelled"):
         awa("jobs", "retry", str(job.id))
     assert snapshot(job) == before
 
@@ -667,5 +696,3 @@ def test_cli_jobs_prune__retention_and_older_than() -> None:
         assert awa("jobs", "prune").strip() == "prune: 0 finished job(s) deleted"
         assert awa_json("jobs", "prune", "--older-than", "60") == {"action": "prune", "deleted": 1}
     assert list(Job.objects.values_list("id", flat=True)) == [keep.id]
-
-

@@ -89,12 +89,20 @@ def test_manifest__hash_is_independent_of_declaration_order() -> None:
 
 
 def test_manifest__nested_key_order_of_args_and_metadata_does_not_matter() -> None:
-    one = job("x", kwargs={"k": {"b": 2, "a": [{"d": 1, "c": 0}]}}, metadata={"z": [{"b": 2, "a": 1}], "a": 0})
-    two = job("x", kwargs={"k": {"a": [{"c": 0, "d": 1}], "b": 2}}, metadata={"a": 0, "z": [{"a": 1, "b": 2}]})
+    one = job(
+        "x", kwargs={"k": {"b": 2, "a": [{"d": 1, "c": 0}]}}, metadata={"z": [{"b": 2, "a": 1}], "a": 0}
+    )
+    two = job(
+        "x", kwargs={"k": {"a": [{"c": 0, "d": 1}], "b": 2}}, metadata={"a": 0, "z": [{"a": 1, "b": 2}]}
+    )
     assert manifest_for([one]).desired_hash == manifest_for([two]).desired_hash
     # Array order is meaning, not formatting.
-    three = job("x", kwargs={"k": {"b": 2, "a": [{"d": 1, "c": 0}]}}, metadata={"z": [{"b": 2, "a": 1}, 1], "a": 0})
-    four = job("x", kwargs={"k": {"b": 2, "a": [{"d": 1, "c": 0}]}}, metadata={"z": [1, {"b": 2, "a": 1}], "a": 0})
+    three = job(
+        "x", kwargs={"k": {"b": 2, "a": [{"d": 1, "c": 0}]}}, metadata={"z": [{"b": 2, "a": 1}, 1], "a": 0}
+    )
+    four = job(
+        "x", kwargs={"k": {"b": 2, "a": [{"d": 1, "c": 0}]}}, metadata={"z": [1, {"b": 2, "a": 1}], "a": 0}
+    )
     assert manifest_for([three]).desired_hash != manifest_for([four]).desired_hash
 
 
@@ -125,8 +133,14 @@ def test_manifest__every_definition_field_is_part_of_the_hash() -> None:
 
 
 def build_schedule_for_kind(name: str) -> Any:
-    return build_schedule(name, "* * * * *", "tests.testapp.tasks.send_mail", queue="default", priority=0,
-                          kwargs={"label": name, "nested": {"b": 2, "a": 1}})
+    return build_schedule(
+        name,
+        "* * * * *",
+        "tests.testapp.tasks.send_mail",
+        queue="default",
+        priority=0,
+        kwargs={"label": name, "nested": {"b": 2, "a": 1}},
+    )
 
 
 def test_manifest__canonical_text_is_compact_sorted_json_of_full_definitions() -> None:
@@ -165,17 +179,28 @@ def test_config__authoritative_mode_is_opt_in() -> None:
     assert configured() is None
     with override_settings(AWA_OWNER="billing", AWA_REVISION="abc123"):
         assert configured() is None  # an owner alone does not make a deployment authoritative
-    with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION="abc123",
-                           AWA_RECONCILE_GRACE=1.5):
+    with override_settings(
+        AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION="abc123", AWA_RECONCILE_GRACE=1.5
+    ):
         assert configured() == ReconciliationConfig("billing", "abc123", 1500)
     with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION="abc123"):
         assert configured() == ReconciliationConfig("billing", "abc123", 60_000)
-    with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER=" ", AWA_REVISION="abc123"), pytest.raises(ValueError):
+    with (
+        override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER=" ", AWA_REVISION="abc123"),
+        pytest.raises(ValueError),
+    ):
         configured()
-    with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION=None), pytest.raises(ValueError):
+    with (
+        override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION=None),
+        pytest.raises(ValueError),
+    ):
         configured()
-    with override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION="r",
-                           AWA_RECONCILE_GRACE=-1), pytest.raises(ValueError):
+    with (
+        override_settings(
+            AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION="r", AWA_RECONCILE_GRACE=-1
+        ),
+        pytest.raises(ValueError),
+    ):
         configured()
 
 
@@ -202,11 +227,15 @@ def test_publish__stores_each_manifest_once_with_full_canonical_definitions() ->
     assert stored[0].manifest == [s.definition() for s in sorted(schedules, key=lambda s: s.name)]
     declarations = {str(d.instance_id): d for d in CronDeclaration.objects.all()}
     assert set(declarations) == {a, b}
-    assert {(d.owner_id, d.desired_hash) for d in declarations.values()} == {("billing", expected.desired_hash)}
+    assert {(d.owner_id, d.desired_hash) for d in declarations.values()} == {
+        ("billing", expected.desired_hash)
+    }
     assert (declarations[a].revision, declarations[a].grace_ms) == ("rev-1", 0)
     assert (declarations[b].revision, declarations[b].grace_ms) == ("rev-2", 5)
     # Every runtime publishes capability, whether or not it leads.
-    assert set(RuntimeInstance.objects.values_list("cron_protocol", "leader")) == {(CRON_PROTOCOL_VERSION, False)}
+    assert set(RuntimeInstance.objects.values_list("cron_protocol", "leader")) == {
+        (CRON_PROTOCOL_VERSION, False)
+    }
     for schedule in schedules:
         stored_row = row(schedule.name)
         assert stored_row.owner_id == "billing"
@@ -223,7 +252,11 @@ def test_publish__new_names_are_owned_at_once_and_definitions_sync_without_waiti
     invoice = row("invoice")
     assert {k: getattr(invoice, k) for k in DEFINITION_KEYS} == changed.definition()
     assert row("statement").owner_id == "billing"
-    assert owner_state("billing")["synced_hash"] == current.desired_hash == manifest_for([changed, job("statement")]).desired_hash
+    assert (
+        owner_state("billing")["synced_hash"]
+        == current.desired_hash
+        == manifest_for([changed, job("statement")]).desired_hash
+    )
     assert current.additions == [] and current.updates == [] and current.retirements == []
 
 
@@ -268,7 +301,12 @@ def test_publish__conflicts_never_persist_agreement() -> None:
     for _ in range(2):
         publish("billing", [job("unowned")], instance=a)
         state = owner_state("billing")
-        assert (state["synced_hash"], state["agreed_hash"], state["agreed_since"], state["evidence_until"]) == (None,) * 4
+        assert (
+            state["synced_hash"],
+            state["agreed_hash"],
+            state["agreed_since"],
+            state["evidence_until"],
+        ) == (None,) * 4
         result = reconcile("billing")
         assert not result.applied and result.agreed_since is None
         assert result.blockers == ["ownership_or_retirement_conflict"]
@@ -298,7 +336,9 @@ def test_reconcile__explicit_empty_manifest_retires_only_its_owner() -> None:
     publish("mail", [job("reminder")])
     sync_schedules([job("unowned")])
     assert [(r.name, r.owner_id) for r in CronJob.objects.all()] == [
-        ("invoice", "billing"), ("reminder", "mail"), ("unowned", None)
+        ("invoice", "billing"),
+        ("reminder", "mail"),
+        ("unowned", None),
     ]
     publish("billing", [], instance=billing)
     current = plan("billing")
@@ -447,8 +487,10 @@ def test_reconcile__owner_row_serialises_owner_state() -> None:
     holder = raw_connection(autocommit=False)
     try:
         # Another writer of owner state restarts the clock, holding the owner row.
-        holder.execute("UPDATE awa_cron_owners SET agreed_hash = NULL, agreed_since = NULL, "
-                       "evidence_until = NULL WHERE owner_id = 'billing'")
+        holder.execute(
+            "UPDATE awa_cron_owners SET agreed_hash = NULL, agreed_since = NULL, "
+            "evidence_until = NULL WHERE owner_id = 'billing'"
+        )
         reconciler = Background(lambda: reconcile("billing"))
         wait_until_blocked(reconciler, "transactionid")
         reader = Background(lambda: plan("billing"))
@@ -478,8 +520,10 @@ def test_grace__survives_restarts_but_not_evidence_gaps() -> None:
     assert current.blockers == [] and current.agreed_since == since and current.grace_remaining_ms == 0
     assert [d["instance_id"] for d in current.declarations] == [new]
 
-    execute("UPDATE awa_cron_owners SET evidence_until = clock_timestamp() - interval '1 second' "
-            "WHERE owner_id = 'billing'")
+    execute(
+        "UPDATE awa_cron_owners SET evidence_until = clock_timestamp() - interval '1 second' "
+        "WHERE owner_id = 'billing'"
+    )
     publish("billing", [], instance=new, grace_ms=100)
     current = plan("billing")
     assert current.blockers == ["grace_period"] and current.grace_remaining_ms > 0
@@ -550,13 +594,28 @@ def test_plan__as_json_has_the_documented_shape() -> None:
     data = plan("billing").as_json()
     json.dumps(data)
     assert set(data) == {
-        "owner_id", "desired_hash", "declarations", "blocking_instances", "blockers", "additions",
-        "updates", "retirements", "conflicts", "agreed_since", "grace_remaining_ms", "evaluated_at", "applied",
+        "owner_id",
+        "desired_hash",
+        "declarations",
+        "blocking_instances",
+        "blockers",
+        "additions",
+        "updates",
+        "retirements",
+        "conflicts",
+        "agreed_since",
+        "grace_remaining_ms",
+        "evaluated_at",
+        "applied",
     }
     assert data["owner_id"] == "billing" and data["blockers"] == ["grace_period"] and data["applied"] is False
     (declaration,) = data["declarations"]
     assert set(declaration) == {"instance_id", "revision", "desired_hash", "grace_ms", "expires_at"}
-    assert (declaration["instance_id"], declaration["revision"], declaration["grace_ms"]) == (a, "rev-1", 60_000)
+    assert (declaration["instance_id"], declaration["revision"], declaration["grace_ms"]) == (
+        a,
+        "rev-1",
+        60_000,
+    )
     assert datetime.fromisoformat(declaration["expires_at"]) > datetime.fromisoformat(data["evaluated_at"])
     assert datetime.fromisoformat(data["agreed_since"]) <= datetime.fromisoformat(data["evaluated_at"])
 
@@ -569,7 +628,9 @@ def test_plan__unknown_owner_is_blocked_and_nothing_is_written() -> None:
     assert reconciliation.owners() == []
 
 
-def test_plan__reads_one_repeatable_read_snapshot_without_the_protocol_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan__reads_one_repeatable_read_snapshot_without_the_protocol_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     a = publish("billing", [job("invoice")])
     publish("billing", [], instance=a)
     seen: list[tuple[Any, ...]] = []
@@ -601,7 +662,11 @@ def test_preview__is_read_only_and_explains_every_change() -> None:
     sync_schedules([job("unowned")])
     before_plan = plan("billing")
     before = table_snapshot()
-    proposal = [job("update", queue="mail").definition(), job("add").definition(), job("unowned").definition()]
+    proposal = [
+        job("update", queue="mail").definition(),
+        job("add").definition(),
+        job("unowned").definition(),
+    ]
     result = preview("billing", proposal)
     assert result.additions == ["add"]
     assert result.updates == ["update"]
@@ -613,13 +678,21 @@ def test_preview__is_read_only_and_explains_every_change() -> None:
     assert result.desired_hash == build_manifest(proposal).desired_hash != before_plan.desired_hash
     assert table_snapshot() == before
     after_plan = plan("billing")
-    assert (after_plan.desired_hash, after_plan.agreed_since) == (before_plan.desired_hash, before_plan.agreed_since)
+    assert (after_plan.desired_hash, after_plan.agreed_since) == (
+        before_plan.desired_hash,
+        before_plan.agreed_since,
+    )
     assert row("update").queue == "default" and not retired("remove")
     assert CronJob.objects.count() == 3
 
     published = preview("billing", [job("remove").definition(), job("update").definition()])
     assert published.blockers == [] and published.desired_hash == before_plan.desired_hash
-    assert (published.additions, published.updates, published.retirements, published.conflicts) == ([], [], [], [])
+    assert (published.additions, published.updates, published.retirements, published.conflicts) == (
+        [],
+        [],
+        [],
+        [],
+    )
     stranger = preview("nobody", [job("add").definition()])
     assert stranger.blockers == ["zero_live_declarations", "manifest_not_published"]
     assert stranger.additions == ["add"]
@@ -637,13 +710,15 @@ def test_plan__plans_previews_and_dry_runs_do_not_wait_for_a_protocol_lock_holde
         holder.execute("SELECT 1 FROM awa_cron_owners FOR UPDATE")
         writer = Background(lambda: publish("billing", []))  # a writer does wait
         wait_until_blocked(writer, "advisory")
-        reader = Background(lambda: (
-            plan("billing"),
-            preview("billing", [job("invoice").definition()]),
-            ownership.retire_owner(actor="ops", owner_id="billing"),
-            ownership.restore(actor="ops", name="invoice"),
-            reconciliation.owners(),
-        ))
+        reader = Background(
+            lambda: (
+                plan("billing"),
+                preview("billing", [job("invoice").definition()]),
+                ownership.retire_owner(actor="ops", owner_id="billing"),
+                ownership.restore(actor="ops", name="invoice"),
+                reconciliation.owners(),
+            )
+        )
         assert reader.done_within(2.0), "a read-only plan waited for the protocol lock"
         current, proposed, dry, dry_restore, owners = reader.result()
         assert current.retirements == ["invoice"] and not current.applied
@@ -684,7 +759,10 @@ def test_ownership__adoption_retirement_and_restore_need_explicit_operator_actio
     ownership.retire(actor="ops", apply=True, name="invoice")
     publish("billing", [job("invoice")], instance=billing)
     invoice = row("invoice")
-    assert invoice.retired_at is not None and (invoice.retired_by, invoice.retired_revision) == ("ops", "operator")
+    assert invoice.retired_at is not None and (invoice.retired_by, invoice.retired_revision) == (
+        "ops",
+        "operator",
+    )
     assert plan("billing").conflicts == [RETIRED_CONFLICT.format("invoice")]
 
     with pytest.raises(OperationRefused, match="retired"):
@@ -727,7 +805,12 @@ def test_operate__transfer_needs_the_expected_owner_and_resets_both_sides_only()
     assert done.applied and row("invoice").owner_id == "mail"
     for owner in ("billing", "mail"):
         state = owner_state(owner)
-        assert (state["synced_hash"], state["agreed_hash"], state["agreed_since"], state["evidence_until"]) == (None,) * 4
+        assert (
+            state["synced_hash"],
+            state["agreed_hash"],
+            state["agreed_since"],
+            state["evidence_until"],
+        ) == (None,) * 4
     assert owner_state("other") == other_before
     # Adoption into a brand-new owner creates its owner row.
     ownership.adopt(actor="ops", apply=True, name="other-job", owner_id="newcomer", expected_owner="other")
@@ -756,7 +839,12 @@ def test_operate__keeps_unrelated_owners_clocks_and_locks_only_its_rows() -> Non
     ownership.retire(actor="ops", apply=True, name="invoice")
     assert owner_state("mail") == mail_before  # not even rewritten (same xmin)
     billing = owner_state("billing")
-    assert (billing["synced_hash"], billing["agreed_hash"], billing["agreed_since"], billing["evidence_until"]) == (None,) * 4
+    assert (
+        billing["synced_hash"],
+        billing["agreed_hash"],
+        billing["agreed_since"],
+        billing["evidence_until"],
+    ) == (None,) * 4
 
     holder = raw_connection(autocommit=False)
     try:
@@ -804,7 +892,9 @@ def test_operate__validates_actor_action_and_target() -> None:
     for apply in (False, True):
         with pytest.raises(ScheduleNotFound):
             ownership.retire(actor="ops", apply=apply, name="missing")
-    assert ownership.retire_owner(actor="ops", apply=True, owner_id="nobody") == ActionResult("retire_owner", [], True)
+    assert ownership.retire_owner(actor="ops", apply=True, owner_id="nobody") == ActionResult(
+        "retire_owner", [], True
+    )
     assert ownership.retire(actor="ops", apply=True, name="invoice").schedules == ["invoice"]
     assert ownership.retire(actor="ops", apply=True, name="invoice").schedules == []  # already retired
     assert ownership.restore_owner(actor="ops", owner_id="billing").schedules == ["invoice"]
@@ -831,7 +921,11 @@ def test_sync__retired_unowned_row_ignores_additive_sync_and_keeps_its_tombstone
         assert sync_schedules([job("legacy", "0 1 * * *", queue="mail")]) == []
     after = row("legacy")
     assert (after.retired_at, after.retired_by, after.cron_expr, after.queue, after.updated_at) == (
-        tomb.retired_at, "ops", "* * * * *", "default", tomb.updated_at
+        tomb.retired_at,
+        "ops",
+        "* * * * *",
+        "default",
+        tomb.updated_at,
     )
     with pytest.raises(DatabaseError) as deleted:
         execute("DELETE FROM awa_cron_jobs WHERE name = 'legacy'")
@@ -844,8 +938,10 @@ def test_sync__retired_unowned_row_ignores_additive_sync_and_keeps_its_tombstone
 
 def test_restore__starts_from_database_now_and_never_replays_retired_time() -> None:
     publish("billing", [job("report", missed_fire_policy="catch_up")])
-    execute("UPDATE awa_cron_jobs SET last_enqueued_at = date_trunc('minute', clock_timestamp()) "
-            "- interval '1 hour' WHERE name = 'report'")
+    execute(
+        "UPDATE awa_cron_jobs SET last_enqueued_at = date_trunc('minute', clock_timestamp()) "
+        "- interval '1 hour' WHERE name = 'report'"
+    )
     ownership.retire(actor="ops", apply=True, name="report")
     assert evaluate().jobs == []
     before = db_now()
@@ -875,7 +971,8 @@ def test_startup__foreign_or_unowned_desired_names_fail_and_publish_nothing() ->
     publish("mail", [job("invoice")])
     sync_schedules([job("statement")])
     reporter = RuntimeReporter(
-        "runcron", [job("invoice"), job("statement"), job("fresh")],
+        "runcron",
+        [job("invoice"), job("statement"), job("fresh")],
         config=ReconciliationConfig("billing", "rev-1", 0),
     )
     with pytest.raises(RegistrationConflict) as failure:
@@ -935,8 +1032,11 @@ def test_cleanup__snapshots_older_than_a_day_go_with_their_declarations() -> Non
     old = publish("billing", [job("invoice")])
     fresh = publish("billing", [job("invoice")])
     legacy = legacy_runtime()
-    execute("UPDATE awa_runtime_instances SET last_seen_at = clock_timestamp() - interval '25 hours' "
-            "WHERE instance_id = ANY(%s::uuid[])", [[old, legacy]])
+    execute(
+        "UPDATE awa_runtime_instances SET last_seen_at = clock_timestamp() - interval '25 hours' "
+        "WHERE instance_id = ANY(%s::uuid[])",
+        [[old, legacy]],
+    )
     assert runtime.cleanup_snapshots() == 2
     assert [str(i) for i in RuntimeInstance.objects.values_list("instance_id", flat=True)] == [fresh]
     assert [str(i) for i in CronDeclaration.objects.values_list("instance_id", flat=True)] == [fresh]
@@ -947,8 +1047,11 @@ def test_cleanup__snapshots_older_than_a_day_go_with_their_declarations() -> Non
 
 def test_leader__maintenance_drops_day_old_declarations_and_still_reconciles() -> None:
     gone = publish("billing", [job("invoice")])
-    execute("UPDATE awa_runtime_instances SET last_seen_at = clock_timestamp() - interval '2 days' "
-            "WHERE instance_id = %s", [gone])
+    execute(
+        "UPDATE awa_runtime_instances SET last_seen_at = clock_timestamp() - interval '2 days' "
+        "WHERE instance_id = %s",
+        [gone],
+    )
     a = publish("billing", [job("invoice")])
     publish("billing", [], instance=a)
     Leader(schedules=[]).run_once()
@@ -978,7 +1081,10 @@ def test_leader__authoritative_settings_publish_the_declared_set_and_retire_the_
     shut_down(a)
     result = Leader(schedules=[job("keep"), job("brand-new")]).run_once()
     invoice = row("invoice")
-    assert invoice.retired_at is not None and (invoice.retired_by, invoice.retired_revision) == ("billing", "rev-2")
+    assert invoice.retired_at is not None and (invoice.retired_by, invoice.retired_revision) == (
+        "billing",
+        "rev-2",
+    )
     assert row("brand-new").owner_id == "billing" and not retired("keep")
     assert {j["metadata"]["cron_name"] for j in result.jobs} == {"keep", "brand-new"}
     # Its final snapshot is shutting_down: no live declaration remains.

@@ -71,9 +71,18 @@ def updated(sql: str, params: Any = None) -> int:
 
 
 def definition_of(current: CronJob) -> tuple[Any, ...]:
-    return (current.cron_expr, current.timezone, current.kind, current.queue, current.args,
-            current.priority, current.max_attempts, current.tags, current.metadata,
-            current.missed_fire_policy)
+    return (
+        current.cron_expr,
+        current.timezone,
+        current.kind,
+        current.queue,
+        current.args,
+        current.priority,
+        current.max_attempts,
+        current.tags,
+        current.metadata,
+        current.missed_fire_policy,
+    )
 
 
 def minute(offset: int = 0) -> Any:
@@ -86,8 +95,9 @@ def minute(offset: int = 0) -> Any:
 def test_protocol__schema_version_matches_the_python_constant() -> None:
     assert execute("SELECT awa_cron_protocol_version()") == [(CRON_PROTOCOL_VERSION,)]
     instance = publish("billing", [])
-    assert execute("SELECT cron_protocol FROM awa_runtime_instances WHERE instance_id = %s",
-                   [instance]) == [(CRON_PROTOCOL_VERSION,)]
+    assert execute("SELECT cron_protocol FROM awa_runtime_instances WHERE instance_id = %s", [instance]) == [
+        (CRON_PROTOCOL_VERSION,)
+    ]
 
 
 def test_unknown_runtime__first_legacy_write_resets_every_clock_then_writes_nothing() -> None:
@@ -107,7 +117,9 @@ def test_unknown_runtime__first_legacy_write_resets_every_clock_then_writes_noth
     legacy_runtime(old)  # its next heartbeat
     execute("UPDATE awa_runtime_instances SET pid = 2 WHERE instance_id = %s", [old])
     legacy_runtime()  # another old binary
-    assert {o: owner_state(o)["xmin"] for o in ("billing", "mail")} == {o: s["xmin"] for o, s in after.items()}
+    assert {o: owner_state(o)["xmin"] for o in ("billing", "mail")} == {
+        o: s["xmin"] for o, s in after.items()
+    }
 
 
 def test_unknown_runtime__another_protocol_version_resets_the_clock_too() -> None:
@@ -228,8 +240,10 @@ def test_fence__lifecycle_changes_need_the_operator_context(column: str, value: 
     with pytest.raises(DatabaseError):
         # The manager context is not the operator context.
         with operator_context(), connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('awa.cron_admin', 'yes', true), "
-                           "set_config('awa.cron_owner', 'billing', true)")
+            cursor.execute(
+                "SELECT set_config('awa.cron_admin', 'yes', true), "
+                "set_config('awa.cron_owner', 'billing', true)"
+            )
             cursor.execute(f"UPDATE awa_cron_jobs SET {column} = {value} WHERE name = 'plain'")
     with operator_context(), connection.cursor() as cursor:
         cursor.execute(f"UPDATE awa_cron_jobs SET {column} = {value} WHERE name = 'plain'")
@@ -242,13 +256,17 @@ def test_fence__owned_definitions_change_only_in_the_matching_manager_context() 
     assert updated(statement) == 0
     for context in ("mail", "", "BILLING"):
         with operator_context(), connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('awa.cron_admin', '', true), set_config('awa.cron_owner', %s, true)",
-                           [context])
+            cursor.execute(
+                "SELECT set_config('awa.cron_admin', '', true), set_config('awa.cron_owner', %s, true)",
+                [context],
+            )
             cursor.execute(statement)
             assert cursor.rowcount == 0
     assert definition_of(row("invoice")) == before
     with operator_context(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('awa.cron_admin', '', true), set_config('awa.cron_owner', 'billing', true)")
+        cursor.execute(
+            "SELECT set_config('awa.cron_admin', '', true), set_config('awa.cron_owner', 'billing', true)"
+        )
         cursor.execute(statement)
         assert cursor.rowcount == 1
     assert (row("invoice").cron_expr, row("invoice").queue) == ("0 1 * * *", "mail")
@@ -261,7 +279,9 @@ def test_fence__owned_rows_still_fire_and_pause_without_any_context() -> None:
     assert len(outdated_fire("invoice", minute(1))) == 1  # an old leader may still fire active owned rows
     assert operations.pause("invoice", "ops").changed
     assert operations.resume("invoice", "ops").changed
-    assert updated("UPDATE awa_cron_jobs SET paused_at = now(), paused_by = 'psql' WHERE name = 'invoice'") == 1
+    assert (
+        updated("UPDATE awa_cron_jobs SET paused_at = now(), paused_by = 'psql' WHERE name = 'invoice'") == 1
+    )
     assert Job.objects.count() == 2
 
 
@@ -274,12 +294,17 @@ def test_fence__every_update_of_a_retired_row_is_silently_suppressed() -> None:
     ):
         assert updated(statement) == 0
     with operator_context(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('awa.cron_admin', '', true), set_config('awa.cron_owner', 'billing', true)")
+        cursor.execute(
+            "SELECT set_config('awa.cron_admin', '', true), set_config('awa.cron_owner', 'billing', true)"
+        )
         cursor.execute("UPDATE awa_cron_jobs SET cron_expr = '0 1 * * *' WHERE name = 'gone'")
         assert cursor.rowcount == 0  # not even its manager rewrites a tombstone
     after = row("gone")
     assert (after.paused_at, after.last_enqueued_at, after.cron_expr, after.updated_at) == (
-        None, None, before.cron_expr, before.updated_at
+        None,
+        None,
+        before.cron_expr,
+        before.updated_at,
     )
 
 
@@ -312,7 +337,9 @@ def test_upsert_v2__reports_owned_rows_and_is_quiet_for_tombstones() -> None:
     owned("invoice")
     CronJobFactory(name="plain")
     definitions = [job(name, "0 1 * * *").definition() for name in ("gone", "invoice", "plain", "new")]
-    outcomes = sorted(execute("SELECT name, outcome FROM awa_cron_upsert_v2(%s::jsonb)", [json.dumps(definitions)]))
+    outcomes = sorted(
+        execute("SELECT name, outcome FROM awa_cron_upsert_v2(%s::jsonb)", [json.dumps(definitions)])
+    )
     assert outcomes == [("invoice", "owned"), ("new", "written"), ("plain", "written")]
     assert row("gone").cron_expr == "* * * * *" and row("invoice").cron_expr == "* * * * *"
     assert row("new").owner_id is None and row("plain").cron_expr == "0 1 * * *"
@@ -324,7 +351,9 @@ def test_contexts__do_not_outlive_their_transaction() -> None:
     owned("other")
     publish("billing", [job("invoice")])  # runs the manager context (definition sync)
     ownership.retire(actor="ops", apply=True, name="plain")  # runs the operator context
-    settings = execute("SELECT current_setting('awa.cron_admin', true), current_setting('awa.cron_owner', true)")
+    settings = execute(
+        "SELECT current_setting('awa.cron_admin', true), current_setting('awa.cron_owner', true)"
+    )
     assert all(value in (None, "") for value in settings[0])
     with pytest.raises(DatabaseError):
         execute("UPDATE awa_cron_jobs SET owner_id = 'mail' WHERE name = 'other'")
@@ -336,8 +365,10 @@ def test_trigger__waits_for_a_concurrent_retire_and_then_refuses() -> None:
     retirer = raw_connection(autocommit=False)
     try:
         retirer.execute("SELECT set_config('awa.cron_admin', 'on', true)")
-        retirer.execute("UPDATE awa_cron_jobs SET retired_at = clock_timestamp(), retired_by = 'ops', "
-                        "retired_revision = 'operator' WHERE name = 'nightly'")
+        retirer.execute(
+            "UPDATE awa_cron_jobs SET retired_at = clock_timestamp(), retired_by = 'ops', "
+            "retired_revision = 'operator' WHERE name = 'nightly'"
+        )
         trigger = Background(lambda: operations.trigger("nightly", "ops"))
         wait_until_blocked(trigger, "transactionid")
         retirer.commit()

@@ -23,8 +23,12 @@ def test_write__one_row_per_process_upserted() -> None:
     reporter.write()
     row = RuntimeInstance.objects.get()
     assert str(row.instance_id) == reporter.instance_id
-    assert (row.role, row.hostname, row.pid, row.version) == ("runtasks", socket.gethostname(), os.getpid(),
-                                                              __version__)
+    assert (row.role, row.hostname, row.pid, row.version) == (
+        "runtasks",
+        socket.gethostname(),
+        os.getpid(),
+        __version__,
+    )
     assert row.queues == ["default", "mail"] and not row.leader and not row.shutting_down
 
 
@@ -49,8 +53,13 @@ def test_cleanup_snapshots__deletes_only_rows_not_seen_for_longer_than_the_limit
     old.write()
     fresh.write()
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE awa_runtime_instances SET last_seen_at = now() - interval '2 days' "
-                       "WHERE instance_id = %s", [old.instance_id])
+        cursor.execute(
+            "UPDATE awa_runtime_instances SET last_seen_at = now() - interval '2 days' "
+            "WHERE instance_id = %s",
+            [old.instance_id],
+        )
     assert cleanup_snapshots() == 1
-    assert [str(i) for i in RuntimeInstance.objects.values_list("instance_id", flat=True)] == [fresh.instance_id]
+    assert [str(i) for i in RuntimeInstance.objects.values_list("instance_id", flat=True)] == [
+        fresh.instance_id
+    ]
     assert cleanup_snapshots(older_than_seconds=3600) == 0

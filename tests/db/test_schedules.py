@@ -266,9 +266,7 @@ def test_periodic__invalid_input_raises_invalid_schedule_naming_schedule_and_fie
     ("field", "overrides"),
     [pytest.param(field, overrides, id=case) for case, field, overrides in INVALID_CASES],
 )
-def test_build_schedule__invalid_input_raises_invalid_schedule(
-    field: str, overrides: dict[str, Any]
-) -> None:
+def test_build_schedule__invalid_input_raises_invalid_schedule(field: str, overrides: dict[str, Any]) -> None:
     options: dict[str, Any] = {"name": NAME, "cron": "0 2 * * *", "task": RECORD}
     options.update(overrides)
 

@@ -16,7 +16,10 @@ from awa_django import checks
 pytestmark = pytest.mark.django_db(transaction=True)
 
 AWA = {"BACKEND": "awa_django.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]}
-IMMEDIATE = {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend", "QUEUES": ["default", "mail", "reports"]}
+IMMEDIATE = {
+    "BACKEND": "django.tasks.backends.immediate.ImmediateBackend",
+    "QUEUES": ["default", "mail", "reports"],
+}
 SCHEDULES = {"nightly": {"cron": "0 2 * * *", "task": "tests.testapp.tasks.record"}}
 
 

@@ -205,8 +205,9 @@ class Model:
     def due(self, row: Row) -> list[datetime]:
         d = row.definition
         if row.last is None:  # first fire: coalesced, no backfill
-            fires = model_fires(d.cron_expr, d.timezone, row.created_at - timedelta(seconds=60, microseconds=1),
-                                self.now)
+            fires = model_fires(
+                d.cron_expr, d.timezone, row.created_at - timedelta(seconds=60, microseconds=1), self.now
+            )
             return fires[-1:]
         fires = model_fires(d.cron_expr, d.timezone, row.last, self.now)
         return fires[:CATCH_UP_LIMIT] if d.missed_fire_policy == "catch_up" else fires[-1:]
@@ -215,8 +216,14 @@ class Model:
         """The compare-and-swap of awa_cron_fire_v3 for one (firing) plan entry."""
         row = self.rows.get(name)
         seen = planned.row
-        if (row is None or row.paused or row.retired or row.last != seen.last
-                or row.created_at != seen.created_at or row.definition != seen.definition):
+        if (
+            row is None
+            or row.paused
+            or row.retired
+            or row.last != seen.last
+            or row.created_at != seen.created_at
+            or row.definition != seen.definition
+        ):
             return
         if planned.fires:
             row.last = planned.fires[-1]
@@ -246,11 +253,16 @@ class ScheduleMachine(RuleBasedStateMachine):
     @initialize(
         transition=st.sampled_from(_transitions(ZoneInfo(LORD_HOWE), 2026)),
         minutes_before=st.integers(min_value=0, max_value=16 * 60),
-        definitions=st.tuples(*[st.tuples(st.sampled_from(EXPRESSIONS), st.sampled_from(ZONES),
-                                          st.sampled_from(POLICIES)) for _ in NAMES]),
+        definitions=st.tuples(
+            *[
+                st.tuples(st.sampled_from(EXPRESSIONS), st.sampled_from(ZONES), st.sampled_from(POLICIES))
+                for _ in NAMES
+            ]
+        ),
     )
-    def start_near_a_dst_transition(self, transition: datetime, minutes_before: int,
-                                    definitions: tuple[tuple[str, str, str], ...]) -> None:
+    def start_near_a_dst_transition(
+        self, transition: datetime, minutes_before: int, definitions: tuple[tuple[str, str, str], ...]
+    ) -> None:
         self._set_clock(transition - timedelta(minutes=minutes_before))
         for name, (expr, zone, policy) in zip(NAMES, definitions, strict=True):
             self.sync(name, expr, zone, policy)
@@ -267,12 +279,21 @@ class ScheduleMachine(RuleBasedStateMachine):
         self.evaluation_pass()
 
     # declarations ---------------------------------------------------------------
-    @rule(name=st.sampled_from(NAMES), expr=st.sampled_from(EXPRESSIONS), zone=st.sampled_from(ZONES),
-          policy=st.sampled_from(POLICIES))
+    @rule(
+        name=st.sampled_from(NAMES),
+        expr=st.sampled_from(EXPRESSIONS),
+        zone=st.sampled_from(ZONES),
+        policy=st.sampled_from(POLICIES),
+    )
     def sync(self, name: str, expr: str, zone: str, policy: str) -> None:
         """Definition sync (also re-creates a removed row)."""
-        sync_schedules([build_schedule(name, expr, "tests.testapp.tasks.record", timezone=zone,
-                                       missed_fire_policy=policy)])
+        sync_schedules(
+            [
+                build_schedule(
+                    name, expr, "tests.testapp.tasks.record", timezone=zone, missed_fire_policy=policy
+                )
+            ]
+        )
         definition = Definition(expr, zone, policy)
         row = self.model.rows.get(name)
         if row is None:
@@ -289,8 +310,11 @@ class ScheduleMachine(RuleBasedStateMachine):
             columns = [c.name for c in cursor.description]
             rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
         plan = [plan_row(r, CATCH_UP_LIMIT) for r in rows]
-        expected = {name: PlannedRow(replace(row), self.model.due(row))
-                    for name, row in self.model.rows.items() if not row.paused and not row.retired}
+        expected = {
+            name: PlannedRow(replace(row), self.model.due(row))
+            for name, row in self.model.rows.items()
+            if not row.paused and not row.retired
+        }
         for entry in plan:
             # The library's fire times equal the model's (DST included).
             assert [datetime.fromisoformat(f) for f in entry["fires"]] == expected[entry["name"]].fires, entry
@@ -327,15 +351,17 @@ class ScheduleMachine(RuleBasedStateMachine):
     @rule(
         before=st.sampled_from([30, 61, 24 * 60]),
         between=st.sampled_from([0, 30, 90]),
-        interference=st.sampled_from(["pass", "pause", "redefine_expr", "redefine_zone", "redefine_policy",
-                                      "recreate", "retire"]),
+        interference=st.sampled_from(
+            ["pass", "pause", "redefine_expr", "redefine_zone", "redefine_policy", "recreate", "retire"]
+        ),
         name=st.sampled_from(NAMES),
         expr=st.sampled_from(EXPRESSIONS),
         policy=st.sampled_from(POLICIES),
         fresh=st.booleans(),
     )
-    def race(self, before: int, between: int, interference: str, name: str, expr: str, policy: str,
-             fresh: bool) -> None:
+    def race(
+        self, before: int, between: int, interference: str, name: str, expr: str, policy: str, fresh: bool
+    ) -> None:
         """Time passes so fires are due; instance B reads and plans; more time
         passes and something changes the row (instance A's whole pass, a pause,
         a new definition, remove + re-create, retirement); then B sends its
@@ -394,8 +420,10 @@ class ScheduleMachine(RuleBasedStateMachine):
                 self.model.fire(name, PlannedRow(replace(row), self.model.due(row)))
 
     # operator actions ---------------------------------------------------------------
-    @rule(action=st.sampled_from(["pause", "resume", "trigger", "retire", "restore", "remove"]),
-          name=st.sampled_from(NAMES))
+    @rule(
+        action=st.sampled_from(["pause", "resume", "trigger", "retire", "restore", "remove"]),
+        name=st.sampled_from(NAMES),
+    )
     def operator(self, action: str, name: str) -> None:
         """One operator action (one rule, so they do not crowd out time and passes)."""
         getattr(self, action)(name)
@@ -431,15 +459,13 @@ class ScheduleMachine(RuleBasedStateMachine):
 
     def retire(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, False,
-                                lambda: ownership.retire(actor=ACTOR, apply=True, name=name)):
+        if self._expect_refusal(name, False, lambda: ownership.retire(actor=ACTOR, apply=True, name=name)):
             assert row is not None
             row.retired = True
 
     def restore(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, False,
-                                lambda: ownership.restore(actor=ACTOR, apply=True, name=name)):
+        if self._expect_refusal(name, False, lambda: ownership.restore(actor=ACTOR, apply=True, name=name)):
             assert row is not None
             if row.retired:  # retired time is never replayed; pause is kept
                 row.retired = False
@@ -468,7 +494,11 @@ class ScheduleMachine(RuleBasedStateMachine):
         for name, (last, paused, retired, created_at) in rows.items():
             expected = self.model.rows[name]
             assert (last, paused, retired, created_at) == (
-                expected.last, expected.paused, expected.retired, expected.created_at), name
+                expected.last,
+                expected.paused,
+                expected.retired,
+                expected.created_at,
+            ), name
         automatic = Counter((name, datetime.fromisoformat(at)) for name, at, manual in jobs if not manual)
         # No slot enqueued twice, and exactly the slots the policy requires.
         assert all(count == 1 for count in automatic.values()), automatic
@@ -511,16 +541,21 @@ def test_model_fires__lord_howe_dst_days() -> None:
     day = timedelta(days=1)
     # 01:45 repeats on the fall-back day: a fixed-time entry fires once, at the first.
     assert model_fires("45 1 * * *", LORD_HOWE, fall_back - day, fall_back + day / 2) == [
-        datetime(2026, 4, 4, 14, 45, tzinfo=UTC)]
+        datetime(2026, 4, 4, 14, 45, tzinfo=UTC)
+    ]
     # A wildcard entry fires in both copies of 01:30 (14:30 and 15:00 UTC).
-    halves = model_fires("*/30 * * * *", LORD_HOWE, fall_back - timedelta(hours=1), fall_back + timedelta(hours=1))
+    halves = model_fires(
+        "*/30 * * * *", LORD_HOWE, fall_back - timedelta(hours=1), fall_back + timedelta(hours=1)
+    )
     assert halves == [fall_back + timedelta(minutes=m) for m in (-30, 0, 30, 60)]
     # 02:15 is skipped on the spring-forward day: fires once, at the end of the gap.
-    assert model_fires("15 2 * * *", LORD_HOWE, spring_forward - day / 2, spring_forward + day / 2) == [spring_forward]
+    assert model_fires("15 2 * * *", LORD_HOWE, spring_forward - day / 2, spring_forward + day / 2) == [
+        spring_forward
+    ]
     # A wildcard entry skips the missing 02:00 (hourly: 01:00 then 03:00 local).
-    assert model_fires("0 * * * *", LORD_HOWE, spring_forward - timedelta(minutes=90),
-                       spring_forward + timedelta(hours=1)) == [
-        datetime(2026, 10, 3, 14, 30, tzinfo=UTC), datetime(2026, 10, 3, 16, 0, tzinfo=UTC)]
+    assert model_fires(
+        "0 * * * *", LORD_HOWE, spring_forward - timedelta(minutes=90), spring_forward + timedelta(hours=1)
+    ) == [datetime(2026, 10, 3, 14, 30, tzinfo=UTC), datetime(2026, 10, 3, 16, 0, tzinfo=UTC)]
 
 
 FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0008_parked_rows.sql"
@@ -558,7 +593,9 @@ def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("guard", sorted(GUARDS))
 @pytest.mark.django_db(transaction=True)
-def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(test_clock: Any, guard: str) -> None:
+def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(
+    test_clock: Any, guard: str
+) -> None:
     """The property test can fail: with one guard of awa_cron_fire_v3 removed,
     the seeded run (100 examples) must find a difference from the model. (The retired
     guard is not listed: the schedule fence alone already stops such a fire.
@@ -575,8 +612,12 @@ def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(test
         # changes with the machine's source and the example budget: 300 (not
         # ci's 40) keeps the catch from hinging on one lucky seed. It stops at
         # the first difference, so it costs seconds when the guard is caught.
-        quick = settings(settings.get_profile("ci"), phases=[Phase.explicit, Phase.reuse, Phase.generate],
-                         report_multiple_bugs=False, max_examples=300)
+        quick = settings(
+            settings.get_profile("ci"),
+            phases=[Phase.explicit, Phase.reuse, Phase.generate],
+            report_multiple_bugs=False,
+            max_examples=300,
+        )
         with override_settings(AWA_CATCH_UP_LIMIT=CATCH_UP_LIMIT), pytest.raises(AssertionError):
             run_state_machine_as_test(ScheduleMachine, settings=quick)
     finally:

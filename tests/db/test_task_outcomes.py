@@ -141,7 +141,12 @@ def test_worker__never_imports_a_module_outside_installed_apps(kind: str) -> Non
     assert "AWA_IMPORT_SENTINEL" not in os.environ and "tests.import_sentinel" not in sys.modules
     assert ("this" in sys.modules) == had_this
     released = Job.objects.get(id=foreign.id)
-    assert (released.state, released.attempt, released.worker_ids, released.errors) == ("available", 0, [], [])
+    assert (released.state, released.attempt, released.worker_ids, released.errors) == (
+        "available",
+        0,
+        [],
+        [],
+    )
     with pytest.raises(Exception, match="not an importable Task"):
         tasks.write_effect.get_backend().get_result(str(foreign.id))  # get_result does not import it either
     assert "AWA_IMPORT_SENTINEL" not in os.environ
@@ -165,13 +170,16 @@ def test_enqueue__task_outside_installed_apps_is_refused() -> None:
 
 
 def test_worker__missing_module_is_handed_back_until_awa_unknown_task_timeout() -> None:
-    ghost = Job.objects.create(kind="tests.testapp.not_deployed_here.task", max_attempts=3,
-                               args={"args": [], "kwargs": {}})
+    ghost = Job.objects.create(
+        kind="tests.testapp.not_deployed_here.task", max_attempts=3, args={"args": [], "kwargs": {}}
+    )
     worker = Worker()
     (row,) = worker.claim(1)
     assert worker.execute(row) == "available"
     # Past the bound (the job is older than AWA_UNKNOWN_TASK_TIMEOUT) it fails.
-    Job.objects.filter(id=ghost.id).update(run_at=ghost.created_at, created_at=ghost.created_at - timedelta(hours=2))
+    Job.objects.filter(id=ghost.id).update(
+        run_at=ghost.created_at, created_at=ghost.created_at - timedelta(hours=2)
+    )
     with override_settings(AWA_UNKNOWN_TASK_TIMEOUT=3600):
         (row,) = worker.claim(1)
         assert worker.execute(row) == "failed"
@@ -186,7 +194,9 @@ def test_worker__unknown_task_timeout_zero_fails_at_once() -> None:
     worker = Worker()
     (row,) = worker.claim(1)
     assert worker.execute(row) == "failed"
-    assert "not in an installed app or AWA_TASK_MODULES" in Job.objects.get(id=ghost.id).errors[0]["traceback"]
+    assert (
+        "not in an installed app or AWA_TASK_MODULES" in Job.objects.get(id=ghost.id).errors[0]["traceback"]
+    )
 
 
 def test_worker__task_finished_result_has_finished_at_and_errors() -> None:
@@ -297,7 +307,9 @@ def test_worker__task_started_receiver_that_raises_fails_the_attempt() -> None:
     assert not Effect.objects.exists()
 
 
-def test_worker__task_finished_receiver_that_raises_keeps_the_outcome(caplog: pytest.LogCaptureFixture) -> None:
+def test_worker__task_finished_receiver_that_raises_keeps_the_outcome(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def broken(sender: Any, task_result: Any, **kw: Any) -> None:
         raise RuntimeError("receiver bug")
 

@@ -161,10 +161,14 @@ def test_worker__heartbeat_keeps_running_attempts_fresh() -> None:
     old = row["heartbeat_at"] - timedelta(minutes=5)
     Job.objects.filter(id=int(result.id)).update(heartbeat_at=old)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"]]])
+        cursor.execute(
+            "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"]]]
+        )
         assert cursor.fetchone()[0] == 1
         # A heartbeat for a stale attempt number changes nothing.
-        cursor.execute("SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"] + 1]])
+        cursor.execute(
+            "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"] + 1]]
+        )
         assert cursor.fetchone()[0] == 0
     assert job(result).heartbeat_at > old
 
@@ -188,13 +192,19 @@ def test_worker__unserialisable_return_value_fails_the_attempt() -> None:
 
 def test_worker__task_it_cannot_import_is_released_without_using_an_attempt() -> None:
     # Another deployment's task on a shared queue: hand it back, do not kill it.
-    ghost = Job.objects.create(kind="tests.testapp.not_deployed_here.task", max_attempts=1,
-                               args={"args": [], "kwargs": {}})
+    ghost = Job.objects.create(
+        kind="tests.testapp.not_deployed_here.task", max_attempts=1, args={"args": [], "kwargs": {}}
+    )
     worker = Worker()
     (row,) = worker.claim(1)
     assert worker.execute(row) == "available"
     released = Job.objects.get(id=ghost.id)
-    assert (released.state, released.attempt, released.worker_ids, released.errors) == ("available", 0, [], [])
+    assert (released.state, released.attempt, released.worker_ids, released.errors) == (
+        "available",
+        0,
+        [],
+        [],
+    )
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement_timestamp()")
         now = cursor.fetchone()[0]
@@ -223,8 +233,15 @@ def test_worker__sends_started_and_finished_signals() -> None:
 
 
 def test_cron_fire__runs_with_the_schedule_args_and_knows_its_fire_time() -> None:
-    CronJobFactory(name="fx", cron_expr="* * * * *", kind="tests.testapp.tasks.write_effect",
-                   queue="mail", priority=9, max_attempts=7, args={"args": ["from-cron"], "kwargs": {}})
+    CronJobFactory(
+        name="fx",
+        cron_expr="* * * * *",
+        kind="tests.testapp.tasks.write_effect",
+        queue="mail",
+        priority=9,
+        max_attempts=7,
+        args={"args": ["from-cron"], "kwargs": {}},
+    )
     fired = evaluate().jobs
     assert len(fired) == 1
     row = Job.objects.get()
@@ -270,7 +287,9 @@ def test_cron_fire__sends_task_enqueued_after_commit() -> None:
         from tests.conftest import raw_connection
 
         with raw_connection() as other:
-            visible = other.execute("SELECT count(*) FROM awa_jobs WHERE id = %s", [int(task_result.id)]).fetchone()[0]
+            visible = other.execute(
+                "SELECT count(*) FROM awa_jobs WHERE id = %s", [int(task_result.id)]
+            ).fetchone()[0]
         seen.append((task_result.task.name, task_result.kwargs, visible))
 
     task_enqueued.connect(receiver)
@@ -295,8 +314,15 @@ def test_enqueue__nul_in_arguments_is_a_clean_error_that_keeps_the_transaction()
 def test_backend_check__max_attempts_option_is_validated() -> None:
     from django.tasks import task_backends
 
-    with override_settings(TASKS={"default": {"BACKEND": "awa_django.backend.AwaBackend",
-                                              "QUEUES": ["default"], "OPTIONS": {"MAX_ATTEMPTS": 0}}}):
+    with override_settings(
+        TASKS={
+            "default": {
+                "BACKEND": "awa_django.backend.AwaBackend",
+                "QUEUES": ["default"],
+                "OPTIONS": {"MAX_ATTEMPTS": 0},
+            }
+        }
+    ):
         ids = [m.id for m in task_backends["default"].check()]
     assert ids == ["awa_django.E031"]
 
@@ -306,8 +332,9 @@ def test_manual_trigger__sends_task_enqueued_after_commit() -> None:
 
     from awa_django import operations
 
-    CronJobFactory(name="by-hand", kind="tests.testapp.tasks.write_effect",
-                   args={"args": ["manual"], "kwargs": {}})
+    CronJobFactory(
+        name="by-hand", kind="tests.testapp.tasks.write_effect", args={"args": ["manual"], "kwargs": {}}
+    )
     seen: list[Any] = []
 
     def receiver(sender: Any, task_result: Any, **kw: Any) -> None:

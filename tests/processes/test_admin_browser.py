@@ -118,8 +118,8 @@ def make_user(username: str, *codenames: str, superuser: bool = False) -> User:
 ATTEMPT_ERROR = {
     "exception_class_path": "smtplib.SMTPServerDisconnected",
     "traceback": 'Traceback (most recent call last):\n  File "myapp/tasks.py", line 12, in send_digest\n'
-                 "    connection.send_messages(messages)\n"
-                 "smtplib.SMTPServerDisconnected: Connection unexpectedly closed\n",
+    "    connection.send_messages(messages)\n"
+    "smtplib.SMTPServerDisconnected: Connection unexpectedly closed\n",
 }
 
 
@@ -127,14 +127,31 @@ def realistic_data() -> None:
     """A small deployment: a live leader, a few schedules in every state, some history."""
     now = datetime.now(UTC)
     RuntimeInstance.objects.create(
-        instance_id=uuid.uuid4(), hostname="app-1", pid=4242, version="0.1.0", role="runcron",
-        started_at=now, snapshot_interval_ms=10_000, leader=True, cron_protocol=1,
+        instance_id=uuid.uuid4(),
+        hostname="app-1",
+        pid=4242,
+        version="0.1.0",
+        role="runcron",
+        started_at=now,
+        snapshot_interval_ms=10_000,
+        leader=True,
+        cron_protocol=1,
     )
     digest_fires = fires_before("0 9 * * 1-5", "Europe/Berlin", now, 3)
-    CronJobFactory(name="daily-digest", cron_expr="0 9 * * 1-5", timezone="Europe/Berlin", queue="mail",
-                   last_enqueued_at=digest_fires[0])
-    CronJobFactory(name="nightly-report", cron_expr="0 2 * * *", timezone="America/New_York", queue="reports",
-                   owner_id="web")
+    CronJobFactory(
+        name="daily-digest",
+        cron_expr="0 9 * * 1-5",
+        timezone="Europe/Berlin",
+        queue="mail",
+        last_enqueued_at=digest_fires[0],
+    )
+    CronJobFactory(
+        name="nightly-report",
+        cron_expr="0 2 * * *",
+        timezone="America/New_York",
+        queue="reports",
+        owner_id="web",
+    )
     CronJobFactory(name="ping", cron_expr="*/5 * * * * *", last_enqueued_at=now - timedelta(seconds=3))
     CronJobFactory(name="stuck-cleanup", cron_expr="*/10 * * * *", last_enqueued_at=now - timedelta(hours=2))
     CronJobFactory(name="hourly-sync", cron_expr="0 * * * *", last_enqueued_at=now - timedelta(hours=3))
@@ -142,15 +159,26 @@ def realistic_data() -> None:
     ownership.retire(actor="deploy", apply=True, name="old-export")
     operations.pause("stuck-cleanup", "alice")
     # Automatic fires of the last three weekdays, oldest first: one failed after two attempts.
-    for fire, state, seconds in zip(reversed(digest_fires), ("completed", "failed", "completed"), (0.83, 2.4, 0.91),
-                                    strict=True):
+    for fire, state, seconds in zip(
+        reversed(digest_fires), ("completed", "failed", "completed"), (0.83, 2.4, 0.91), strict=True
+    ):
         failed = state == "failed"
-        JobFactory(kind="tests.testapp.tasks.record", queue="mail", state=state, attempt=2 if failed else 1,
-                   metadata={"cron_name": "daily-digest", "cron_fire_at": fire.isoformat()},
-                   attempted_at=fire + timedelta(seconds=1), finished_at=fire + timedelta(seconds=1 + seconds),
-                   worker_ids=["app-2:311:9f2c41ab", "app-3:87:4be01c2d"][: 2 if failed else 1],
-                   errors=[ATTEMPT_ERROR | {"attempt": n, "worker_id": w}
-                           for n, w in ((1, "app-2:311:9f2c41ab"), (2, "app-3:87:4be01c2d"))] if failed else [])
+        JobFactory(
+            kind="tests.testapp.tasks.record",
+            queue="mail",
+            state=state,
+            attempt=2 if failed else 1,
+            metadata={"cron_name": "daily-digest", "cron_fire_at": fire.isoformat()},
+            attempted_at=fire + timedelta(seconds=1),
+            finished_at=fire + timedelta(seconds=1 + seconds),
+            worker_ids=["app-2:311:9f2c41ab", "app-3:87:4be01c2d"][: 2 if failed else 1],
+            errors=[
+                ATTEMPT_ERROR | {"attempt": n, "worker_id": w}
+                for n, w in ((1, "app-2:311:9f2c41ab"), (2, "app-3:87:4be01c2d"))
+            ]
+            if failed
+            else [],
+        )
     operations.trigger("ping", "alice")
 
 
@@ -162,7 +190,9 @@ def admin_console(browser: Any, live_server: Any) -> Iterator[Console]:
     console.close()
 
 
-def test_admin_browser__pause_trigger_retire_restore_and_queue_pause(admin_console: Console, tmp_path: Path) -> None:
+def test_admin_browser__pause_trigger_retire_restore_and_queue_pause(
+    admin_console: Console, tmp_path: Path
+) -> None:
     realistic_data()
     console = admin_console
     page = console.goto("/admin/awa_django/cronjob/")
@@ -233,7 +263,9 @@ def test_admin_browser__pause_trigger_retire_restore_and_queue_pause(admin_conso
     screenshot(page, tmp_path, "admin-schedule-detail.png", full_page=False)
 
 
-def test_admin_browser__a_user_without_a_permission_sees_no_such_action(browser: Any, live_server: Any) -> None:
+def test_admin_browser__a_user_without_a_permission_sees_no_such_action(
+    browser: Any, live_server: Any
+) -> None:
     CronJobFactory(name="guarded")
     make_user("viewer", "view_cronjob", "view_job", "view_queue")
     make_user("pauser", "view_cronjob", "pause_cronjob")

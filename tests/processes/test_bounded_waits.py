@@ -32,6 +32,7 @@ from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
 def assert_gives_up_on_the_lock(action: Callable[[], Any]) -> None:
     """Run ``action`` in a thread (its own connection) and require that it stops
     waiting with a lock timeout, well within a generous deadline."""
@@ -133,8 +134,10 @@ def test_runtasks__starts_and_stops_while_a_frozen_peer_holds_the_protocol_lock(
 def test_runcron__fires_and_stops_while_a_frozen_peer_holds_the_protocol_lock(
     runcron: Callable[..., Any], protocol_lock_holder: Any
 ) -> None:
-    proc = runcron({"every-second": {"cron": "* * * * * *", "task": RECORD}},
-                   env={"AWA_LOCK_TIMEOUT": "1", "AWA_SNAPSHOT_INTERVAL": "0.5", "AWA_SYNC_INTERVAL": "1"})
+    proc = runcron(
+        {"every-second": {"cron": "* * * * * *", "task": RECORD}},
+        env={"AWA_LOCK_TIMEOUT": "1", "AWA_SNAPSHOT_INTERVAL": "0.5", "AWA_SYNC_INTERVAL": "1"},
+    )
     # Sync (bounded too) inserts the schedule, then it fires every second.
     wait_for(lambda: fired("every-second") >= 2, timeout=60)
     proc.signal(signal.SIGTERM)
@@ -198,8 +201,10 @@ def test_migration_0005__forward_and_back_against_live_snapshot_writers_never_de
     call_command("migrate", "awa_django", "0005", verbosity=0)
     with raw_connection() as conn:
         conn.execute("INSERT INTO awa_cron_owners (owner_id) VALUES ('billing') ON CONFLICT DO NOTHING")
-        conn.execute("INSERT INTO awa_cron_manifests (owner_id, desired_hash, manifest) "
-                     "VALUES ('billing', 'h1', '[]') ON CONFLICT DO NOTHING")
+        conn.execute(
+            "INSERT INTO awa_cron_manifests (owner_id, desired_hash, manifest) "
+            "VALUES ('billing', 'h1', '[]') ON CONFLICT DO NOTHING"
+        )
     stop = threading.Event()
     failures: list[str] = []
     writers = [threading.Thread(target=_old_binary_snapshot_writer, args=(stop, failures)) for _ in range(2)]

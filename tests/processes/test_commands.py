@@ -23,7 +23,12 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     """``manage.py ARGS`` on the test database, as a shell user runs it."""
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url())
     return subprocess.run(
-        [sys.executable, "-m", "django", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "django", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -83,12 +88,10 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-
 def run_python(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
-
 
 
 @pytest.mark.django_db(transaction=True)
@@ -105,7 +108,6 @@ def test_runcron__subprocess_with_invalid_settings_schedule_exits_non_zero_and_w
     assert not Job.objects.exists()
 
 
-
 SETUP_SCRIPT = """
 import json, sys
 import django
@@ -119,7 +121,6 @@ print("setup ok")
 """
 
 
-
 def test_cron_py__invalid_declaration_fails_django_setup() -> None:
     proc = run_python(["-c", SETUP_SCRIPT], subprocess_env(DJANGO_SETTINGS_MODULE="tests.badapp.settings"))
 
@@ -130,14 +131,12 @@ def test_cron_py__invalid_declaration_fails_django_setup() -> None:
     assert error["message"].startswith("schedule 'broken': field 'cron': ")
 
 
-
 def test_cron_py__setup_succeeds_without_the_invalid_app() -> None:
     # Control: the same script with the normal settings runs to the end.
     proc = run_python(["-c", SETUP_SCRIPT], subprocess_env())
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == "setup ok"
-
 
 
 def test_cron_py__invalid_declaration_fails_manage_py_check() -> None:

@@ -21,9 +21,15 @@ from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIBFAKETIME = next(
-    (p for p in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-                 "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-                 "/usr/lib/faketime/libfaketime.so.1") if os.path.exists(p)),
+    (
+        p
+        for p in (
+            "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+            "/usr/lib/faketime/libfaketime.so.1",
+        )
+        if os.path.exists(p)
+    ),
     None,
 )
 
@@ -57,7 +63,9 @@ def db_now() -> datetime:
 
 
 def test_clockshift__harness_really_shifts_the_host_clock() -> None:
-    out = shifted(timedelta(hours=-3), "-c", "import datetime; print(datetime.datetime.now(datetime.UTC).isoformat())")
+    out = shifted(
+        timedelta(hours=-3), "-c", "import datetime; print(datetime.datetime.now(datetime.UTC).isoformat())"
+    )
     host = datetime.fromisoformat(out.stdout.strip())
     assert abs((db_now() - host) - timedelta(hours=3)) < timedelta(minutes=1)
 
@@ -69,8 +77,12 @@ def test_runcron__fires_by_database_time_whatever_the_host_clock(shift_hours: in
     CronJobFactory(name="due-now", cron_expr="* * * * *", created_at=now)
     # Not due by the database clock (already fired this minute's slot); a host
     # clock 3 h ahead would fire it, one 3 h behind would see nothing at all.
-    CronJobFactory(name="not-due", cron_expr="* * * * *", created_at=now,
-                   last_enqueued_at=now.replace(second=0, microsecond=0))
+    CronJobFactory(
+        name="not-due",
+        cron_expr="* * * * *",
+        created_at=now,
+        last_enqueued_at=now.replace(second=0, microsecond=0),
+    )
     result = shifted(timedelta(hours=shift_hours), "-m", "django", "runcron", "--once")
     assert result.returncode == 0, result.stderr
     fired = list(Job.objects.values_list("metadata__cron_name", "metadata__cron_fire_at"))

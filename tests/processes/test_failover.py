@@ -30,8 +30,14 @@ DBNAME = "awa_failover"
 
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     full = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", **env)
-    return subprocess.run([sys.executable, "-m", "django", *args], cwd=ROOT, env=full,
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "django", *args],
+        cwd=ROOT,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def query(cluster: Cluster, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -40,8 +46,11 @@ def query(cluster: Cluster, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 def fired_slots(cluster: Cluster) -> list[datetime]:
-    rows = query(cluster, "SELECT metadata->>'cron_fire_at' FROM awa_jobs "
-                          "WHERE metadata->>'cron_name' = 'fo-tick' AND metadata ? 'cron_fire_at'")
+    rows = query(
+        cluster,
+        "SELECT metadata->>'cron_fire_at' FROM awa_jobs "
+        "WHERE metadata->>'cron_name' = 'fo-tick' AND metadata ? 'cron_fire_at'",
+    )
     return sorted(datetime.fromisoformat(r[0]) for r in rows)
 
 
@@ -61,29 +70,49 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
             assert migrated.returncode == 0, migrated.stderr
             standby.init_standby_of(primary)
             standby.start()
-            wait_until(lambda: query(primary, "SELECT 1 FROM pg_stat_replication WHERE state = 'streaming'"),
-                       60, "streaming replication")
+            wait_until(
+                lambda: query(primary, "SELECT 1 FROM pg_stat_replication WHERE state = 'streaming'"),
+                60,
+                "streaming replication",
+            )
 
             env = {
                 "DATABASE_URL": primary_url,
                 "AWA_TEST_MULTIHOST": f"127.0.0.1:{primary.port},127.0.0.1:{standby.port}",
                 "AWA_SNAPSHOT_INTERVAL": "0.5",
             }
-            schedules = {"fo-tick": {"cron": "* * * * * *", "task": "tests.testapp.tasks.write_effect",
-                                     "missed_fire_policy": "catch_up", "max_attempts": 10}}
+            schedules = {
+                "fo-tick": {
+                    "cron": "* * * * * *",
+                    "task": "tests.testapp.tasks.write_effect",
+                    "missed_fire_policy": "catch_up",
+                    "max_attempts": 10,
+                }
+            }
             cron = runcron(schedules, env=env)
             tasks = runtasks("--concurrency", "2", env=env)
-            wait_until(lambda: query(primary, "SELECT count(*) FROM awa_jobs WHERE state = 'completed'")[0][0] >= 3,
-                       60, "jobs completed on the first primary")
+            wait_until(
+                lambda: query(primary, "SELECT count(*) FROM awa_jobs WHERE state = 'completed'")[0][0] >= 3,
+                60,
+                "jobs completed on the first primary",
+            )
 
             # A task running when the primary dies, its start already replicated.
-            enqueued = manage({"DATABASE_URL": primary_url}, "shell", "-c",
-                              "from tests.testapp.tasks import slow_effect\n"
-                              "slow_effect.enqueue(label='mid-crash', seconds=3)")
+            enqueued = manage(
+                {"DATABASE_URL": primary_url},
+                "shell",
+                "-c",
+                "from tests.testapp.tasks import slow_effect\n"
+                "slow_effect.enqueue(label='mid-crash', seconds=3)",
+            )
             assert enqueued.returncode == 0, enqueued.stderr
-            wait_until(lambda: query(standby, "SELECT 1 FROM testapp_effect "
-                                              "WHERE label = 'mid-crash' AND phase = 'started'"),
-                       60, "the running task's start on the standby")
+            wait_until(
+                lambda: query(
+                    standby, "SELECT 1 FROM testapp_effect WHERE label = 'mid-crash' AND phase = 'started'"
+                ),
+                60,
+                "the running task's start on the standby",
+            )
 
             primary.stop("immediate")  # a crash: no shutdown checkpoint, no goodbye to clients
             standby.promote()
@@ -92,26 +121,62 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
             # Both processes reconnect by themselves: new fires after the
             # promotion, fired and run on the new primary.
             wait_until(
-                lambda: query(standby, "SELECT count(*) FROM awa_jobs WHERE state = 'completed' AND "
-                                       "(metadata->>'cron_fire_at')::timestamptz > %s", promoted_at)[0][0] >= 3,
-                90, "jobs fired and completed on the promoted standby",
+                lambda: (
+                    query(
+                        standby,
+                        "SELECT count(*) FROM awa_jobs WHERE state = 'completed' AND "
+                        "(metadata->>'cron_fire_at')::timestamptz > %s",
+                        promoted_at,
+                    )[0][0]
+                    >= 3
+                ),
+                90,
+                "jobs fired and completed on the promoted standby",
             )
             assert cron.proc.poll() is None and tasks.proc.poll() is None
             # Their snapshot threads reconnected too.
-            wait_until(lambda: {row[0] for row in query(
-                standby, "SELECT role FROM awa_runtime_instances WHERE NOT shutting_down AND last_seen_at > %s",
-                promoted_at)} == {"runcron", "runtasks"}, 60, "snapshots on the new primary")
+            wait_until(
+                lambda: (
+                    {
+                        row[0]
+                        for row in query(
+                            standby,
+                            "SELECT role FROM awa_runtime_instances WHERE NOT shutting_down AND last_seen_at > %s",
+                            promoted_at,
+                        )
+                    }
+                    == {"runcron", "runtasks"}
+                ),
+                60,
+                "snapshots on the new primary",
+            )
             # Every job ends completed; attempts cut off by the crash are rescued and re-run.
-            wait_until(lambda: not query(standby, "SELECT 1 FROM awa_jobs WHERE state <> 'completed' "
-                                                  "AND (metadata->>'cron_fire_at')::timestamptz < %s",
-                                         promoted_at),
-                       90, "every job from before the promotion completed")
+            wait_until(
+                lambda: (
+                    not query(
+                        standby,
+                        "SELECT 1 FROM awa_jobs WHERE state <> 'completed' "
+                        "AND (metadata->>'cron_fire_at')::timestamptz < %s",
+                        promoted_at,
+                    )
+                ),
+                90,
+                "every job from before the promotion completed",
+            )
             # The task cut off by the crash could not report: it was rescued
             # (its attempt counted, with an error) and run again to completion.
-            wait_until(lambda: query(standby, "SELECT 1 FROM awa_jobs WHERE args->'kwargs'->>'label' = "
-                                              "'mid-crash' AND state = 'completed'"), 90, "the re-run")
-            ((attempt, errors),) = query(standby, "SELECT attempt, errors FROM awa_jobs "
-                                                  "WHERE args->'kwargs'->>'label' = 'mid-crash'")
+            wait_until(
+                lambda: query(
+                    standby,
+                    "SELECT 1 FROM awa_jobs WHERE args->'kwargs'->>'label' = "
+                    "'mid-crash' AND state = 'completed'",
+                ),
+                90,
+                "the re-run",
+            )
+            ((attempt, errors),) = query(
+                standby, "SELECT attempt, errors FROM awa_jobs WHERE args->'kwargs'->>'label' = 'mid-crash'"
+            )
             assert attempt >= 2 and errors, (attempt, errors)
             for proc in (cron, tasks):
                 proc.signal(signal.SIGTERM)
@@ -124,8 +189,11 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
             assert len(slots) == len(set(slots)), "a slot fired twice on the new primary"
             gaps = [(a, b) for a, b in zip(slots, slots[1:], strict=False) if (b - a).total_seconds() != 1]
             assert gaps == [], f"slots missing around the failover: {gaps}"
-            unrun = query(standby, "SELECT j.id FROM awa_jobs j WHERE j.state = 'completed' AND NOT EXISTS "
-                                   "(SELECT 1 FROM testapp_effect e WHERE e.job_id = j.id)")
+            unrun = query(
+                standby,
+                "SELECT j.id FROM awa_jobs j WHERE j.state = 'completed' AND NOT EXISTS "
+                "(SELECT 1 FROM testapp_effect e WHERE e.job_id = j.id)",
+            )
             assert unrun == [], "a job is completed without its effect"
         finally:
             standby.stop("immediate")

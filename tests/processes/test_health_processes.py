@@ -18,33 +18,46 @@ from tests.db.test_health import by_name
 
 
 def test_awa_health__unreachable_database_exits_1_with_a_message_not_a_traceback() -> None:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings",
-               DATABASE_URL="postgres://postgres@127.0.0.1:1/nowhere")
-    done = subprocess.run([sys.executable, "-m", "django", "awa", "health"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        DATABASE_URL="postgres://postgres@127.0.0.1:1/nowhere",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "awa", "health"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert "FAIL database: cannot query the database" in done.stdout
     assert "Traceback" not in done.stderr and "unhealthy: database" in done.stderr
-
 
 
 # -- real processes ------------------------------------------------------------
 FAST_HEALTH = {"AWA_SNAPSHOT_INTERVAL": "0.5", "AWA_HEALTH_MAX_PASS_AGE": "2"}
 
 
-
 def health_exit_code(*args: str) -> tuple[int, str]:
     """Run ``manage.py awa health`` as an exec probe would; (exit status, stdout)."""
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url(), **FAST_HEALTH)
-    done = subprocess.run([sys.executable, "-m", "django", "awa", "health", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    env = dict(
+        os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url(), **FAST_HEALTH
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "awa", "health", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done.returncode, done.stdout
-
 
 
 def probe_ok(role: str) -> bool:
     return probe(role).healthy
-
 
 
 @pytest.mark.slow
@@ -76,7 +89,6 @@ def test_awa_health__real_runcron_is_healthy_then_fails_while_its_pass_is_blocke
     assert proc.wait() == 0
 
 
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @override_settings(AWA_HEALTH_MAX_PASS_AGE=2)
@@ -95,7 +107,6 @@ def test_awa_health__frozen_runtasks_fails_its_liveness_probe(runtasks: Any) -> 
     wait_for(lambda: probe_ok("tasks"), timeout=60, interval=0.2)
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
-
 
 
 @pytest.mark.slow

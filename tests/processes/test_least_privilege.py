@@ -27,7 +27,7 @@ RECORD = "tests.testapp.tasks.record"
 
 def documented_grants() -> str:
     text = DOC.read_text()
-    section = text[text.index("### Least-privilege database roles"):]
+    section = text[text.index("### Least-privilege database roles") :]
     match = re.search(r"```sql\n(.*?)```", section, re.S)
     assert match
     return match.group(1)
@@ -54,12 +54,25 @@ def roles() -> Iterator[dict[str, str]]:
                 conn.execute(f"DROP ROLE {name}")
 
 
-def run(role: str, *args: str, schedules: dict[str, object] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    role: str, *args: str, schedules: dict[str, object] | None = None
+) -> subprocess.CompletedProcess[str]:
     url = re.sub(r"^postgres://[^@]*@", f"postgres://{role}@", database_url())
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=url,
-               AWA_TEST_SCHEDULES=json.dumps(schedules or {}), AWA_SHUTDOWN_TIMEOUT="5")
-    return subprocess.run([sys.executable, "-m", "django", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        DATABASE_URL=url,
+        AWA_TEST_SCHEDULES=json.dumps(schedules or {}),
+        AWA_SHUTDOWN_TIMEOUT="5",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "django", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -73,15 +86,27 @@ def test_least_privilege__documented_grants_run_every_process_and_verb(roles: di
     ok(run(roles["awa_runtasks"], "runtasks", "--burst", schedules=schedules))
     assert Job.objects.get().state == "completed"
     operator = roles["awa_operator"]
-    for verb in (["cron", "list"], ["cron", "show", "every-second"],
-                 ["cron", "pause", "every-second"], ["cron", "resume", "every-second"],
-                 ["cron", "trigger", "every-second"], ["jobs", "list"],
-                 ["jobs", "cancel", "--cron", "every-second"], ["jobs", "retry", "CANCELLED"],
-                 ["jobs", "prune", "--dry-run"], ["jobs", "prune"],
-                 ["queue", "pause", "default"], ["queue", "resume", "default"], ["queue", "list"],
-                 ["cron", "owners"], ["cron", "plan", "billing"],
-                 ["cron", "adopt", "every-second", "billing"], ["cron", "adopt", "every-second", "billing", "--apply"],
-                 ["cron", "retire", "every-second", "--apply"], ["cron", "restore", "every-second", "--apply"]):
+    for verb in (
+        ["cron", "list"],
+        ["cron", "show", "every-second"],
+        ["cron", "pause", "every-second"],
+        ["cron", "resume", "every-second"],
+        ["cron", "trigger", "every-second"],
+        ["jobs", "list"],
+        ["jobs", "cancel", "--cron", "every-second"],
+        ["jobs", "retry", "CANCELLED"],
+        ["jobs", "prune", "--dry-run"],
+        ["jobs", "prune"],
+        ["queue", "pause", "default"],
+        ["queue", "resume", "default"],
+        ["queue", "list"],
+        ["cron", "owners"],
+        ["cron", "plan", "billing"],
+        ["cron", "adopt", "every-second", "billing"],
+        ["cron", "adopt", "every-second", "billing", "--apply"],
+        ["cron", "retire", "every-second", "--apply"],
+        ["cron", "restore", "every-second", "--apply"],
+    ):
         if verb[-1] == "CANCELLED":
             verb[-1] = str(Job.objects.get(state="cancelled").id)
         ok(run(operator, "awa", *verb))

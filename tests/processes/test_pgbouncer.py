@@ -52,8 +52,14 @@ def pooled_env(bouncer: PgBouncer) -> dict[str, str]:
 
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     full = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", **env)
-    return subprocess.run([sys.executable, "-m", "django", *args], cwd=ROOT, env=full,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "django", *args],
+        cwd=ROOT,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def transactions_through(bouncer: PgBouncer) -> int:
@@ -69,10 +75,14 @@ def test_pgbouncer__enqueue_worker_and_cli_work_through_transaction_pooling(
     before = transactions_through(pgbouncer)
 
     # Enqueue through the pooler (django.tasks API in a separate process).
-    enqueue = manage(env, "shell", "-c",
-                     "from tests.testapp.tasks import slow_effect, write_effect\n"
-                     "slow_effect.enqueue(label='pooled-slow', seconds=2.5)\n"
-                     "for i in range(5): write_effect.enqueue(label=f'pooled-{i}')")
+    enqueue = manage(
+        env,
+        "shell",
+        "-c",
+        "from tests.testapp.tasks import slow_effect, write_effect\n"
+        "slow_effect.enqueue(label='pooled-slow', seconds=2.5)\n"
+        "for i in range(5): write_effect.enqueue(label=f'pooled-{i}')",
+    )
     assert enqueue.returncode == 0, enqueue.stderr
     assert Job.objects.count() == 6
 
@@ -80,8 +90,10 @@ def test_pgbouncer__enqueue_worker_and_cli_work_through_transaction_pooling(
     # The slow task is heartbeated while it runs (AWA_HEARTBEAT_INTERVAL 0.2 s).
     slow = Job.objects.get(args__kwargs__label="pooled-slow")
     first_beat = wait_for(lambda: Job.objects.get(pk=slow.pk).heartbeat_at, timeout=60)
-    wait_for(lambda: (beat := Job.objects.get(pk=slow.pk).heartbeat_at) is not None and beat > first_beat,
-             timeout=60)
+    wait_for(
+        lambda: (beat := Job.objects.get(pk=slow.pk).heartbeat_at) is not None and beat > first_beat,
+        timeout=60,
+    )
     wait_for(lambda: Job.objects.filter(state="completed").count() == 6, timeout=60)
 
     # The CLI works unchanged through the pooler.
@@ -98,7 +110,8 @@ def test_pgbouncer__enqueue_worker_and_cli_work_through_transaction_pooling(
     with raw_connection() as direct:
         listeners = direct.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND application_name = %s", [f"awa_django runtasks listener pid={worker.pid}"]
+            "AND application_name = %s",
+            [f"awa_django runtasks listener pid={worker.pid}"],
         ).fetchone()
     assert listeners == (1,)
     pooled_names = [c["application_name"] or "" for c in pgbouncer.admin("SHOW CLIENTS")]
@@ -112,8 +125,13 @@ def test_pgbouncer__two_runcron_elect_one_leader_and_fire_each_slot_once(
     pgbouncer: PgBouncer, runcron: Any, runtasks: Any
 ) -> None:
     env = pooled_env(pgbouncer)
-    schedules = {"pooled-tick": {"cron": "* * * * * *", "task": "tests.testapp.tasks.record",
-                                 "missed_fire_policy": "catch_up"}}
+    schedules = {
+        "pooled-tick": {
+            "cron": "* * * * * *",
+            "task": "tests.testapp.tasks.record",
+            "missed_fire_policy": "catch_up",
+        }
+    }
     procs = [runcron(schedules, env=env) for _ in range(2)]
     worker = runtasks(env=env)
     leader = wait_for(leader_process_pid, timeout=60)
@@ -126,8 +144,10 @@ def test_pgbouncer__two_runcron_elect_one_leader_and_fire_each_slot_once(
     # The lock (and LISTEN) sessions are direct, not PgBouncer clients.
     pooled_names = [c["application_name"] or "" for c in pgbouncer.admin("SHOW CLIENTS")]
     assert not [n for n in pooled_names if n.startswith("awa_django")], pooled_names
-    wait_for(lambda: RuntimeInstance.objects.filter(role="runcron", leader=True, shutting_down=False).count() == 1,
-             timeout=60)
+    wait_for(
+        lambda: RuntimeInstance.objects.filter(role="runcron", leader=True, shutting_down=False).count() == 1,
+        timeout=60,
+    )
     assert transactions_through(pgbouncer) > before  # fires and snapshots went through the pooler
     for proc in procs:
         proc.signal(signal.SIGTERM)

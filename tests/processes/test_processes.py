@@ -49,7 +49,9 @@ def leader_process_pid() -> int | None:
     if backend is None:
         return None
     with raw_connection() as conn:
-        row = conn.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s", [backend]).fetchone()
+        row = conn.execute(
+            "SELECT application_name FROM pg_stat_activity WHERE pid = %s", [backend]
+        ).fetchone()
     if not row or "pid=" not in row[0]:
         return None
     return int(row[0].rsplit("pid=", 1)[1])
@@ -190,8 +192,13 @@ def test_runcron__pause_blocks_fires_and_resume_coalesces(runcron: Any) -> None:
     resumed_at = db_now()
     wait_for(lambda: any(f > resumed_at for f in slots("pausable")), timeout=60)
     # Catch-up replays every missed second (at least the 3 s of the pause).
-    wait_for(lambda: len(slots("replayed")) >= before["replayed"] + 3
-             and any(f > resumed_at for f in slots("replayed")), timeout=60)
+    wait_for(
+        lambda: (
+            len(slots("replayed")) >= before["replayed"] + 3
+            and any(f > resumed_at for f in slots("replayed"))
+        ),
+        timeout=60,
+    )
     proc.signal(signal.SIGTERM)
     assert proc.wait() == 0
     # Coalesce: the ~3 missed seconds became one fire at resume, not three.

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.slow
-def test_runtasks_burst__exits_0_after_tasks_fail_with_system_exit_and_keyboard_interrupt(runtasks: Any) -> None:
+def test_runtasks_burst__exits_0_after_tasks_fail_with_system_exit_and_keyboard_interrupt(
+    runtasks: Any,
+) -> None:
     exited = tasks.raises_base_exception.enqueue("system_exit")
     interrupted = tasks.raises_base_exception.enqueue("keyboard_interrupt")
     fine = tasks.write_effect.enqueue("fine")

@@ -64,10 +64,21 @@ def test_authoritative__runcron_and_runtasks_publish_one_manifest(runcron: Any, 
 @pytest.mark.parametrize("command", ["runcron", "runtasks"])
 def test_authoritative__startup_fails_on_foreign_names_and_publishes_nothing(command: str) -> None:
     CronJobFactory(name="invoice")  # unowned: must be adopted first
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url(),
-               AWA_TEST_SCHEDULES=json.dumps(INVOICE), **AUTHORITATIVE)
-    result = subprocess.run([sys.executable, "-m", "django", command], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        DATABASE_URL=database_url(),
+        AWA_TEST_SCHEDULES=json.dumps(INVOICE),
+        **AUTHORITATIVE,
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "django", command],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     assert "invoice" in result.stderr and "adoption" in result.stderr
     assert not CronOwner.objects.exists() and not CronDeclaration.objects.exists()
@@ -80,14 +91,21 @@ def test_authoritative__removed_schedule_is_retired_after_grace(runcron: Any) ->
     env = {**AUTHORITATIVE, "AWA_TEST_SCHEDULES": json.dumps(schedules), "AWA_SYNC_INTERVAL": "0.5"}
     first = runcron({}, env=env)
     # (testapp-yearly, from tests/testapp/cron.py, is declared too.)
-    wait_for(lambda: {"invoice", "statement"} <= set(CronJob.objects.filter(owner_id="billing")
-                                                       .values_list("name", flat=True)), timeout=60)
+    wait_for(
+        lambda: (
+            {"invoice", "statement"}
+            <= set(CronJob.objects.filter(owner_id="billing").values_list("name", flat=True))
+        ),
+        timeout=60,
+    )
     first.signal(signal.SIGTERM)
     assert first.wait() == 0
     # Deploy rev-2 without "statement".
     env = {**env, "AWA_TEST_SCHEDULES": json.dumps(INVOICE), "AWA_REVISION": "rev-2"}
     second = runcron({}, env=env)
-    row = wait_for(lambda: CronJob.objects.filter(name="statement", retired_at__isnull=False).first(), timeout=60)
+    row = wait_for(
+        lambda: CronJob.objects.filter(name="statement", retired_at__isnull=False).first(), timeout=60
+    )
     assert (row.retired_by, row.retired_revision) == ("billing", "rev-2")
     assert CronJob.objects.get(name="invoice").retired_at is None
     second.signal(signal.SIGTERM)
@@ -104,14 +122,24 @@ def test_migration__locks_cron_jobs_before_anything_and_never_cycles_with_a_fire
         # A fire in flight: the schedule row is marked (cron first) ...
         fire_tx.execute("UPDATE awa_cron_jobs SET last_enqueued_at = now() WHERE name = 'hot'")
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url())
-        migrator = subprocess.Popen([sys.executable, "-m", "django", "migrate", "awa_django", "0004", "-v", "0"],
-                                    cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        waiting = wait_for(lambda: observer.execute(
-            "SELECT pid FROM pg_locks WHERE relation = 'awa_cron_jobs'::regclass AND NOT granted"
-        ).fetchone(), timeout=60)[0]
+        migrator = subprocess.Popen(
+            [sys.executable, "-m", "django", "migrate", "awa_django", "0004", "-v", "0"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        waiting = wait_for(
+            lambda: observer.execute(
+                "SELECT pid FROM pg_locks WHERE relation = 'awa_cron_jobs'::regclass AND NOT granted"
+            ).fetchone(),
+            timeout=60,
+        )[0]
         held = observer.execute(
             "SELECT relation::regclass::text FROM pg_locks WHERE pid = %s AND granted "
-            "AND locktype = 'relation' AND mode = 'AccessExclusiveLock'", [waiting]
+            "AND locktype = 'relation' AND mode = 'AccessExclusiveLock'",
+            [waiting],
         ).fetchall()
         assert held == []  # the migrator holds nothing the fire could need
         # ... and the fire's job insert into awa_jobs still goes through.
@@ -155,9 +183,13 @@ def test_legacy_writer__statement_trigger_serialises_it_behind_the_protocol_lock
         thread = threading.Thread(target=legacy_write)
         thread.start()
         with raw_connection() as observer:  # the legacy session waits for the protocol lock
-            wait_for(lambda: observer.execute(
-                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", [legacy.info.backend_pid]
-            ).fetchone()[0], timeout=60)
+            wait_for(
+                lambda: observer.execute(
+                    "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
+                    [legacy.info.backend_pid],
+                ).fetchone()[0],
+                timeout=60,
+            )
         assert not finished.is_set()
         holder.commit()
         thread.join(timeout=60)
@@ -166,5 +198,3 @@ def test_legacy_writer__statement_trigger_serialises_it_behind_the_protocol_lock
         holder.close()
         legacy.close()
     assert RuntimeInstance.objects.get(role="legacy").cron_protocol is None
-
-

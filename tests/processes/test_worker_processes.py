@@ -19,8 +19,14 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def test_end_to_end__each_slot_runs_the_function_exactly_once(runcron: Any, runtasks: Any) -> None:
-    schedules = {"e2e": {"cron": "* * * * * *", "task": "tests.testapp.tasks.write_effect",
-                         "kwargs": {"label": "e2e"}, "missed_fire_policy": "catch_up"}}
+    schedules = {
+        "e2e": {
+            "cron": "* * * * * *",
+            "task": "tests.testapp.tasks.write_effect",
+            "kwargs": {"label": "e2e"},
+            "missed_fire_policy": "catch_up",
+        }
+    }
     leaders = [runcron(schedules), runcron(schedules)]
     workers = [runtasks("--concurrency", "2"), runtasks("--concurrency", "2")]
     wait_for(lambda: Effect.objects.filter(schedule="e2e").count() >= 5, timeout=60)

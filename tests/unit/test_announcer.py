@@ -10,7 +10,9 @@ from awa_django.announcer import Announcer
 
 def test_announcer__handles_batches_in_order_on_its_own_thread() -> None:
     seen: list[tuple[list[int], str]] = []
-    announcer = Announcer(lambda jobs: seen.append(([j["id"] for j in jobs], threading.current_thread().name)))
+    announcer = Announcer(
+        lambda jobs: seen.append(([j["id"] for j in jobs], threading.current_thread().name))
+    )
     for start in range(0, 30, 3):
         announcer.submit([{"id": i} for i in range(start, start + 3)])
     announcer.submit([])  # nothing to announce

@@ -24,9 +24,7 @@ CHECKED_KINDS = (
 
 
 def test_conf__every_setting_has_one_typed_property() -> None:
-    properties = {
-        name: member for name, member in vars(AwaSettings).items() if isinstance(member, property)
-    }
+    properties = {name: member for name, member in vars(AwaSettings).items() if isinstance(member, property)}
     assert sorted(f"AWA_{name}" for name in properties) == sorted(s.name for s in SETTINGS)
     for name, member in properties.items():
         annotation = inspect.signature(member.fget).return_annotation  # type: ignore[arg-type]
@@ -59,9 +57,7 @@ def test_conf__every_check_id_of_the_table_is_documented() -> None:
     assert {s.check_id for s in SETTINGS} <= set(checks.HINTS)
 
 
-@pytest.mark.parametrize(
-    "setting", [s for s in SETTINGS if s.kind in CHECKED_KINDS], ids=lambda s: s.name
-)
+@pytest.mark.parametrize("setting", [s for s in SETTINGS if s.kind in CHECKED_KINDS], ids=lambda s: s.name)
 def test_check_setting_limits__reports_each_row_out_of_range_with_its_id(setting: Any) -> None:
     assert checks.check_setting_limits() == []
     with override_settings(**{setting.name: "bad"}):

@@ -26,7 +26,9 @@ def test_bound_transaction_waits__sets_local_timeouts_in_milliseconds() -> None:
     cursor = RecordingCursor()
     guards.bound_transaction_waits(cursor)
     [(sql, params)] = cursor.executed
-    assert "set_config('lock_timeout', %s, true)" in sql and "set_config('statement_timeout', %s, true)" in sql
+    assert (
+        "set_config('lock_timeout', %s, true)" in sql and "set_config('statement_timeout', %s, true)" in sql
+    )
     assert params == ["2500", "1"]  # never rounded down to 0, which would disable the timeout
 
 
@@ -46,7 +48,9 @@ class DbError(Exception):
         self.sqlstate = sqlstate
 
 
-@pytest.mark.parametrize(("sqlstate", "timed_out"), [("55P03", True), ("57014", True), ("40P01", False), (None, False)])
+@pytest.mark.parametrize(
+    ("sqlstate", "timed_out"), [("55P03", True), ("57014", True), ("40P01", False), (None, False)]
+)
 def test_lock_wait_timed_out__by_sqlstate_of_the_cause(sqlstate: str | None, timed_out: bool) -> None:
     wrapped = RuntimeError("django wrapper")
     wrapped.__cause__ = DbError(sqlstate)
@@ -63,12 +67,18 @@ def test_privilege_error__names_the_missing_grant() -> None:
 
 @override_settings(AWA_TCP_KEEPALIVES_IDLE=11, AWA_TCP_KEEPALIVES_INTERVAL=4, AWA_TCP_KEEPALIVES_COUNT=2)
 def test_keepalive_options__from_settings() -> None:
-    assert guards.keepalive_options() == {"keepalives": 1, "keepalives_idle": 11, "keepalives_interval": 4,
-                                          "keepalives_count": 2}
+    assert guards.keepalive_options() == {
+        "keepalives": 1,
+        "keepalives_idle": 11,
+        "keepalives_interval": 4,
+        "keepalives_count": 2,
+    }
 
 
 @override_settings(AWA_TCP_KEEPALIVES_IDLE=11)
-def test_guard_process_connections__adds_keepalives_but_the_project_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_guard_process_connections__adds_keepalives_but_the_project_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from django.db import connections
 
     wrapper = connections["default"]

@@ -99,8 +99,7 @@ HASH = "hash/random tokens (H, R) are not supported"
         ("", "cron expression is empty"),
         ("   ", "cron expression is empty"),
         ("* * * *", "invalid cron expression '* * * *': expected 5 or 6 fields, got 4"),
-        ("0 0 0 * * * 2026",
-         "invalid cron expression '0 0 0 * * * 2026': expected 5 or 6 fields, got 7"),
+        ("0 0 0 * * * 2026", "invalid cron expression '0 0 0 * * * 2026': expected 5 or 6 fields, got 7"),
         ("H * * * *", f"invalid cron expression 'H * * * *': {HASH}"),
         ("0 H/2 * * *", f"invalid cron expression '0 H/2 * * *': {HASH}"),
         ("H(0-29) * * * *", f"invalid cron expression 'H(0-29) * * * *': {HASH}"),
@@ -108,14 +107,26 @@ HASH = "hash/random tokens (H, R) are not supported"
         ("61 * * * *", "invalid cron expression '61 * * * *': bad minute field '61': 61 is not in 0-59"),
         ("0 24 * * *", "invalid cron expression '0 24 * * *': bad hour field '24': 24 is not in 0-23"),
         ("* * * * 8", "invalid cron expression '* * * * 8': bad day-of-week field '8': 8 is not in 0-7"),
-        ("0 0 0 32 * *", "invalid cron expression '0 0 0 32 * *': bad day-of-month field '32': 32 is not in 1-31"),
-        ("*/0 * * * *", "invalid cron expression '*/0 * * * *': bad minute field '*/0': step '0' is not a whole number >= 1"),
+        (
+            "0 0 0 32 * *",
+            "invalid cron expression '0 0 0 32 * *': bad day-of-month field '32': 32 is not in 1-31",
+        ),
+        (
+            "*/0 * * * *",
+            "invalid cron expression '*/0 * * * *': bad minute field '*/0': step '0' is not a whole number >= 1",
+        ),
         ("60 * * * * *", "invalid cron expression '60 * * * * *': bad second field '60': 60 is not in 0-59"),
         ("a b c d e", "invalid cron expression 'a b c d e': bad minute field 'a': 'a' is not a number"),
-        ("0 0 30 2 *", "invalid cron expression '0 0 30 2 *': it never matches any date "
-         "(day-of-month '30' never occurs in month '2')"),
-        ("0 0 31 4,6 *", "invalid cron expression '0 0 31 4,6 *': it never matches any date "
-         "(day-of-month '31' never occurs in month '4,6')"),
+        (
+            "0 0 30 2 *",
+            "invalid cron expression '0 0 30 2 *': it never matches any date "
+            "(day-of-month '30' never occurs in month '2')",
+        ),
+        (
+            "0 0 31 4,6 *",
+            "invalid cron expression '0 0 31 4,6 *': it never matches any date "
+            "(day-of-month '31' never occurs in month '4,6')",
+        ),
         (
             "@reboot",
             (
@@ -298,15 +309,30 @@ def test_latest_fire__yearly_schedule_takes_one_step(search_steps):
 @pytest.mark.parametrize(
     ("expr", "after", "until", "limit", "expected"),
     [
-        ("*/5 * * * * *", u("05-07T12:00:00"), u("05-07T12:00:20"), None,
-         us("05-07T12:00:05", "05-07T12:00:10", "05-07T12:00:15", "05-07T12:00:20")),
-        ("*/5 * * * * *", u("05-07T12:00:00"), u("05-07T12:00:20"), 2,
-         us("05-07T12:00:05", "05-07T12:00:10")),
+        (
+            "*/5 * * * * *",
+            u("05-07T12:00:00"),
+            u("05-07T12:00:20"),
+            None,
+            us("05-07T12:00:05", "05-07T12:00:10", "05-07T12:00:15", "05-07T12:00:20"),
+        ),
+        (
+            "*/5 * * * * *",
+            u("05-07T12:00:00"),
+            u("05-07T12:00:20"),
+            2,
+            us("05-07T12:00:05", "05-07T12:00:10"),
+        ),
         ("*/5 * * * * *", u("05-07T12:00:00"), u("05-07T12:00:20"), 0, []),
         ("*/5 * * * * *", u("05-07T12:00:20"), u("05-07T12:00:00"), None, []),
         ("*/5 * * * * *", u("05-07T12:00:20"), u("05-07T12:00:20"), None, []),
-        ("*/5 * * * * *", u("05-07T12:00:04.5"), u("05-07T12:00:10.5"), None,
-         us("05-07T12:00:05", "05-07T12:00:10")),
+        (
+            "*/5 * * * * *",
+            u("05-07T12:00:04.5"),
+            u("05-07T12:00:10.5"),
+            None,
+            us("05-07T12:00:05", "05-07T12:00:10"),
+        ),
         ("0 * * * *", u("05-07T13:00:00"), u("05-07T14:35:00"), None, us("05-07T14:00:00")),
         ("0 0 1 1 *", u("05-07T12:00:00"), u("12-31T23:59:59"), None, []),
     ],
@@ -326,8 +352,7 @@ def test_fires_between__converts_aware_inputs_to_utc():
 def test_fires_between__stops_at_limit(search_steps):
     expr = parse_cron("* * * * * *")
     search_steps.clear()
-    fires = fires_between(expr, ZoneInfo("UTC"),
-                          u("2025-05-07T12:00:00"), u("05-07T12:00:00"), limit=2)
+    fires = fires_between(expr, ZoneInfo("UTC"), u("2025-05-07T12:00:00"), u("05-07T12:00:00"), limit=2)
     assert fires == us("2025-05-07T12:00:01", "2025-05-07T12:00:02")
     assert len(search_steps) == 2
 
@@ -354,58 +379,118 @@ DST_CASES = [
     ("Europe/Berlin", "0 3 * * *", "03-28T22:00", "03-29T22:00", ["03-29T01:00"]),
     ("Europe/Berlin", "30 1 * * *", "03-28T22:00", "03-29T22:00", ["03-29T00:30"]),
     ("Europe/Berlin", "30 4 * * *", "03-28T22:00", "03-29T22:00", ["03-29T02:30"]),
-    ("Europe/Berlin", "*/30 * * * *", "03-29T00:00", "03-29T02:00",
-     ["03-29T00:30", "03-29T01:00", "03-29T01:30", "03-29T02:00"]),
+    (
+        "Europe/Berlin",
+        "*/30 * * * *",
+        "03-29T00:00",
+        "03-29T02:00",
+        ["03-29T00:30", "03-29T01:00", "03-29T01:30", "03-29T02:00"],
+    ),
     # Europe/Berlin fall back 2026-10-25 01:00Z, local fold 02:00-03:00.
     ("Europe/Berlin", "30 2 * * *", "10-24T22:00", "10-25T23:00", ["10-25T00:30"]),
     ("Europe/Berlin", "30 4 * * *", "10-24T22:00", "10-25T23:00", ["10-25T03:30"]),
-    ("Europe/Berlin", "*/30 * * * *", "10-24T23:30", "10-25T02:00",
-     ["10-25T00:00", "10-25T00:30", "10-25T01:00", "10-25T01:30", "10-25T02:00"]),
+    (
+        "Europe/Berlin",
+        "*/30 * * * *",
+        "10-24T23:30",
+        "10-25T02:00",
+        ["10-25T00:00", "10-25T00:30", "10-25T01:00", "10-25T01:30", "10-25T02:00"],
+    ),
     # America/New_York spring forward 2026-03-08 07:00Z, local gap 02:00-03:00.
     ("America/New_York", "30 2 * * *", "03-08T05:00", "03-09T05:00", ["03-08T07:00"]),
     ("America/New_York", "0 9 * * *", "03-08T05:00", "03-09T05:00", ["03-08T13:00"]),
-    ("America/New_York", "*/15 * * * *", "03-08T06:30", "03-08T07:30",
-     ["03-08T06:45", "03-08T07:00", "03-08T07:15", "03-08T07:30"]),
+    (
+        "America/New_York",
+        "*/15 * * * *",
+        "03-08T06:30",
+        "03-08T07:30",
+        ["03-08T06:45", "03-08T07:00", "03-08T07:15", "03-08T07:30"],
+    ),
     # America/New_York fall back 2026-11-01 06:00Z, local fold 01:00-02:00.
     ("America/New_York", "30 1 * * *", "11-01T04:00", "11-02T05:00", ["11-01T05:30"]),
     ("America/New_York", "30 2 * * *", "11-01T04:00", "11-02T05:00", ["11-01T07:30"]),
-    ("America/New_York", "0 * * * *", "11-01T04:00", "11-01T08:00",
-     ["11-01T05:00", "11-01T06:00", "11-01T07:00", "11-01T08:00"]),
-    ("America/New_York", "*/30 * * * *", "11-01T04:30", "11-01T07:00",
-     ["11-01T05:00", "11-01T05:30", "11-01T06:00", "11-01T06:30", "11-01T07:00"]),
+    (
+        "America/New_York",
+        "0 * * * *",
+        "11-01T04:00",
+        "11-01T08:00",
+        ["11-01T05:00", "11-01T06:00", "11-01T07:00", "11-01T08:00"],
+    ),
+    (
+        "America/New_York",
+        "*/30 * * * *",
+        "11-01T04:30",
+        "11-01T07:00",
+        ["11-01T05:00", "11-01T05:30", "11-01T06:00", "11-01T06:30", "11-01T07:00"],
+    ),
     # Australia/Lord_Howe fall back 2026-04-04 15:00Z (+11 -> +10:30), local fold 01:30-02:00.
     ("Australia/Lord_Howe", "45 1 * * *", "04-04T12:00", "04-05T12:00", ["04-04T14:45"]),
     ("Australia/Lord_Howe", "30 2 * * *", "04-04T12:00", "04-05T12:00", ["04-04T16:00"]),
-    ("Australia/Lord_Howe", "15,45 * * * *", "04-04T14:00", "04-04T16:00",
-     ["04-04T14:15", "04-04T14:45", "04-04T15:15", "04-04T15:45"]),
+    (
+        "Australia/Lord_Howe",
+        "15,45 * * * *",
+        "04-04T14:00",
+        "04-04T16:00",
+        ["04-04T14:15", "04-04T14:45", "04-04T15:15", "04-04T15:45"],
+    ),
     # Australia/Lord_Howe spring forward 2026-10-03 15:30Z (+10:30 -> +11), local gap 02:00-02:30.
     ("Australia/Lord_Howe", "15 2 * * *", "10-03T12:00", "10-04T12:00", ["10-03T15:30"]),
     ("Australia/Lord_Howe", "45 2 * * *", "10-03T12:00", "10-04T12:00", ["10-03T15:45"]),
     # 02:00 and 02:15 are skipped and collapse into the end of the gap, 02:30's own instant.
-    ("Australia/Lord_Howe", "0,15,30,45 2 * * *", "10-03T12:00", "10-04T12:00",
-     ["10-03T15:30", "10-03T15:45"]),
-    ("Australia/Lord_Howe", "15,45 * * * *", "10-03T14:30", "10-03T16:30",
-     ["10-03T14:45", "10-03T15:15", "10-03T15:45", "10-03T16:15"]),
+    (
+        "Australia/Lord_Howe",
+        "0,15,30,45 2 * * *",
+        "10-03T12:00",
+        "10-04T12:00",
+        ["10-03T15:30", "10-03T15:45"],
+    ),
+    (
+        "Australia/Lord_Howe",
+        "15,45 * * * *",
+        "10-03T14:30",
+        "10-03T16:30",
+        ["10-03T14:45", "10-03T15:15", "10-03T15:45", "10-03T16:15"],
+    ),
     # Australia/Sydney fall back 2026-04-04 16:00Z (+11 -> +10), local fold 02:00-03:00.
     ("Australia/Sydney", "30 2 * * *", "04-04T12:00", "04-05T12:00", ["04-04T15:30"]),
     ("Australia/Sydney", "0 9 * * *", "04-04T12:00", "04-05T12:00", ["04-04T23:00"]),
-    ("Australia/Sydney", "*/30 * * * *", "04-04T14:30", "04-04T17:00",
-     ["04-04T15:00", "04-04T15:30", "04-04T16:00", "04-04T16:30", "04-04T17:00"]),
+    (
+        "Australia/Sydney",
+        "*/30 * * * *",
+        "04-04T14:30",
+        "04-04T17:00",
+        ["04-04T15:00", "04-04T15:30", "04-04T16:00", "04-04T16:30", "04-04T17:00"],
+    ),
     # Australia/Sydney spring forward 2026-10-03 16:00Z (+10 -> +11), local gap 02:00-03:00.
     ("Australia/Sydney", "30 2 * * *", "10-03T12:00", "10-04T12:00", ["10-03T16:00"]),
     ("Australia/Sydney", "0 9 * * *", "10-03T12:00", "10-04T12:00", ["10-03T22:00"]),
-    ("Australia/Sydney", "*/30 * * * *", "10-03T15:00", "10-03T17:00",
-     ["10-03T15:30", "10-03T16:00", "10-03T16:30", "10-03T17:00"]),
+    (
+        "Australia/Sydney",
+        "*/30 * * * *",
+        "10-03T15:00",
+        "10-03T17:00",
+        ["10-03T15:30", "10-03T16:00", "10-03T16:30", "10-03T17:00"],
+    ),
     # America/Santiago spring forward 2026-09-06 04:00Z (-4 -> -3): midnight does not exist.
     ("America/Santiago", "0 0 * * *", "09-05T12:00", "09-06T12:00", ["09-06T04:00"]),
     ("America/Santiago", "0 2 * * *", "09-05T12:00", "09-06T12:00", ["09-06T05:00"]),
-    ("America/Santiago", "*/30 * * * *", "09-06T03:00", "09-06T05:00",
-     ["09-06T03:30", "09-06T04:00", "09-06T04:30", "09-06T05:00"]),
+    (
+        "America/Santiago",
+        "*/30 * * * *",
+        "09-06T03:00",
+        "09-06T05:00",
+        ["09-06T03:30", "09-06T04:00", "09-06T04:30", "09-06T05:00"],
+    ),
     # America/Santiago fall back 2026-04-05 03:00Z (-3 -> -4), local fold 23:00-24:00 on 04-04.
     ("America/Santiago", "30 23 * * *", "04-04T12:00", "04-05T12:00", ["04-05T02:30"]),
     ("America/Santiago", "0 12 * * *", "04-04T12:00", "04-05T12:00", ["04-04T15:00"]),
-    ("America/Santiago", "*/30 * * * *", "04-05T01:30", "04-05T04:00",
-     ["04-05T02:00", "04-05T02:30", "04-05T03:00", "04-05T03:30", "04-05T04:00"]),
+    (
+        "America/Santiago",
+        "*/30 * * * *",
+        "04-05T01:30",
+        "04-05T04:00",
+        ["04-05T02:00", "04-05T02:30", "04-05T03:00", "04-05T03:30", "04-05T04:00"],
+    ),
 ]
 
 
@@ -434,8 +519,7 @@ def test_next_fire__dst_transitions_agree_with_table(zone, expr, after, until, e
         ("Australia/Sydney", "04-04T13:00", "04-05T14:00", "04-04T15:30"),
     ],
 )
-def test_fires_between__fixed_time_fires_exactly_once_per_dst_day(zone, day_start, day_end,
-                                                                  expected):
+def test_fires_between__fixed_time_fires_exactly_once_per_dst_day(zone, day_start, day_end, expected):
     fires = fires_between(parse_cron("30 2 * * *"), ZoneInfo(zone), u(day_start), u(day_end))
     assert fires == [u(expected)]
 
@@ -448,38 +532,62 @@ CREATED = u("05-01T00:00:00")
 @pytest.mark.parametrize(
     ("expr", "last", "created", "now", "catch_up", "limit", "expected"),
     [
-        ("*/5 * * * * *", u("05-07T12:00:00"), CREATED, u("05-07T12:00:20"), False, 10,
-         us("05-07T12:00:20")),
-        ("*/1 * * * * *", u("05-06T12:00:20"), CREATED, u("05-07T12:00:20"), False, 2,
-         us("05-07T12:00:20")),
-        ("*/5 * * * * *", u("05-07T12:00:00"), CREATED, u("05-07T12:00:20"), True, 10,
-         us("05-07T12:00:05", "05-07T12:00:10", "05-07T12:00:15", "05-07T12:00:20")),
-        ("*/5 * * * * *", u("05-07T12:00:00"), CREATED, u("05-07T12:00:30"), True, 2,
-         us("05-07T12:00:05", "05-07T12:00:10")),
+        ("*/5 * * * * *", u("05-07T12:00:00"), CREATED, u("05-07T12:00:20"), False, 10, us("05-07T12:00:20")),
+        ("*/1 * * * * *", u("05-06T12:00:20"), CREATED, u("05-07T12:00:20"), False, 2, us("05-07T12:00:20")),
+        (
+            "*/5 * * * * *",
+            u("05-07T12:00:00"),
+            CREATED,
+            u("05-07T12:00:20"),
+            True,
+            10,
+            us("05-07T12:00:05", "05-07T12:00:10", "05-07T12:00:15", "05-07T12:00:20"),
+        ),
+        (
+            "*/5 * * * * *",
+            u("05-07T12:00:00"),
+            CREATED,
+            u("05-07T12:00:30"),
+            True,
+            2,
+            us("05-07T12:00:05", "05-07T12:00:10"),
+        ),
         # Never fired: latest fire in [created - 60s, now], even with catch_up.
-        ("*/5 * * * * *", None, u("05-07T12:00:30"), u("05-07T12:00:55"), True, 10,
-         us("05-07T12:00:55")),
-        ("* * * * *", None, u("05-07T14:35:30"), u("05-07T14:35:31"), False, 10,
-         us("05-07T14:35:00")),
+        ("*/5 * * * * *", None, u("05-07T12:00:30"), u("05-07T12:00:55"), True, 10, us("05-07T12:00:55")),
+        ("* * * * *", None, u("05-07T14:35:30"), u("05-07T14:35:31"), False, 10, us("05-07T14:35:00")),
         ("0 * * * *", None, u("05-07T14:35:00"), u("05-07T14:40:00"), False, 10, []),
         # The lower bound created - 60s is inclusive ...
-        ("0 * * * *", None, u("05-07T14:01:00"), u("05-07T14:40:00"), True, 10,
-         us("05-07T14:00:00")),
+        ("0 * * * *", None, u("05-07T14:01:00"), u("05-07T14:40:00"), True, 10, us("05-07T14:00:00")),
         # ... down to the microsecond.
         ("0 * * * *", None, u("05-07T14:01:00.000001"), u("05-07T14:40:00"), True, 10, []),
-        ("0 * * * *", u("05-07T13:00:00"), CREATED, u("05-07T14:35:00"), False, 10,
-         us("05-07T14:00:00")),
+        ("0 * * * *", u("05-07T13:00:00"), CREATED, u("05-07T14:35:00"), False, 10, us("05-07T14:00:00")),
         ("0 * * * *", u("05-07T14:00:00"), CREATED, u("05-07T14:35:00"), False, 10, []),
-        ("* * * * *", u("05-07T14:00:00"), CREATED, u("05-07T15:00:00"), False, 10,
-         us("05-07T15:00:00")),
+        ("* * * * *", u("05-07T14:00:00"), CREATED, u("05-07T15:00:00"), False, 10, us("05-07T15:00:00")),
         # last_enqueued_at straight from the database, with microseconds.
-        ("*/5 * * * * *", u("05-07T12:00:00.123456"), CREATED, u("05-07T12:00:12"), True, 10,
-         us("05-07T12:00:05", "05-07T12:00:10")),
+        (
+            "*/5 * * * * *",
+            u("05-07T12:00:00.123456"),
+            CREATED,
+            u("05-07T12:00:12"),
+            True,
+            10,
+            us("05-07T12:00:05", "05-07T12:00:10"),
+        ),
     ],
 )
 def test_due_fires__awa_compute_fire_times(expr, last, created, now, catch_up, limit, expected):
-    assert due_fires(parse_cron(expr), ZoneInfo("UTC"), last_enqueued_at=last, created_at=created,
-                     now=now, catch_up=catch_up, limit=limit) == expected
+    assert (
+        due_fires(
+            parse_cron(expr),
+            ZoneInfo("UTC"),
+            last_enqueued_at=last,
+            created_at=created,
+            now=now,
+            catch_up=catch_up,
+            limit=limit,
+        )
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -494,13 +602,26 @@ def test_due_fires__awa_compute_fire_times(expr, last, created, now, catch_up, l
         # ... while a wildcard does: 01:00 EST (06:00Z) is due after 01:00 EDT (05:00Z).
         ("America/New_York", "0 * * * *", "11-01T05:00", "11-01T06:30", False, ["11-01T06:00"]),
         ("Europe/Berlin", "*/30 * * * *", "10-25T00:15", "10-25T01:45", False, ["10-25T01:30"]),
-        ("Europe/Berlin", "*/30 * * * *", "10-25T00:15", "10-25T01:45", True,
-         ["10-25T00:30", "10-25T01:00", "10-25T01:30"]),
+        (
+            "Europe/Berlin",
+            "*/30 * * * *",
+            "10-25T00:15",
+            "10-25T01:45",
+            True,
+            ["10-25T00:30", "10-25T01:00", "10-25T01:30"],
+        ),
         # A whole Berlin fall-back day coalesces to its last fire.
         ("Europe/Berlin", "30 2 * * *", "10-24T00:30", "10-25T22:00", False, ["10-25T00:30"]),
     ],
 )
 def test_due_fires__across_dst_days(zone, expr, last, now, catch_up, expected):
-    fires = due_fires(parse_cron(expr), ZoneInfo(zone), last_enqueued_at=u(last),
-                      created_at=CREATED, now=u(now), catch_up=catch_up, limit=10)
+    fires = due_fires(
+        parse_cron(expr),
+        ZoneInfo(zone),
+        last_enqueued_at=u(last),
+        created_at=CREATED,
+        now=u(now),
+        catch_up=catch_up,
+        limit=10,
+    )
     assert fires == us(*expected)

@@ -19,17 +19,20 @@ def test_check_changed_day_rules__default_test_settings_are_quiet() -> None:
     assert w080() == []
 
 
-@override_settings(AWA_SCHEDULES={
-    "odd-mondays": {"cron": "0 0 */2 * 1", "task": RECORD},
-    "nightly": {"cron": "0 2 * * *", "task": RECORD},
-})
+@override_settings(
+    AWA_SCHEDULES={
+        "odd-mondays": {"cron": "0 0 */2 * 1", "task": RECORD},
+        "nightly": {"cron": "0 2 * * *", "task": RECORD},
+    }
+)
 def test_check_changed_day_rules__names_a_settings_schedule() -> None:
     [message] = w080()
     assert message.level == WARNING
     assert message.obj == "AWA_SCHEDULES['odd-mondays']"
     assert message.msg == (
         "schedule 'odd-mondays': cron '0 0 */2 * 1' now fires at other times: day field '*/2' "
-        "starts with '*': it now narrows the other day field (AND), as in classic cron")
+        "starts with '*': it now narrows the other day field (AND), as in classic cron"
+    )
     assert message.hint == checks.CHANGED_DAY_RULES_HINT
     assert len(message.msg) <= 200
 
@@ -41,8 +44,7 @@ def test_check_changed_day_rules__names_a_cron_py_schedule() -> None:
 
     messages = w080()
 
-    assert [m.msg.split(":")[0] for m in messages] == [
-        "schedule 'first-or-monday'", "schedule 'month-ends'"]
+    assert [m.msg.split(":")[0] for m in messages] == ["schedule 'first-or-monday'", "schedule 'month-ends'"]
     assert all("test_cronexpr_checks.py" in str(m.obj) for m in messages)
     assert "'31W' no longer fires in months that have no day 31" in messages[1].msg
 

@@ -51,28 +51,42 @@ def test_day_rule__stepped_star_day_of_week_is_anded_with_day_of_month():
 
 
 def test_day_rule__both_stepped_stars_are_anded():
-    days = fire_days("0 0 */2 * */2", start=START - timedelta(minutes=1), end=datetime(2026, 1, 31, 23, 59, tzinfo=UTC))
+    days = fire_days(
+        "0 0 */2 * */2", start=START - timedelta(minutes=1), end=datetime(2026, 1, 31, 23, 59, tzinfo=UTC)
+    )
     # odd dates that are Sun/Tue/Thu/Sat
-    assert days == [day for day in (d("2026-01-01") + timedelta(n) for n in range(31))
-                    if day.day % 2 == 1 and day.isoweekday() % 7 % 2 == 0]
+    assert days == [
+        day
+        for day in (d("2026-01-01") + timedelta(n) for n in range(31))
+        if day.day % 2 == 1 and day.isoweekday() % 7 % 2 == 0
+    ]
 
 
 def test_day_rule__both_restricted_fire_on_either():
-    days = fire_days("0 0 1-7 * 1", start=START - timedelta(minutes=1), end=datetime(2026, 1, 31, 23, 59, tzinfo=UTC))
-    assert days == sorted({d(f"2026-01-0{n}") for n in range(1, 8)}
-                          | {d("2026-01-12"), d("2026-01-19"), d("2026-01-26")})
+    days = fire_days(
+        "0 0 1-7 * 1", start=START - timedelta(minutes=1), end=datetime(2026, 1, 31, 23, 59, tzinfo=UTC)
+    )
+    assert days == sorted(
+        {d(f"2026-01-0{n}") for n in range(1, 8)} | {d("2026-01-12"), d("2026-01-19"), d("2026-01-26")}
+    )
 
 
 @pytest.mark.parametrize("star", ["*", "?"])
 def test_day_rule__plain_star_day_of_month_uses_day_of_week_only(star):
     assert fire_days(f"0 0 {star} * 1", end=datetime(2026, 1, 20, tzinfo=UTC)) == [
-        d("2026-01-05"), d("2026-01-12"), d("2026-01-19")]
+        d("2026-01-05"),
+        d("2026-01-12"),
+        d("2026-01-19"),
+    ]
 
 
 def test_day_rule__star_list_counts_as_unrestricted():
     # The field text starts with "*": Vixie's DOM_STAR, so the fields are ANDed.
     assert fire_days("0 0 *,1 * 1", end=datetime(2026, 1, 20, tzinfo=UTC)) == [
-        d("2026-01-05"), d("2026-01-12"), d("2026-01-19")]
+        d("2026-01-05"),
+        d("2026-01-12"),
+        d("2026-01-19"),
+    ]
 
 
 # --- '#' (n-th weekday) -------------------------------------------------------------------
@@ -81,8 +95,9 @@ def test_day_rule__star_list_counts_as_unrestricted():
 def test_nth_weekday__or_with_restricted_day_of_month():
     days = fire_days("0 0 1 * 1#1")
     assert len(days) == 66
-    assert set(days) == {day for day in _days_2026_2028()[1:] if day.day == 1
-                         or (day.weekday() == 0 and day.day <= 7)}
+    assert set(days) == {
+        day for day in _days_2026_2028()[1:] if day.day == 1 or (day.weekday() == 0 and day.day <= 7)
+    }
 
 
 def test_nth_weekday__accepted_with_restricted_day_of_month():
@@ -99,7 +114,11 @@ def test_nth_weekday__anded_with_stepped_star_day_of_month():
 
 def test_nth_weekday__fifth_friday_only_in_months_that_have_one():
     assert fire_days("0 0 * * 5#5", end=datetime(2026, 12, 31, tzinfo=UTC)) == [
-        d("2026-01-30"), d("2026-05-29"), d("2026-07-31"), d("2026-10-30")]
+        d("2026-01-30"),
+        d("2026-05-29"),
+        d("2026-07-31"),
+        d("2026-10-30"),
+    ]
 
 
 # --- 'L' -----------------------------------------------------------------------------------
@@ -107,14 +126,16 @@ def test_nth_weekday__fifth_friday_only_in_months_that_have_one():
 
 def test_last_day__or_with_restricted_day_of_week():
     days = fire_days("0 0 L * 1", end=datetime(2026, 1, 31, 23, 59, tzinfo=UTC))
-    assert days == [d("2026-01-05"), d("2026-01-12"), d("2026-01-19"), d("2026-01-26"),
-                    d("2026-01-31")]
+    assert days == [d("2026-01-05"), d("2026-01-12"), d("2026-01-19"), d("2026-01-26"), d("2026-01-31")]
 
 
 @pytest.mark.parametrize("expr", ["0 0 * * 5L", "0 0 * * L5", "0 0 * * friL"])
 def test_last_weekday__last_friday_of_each_month(expr):
     assert fire_days(expr, end=datetime(2026, 4, 1, tzinfo=UTC)) == [
-        d("2026-01-30"), d("2026-02-27"), d("2026-03-27")]
+        d("2026-01-30"),
+        d("2026-02-27"),
+        d("2026-03-27"),
+    ]
 
 
 def test_last_day__february_in_leap_and_common_years():
@@ -127,8 +148,15 @@ def test_last_day__february_in_leap_and_common_years():
 def test_nearest_weekday__never_past_the_end_of_a_short_month():
     days = fire_days("0 0 31W * *", end=datetime(2026, 12, 31, tzinfo=UTC))
     # 31 Jan 2026 is a Saturday -> Friday 30th; months without a 31st have no fire.
-    assert days == [d("2026-01-30"), d("2026-03-31"), d("2026-05-29"), d("2026-07-31"),
-                    d("2026-08-31"), d("2026-10-30"), d("2026-12-31")]
+    assert days == [
+        d("2026-01-30"),
+        d("2026-03-31"),
+        d("2026-05-29"),
+        d("2026-07-31"),
+        d("2026-08-31"),
+        d("2026-10-30"),
+        d("2026-12-31"),
+    ]
 
 
 def test_nearest_weekday__never_before_the_first():
@@ -148,27 +176,37 @@ def test_nearest_weekday__last_day_sunday_moves_back_to_friday():
 
 def test_nearest_weekday__last_weekday_of_month():
     assert fire_days("0 0 LW * *", end=datetime(2026, 6, 1, tzinfo=UTC)) == [
-        d("2026-01-30"), d("2026-02-27"), d("2026-03-31"), d("2026-04-30"), d("2026-05-29")]
+        d("2026-01-30"),
+        d("2026-02-27"),
+        d("2026-03-31"),
+        d("2026-04-30"),
+        d("2026-05-29"),
+    ]
 
 
 def test_nearest_weekday__or_with_restricted_day_of_week():
     days = fire_days("0 0 15W * 0", end=datetime(2026, 1, 31, 23, 59, tzinfo=UTC))
-    assert days == [d("2026-01-04"), d("2026-01-11"), d("2026-01-15"), d("2026-01-18"),
-                    d("2026-01-25")]
+    assert days == [d("2026-01-04"), d("2026-01-11"), d("2026-01-15"), d("2026-01-18"), d("2026-01-25")]
 
 
 @pytest.mark.parametrize(
     ("expr", "message"),
     [
-        ("0 0 30W 2 *",
-         "invalid cron expression '0 0 30W 2 *': it never matches any date "
-         "(day-of-month '30W' never occurs in month '2')"),
-        ("0 0 31 4,6 *",
-         "invalid cron expression '0 0 31 4,6 *': it never matches any date "
-         "(day-of-month '31' never occurs in month '4,6')"),
-        ("0 0 30 2 *",
-         "invalid cron expression '0 0 30 2 *': it never matches any date "
-         "(day-of-month '30' never occurs in month '2')"),
+        (
+            "0 0 30W 2 *",
+            "invalid cron expression '0 0 30W 2 *': it never matches any date "
+            "(day-of-month '30W' never occurs in month '2')",
+        ),
+        (
+            "0 0 31 4,6 *",
+            "invalid cron expression '0 0 31 4,6 *': it never matches any date "
+            "(day-of-month '31' never occurs in month '4,6')",
+        ),
+        (
+            "0 0 30 2 *",
+            "invalid cron expression '0 0 30 2 *': it never matches any date "
+            "(day-of-month '30' never occurs in month '2')",
+        ),
     ],
 )
 def test_never_matches__rejected_with_the_fields_named(expr, message):
@@ -186,15 +224,13 @@ def test_aware_inputs__fires_between_in_a_fold_compares_instants():
     # 01:30 EDT (05:30Z) then 01:10 EST (06:10Z): the second is later, though its wall clock is not.
     after = datetime(2026, 11, 1, 1, 30, tzinfo=NY)
     until = datetime(2026, 11, 1, 1, 10, fold=1, tzinfo=NY)
-    assert fires_between(parse_cron("0 * * * *"), NY, after, until) == [
-        datetime(2026, 11, 1, 6, tzinfo=UTC)]
+    assert fires_between(parse_cron("0 * * * *"), NY, after, until) == [datetime(2026, 11, 1, 6, tzinfo=UTC)]
 
 
 def test_aware_inputs__latest_fire_in_a_fold_uses_instants():
-    after = datetime(2026, 11, 1, 1, 30, tzinfo=NY)               # 05:30Z
-    until = datetime(2026, 11, 1, 1, 10, fold=1, tzinfo=NY)       # 06:10Z
-    assert latest_fire(parse_cron("0 * * * *"), NY, after, until) == datetime(
-        2026, 11, 1, 6, tzinfo=UTC)
+    after = datetime(2026, 11, 1, 1, 30, tzinfo=NY)  # 05:30Z
+    until = datetime(2026, 11, 1, 1, 10, fold=1, tzinfo=NY)  # 06:10Z
+    assert latest_fire(parse_cron("0 * * * *"), NY, after, until) == datetime(2026, 11, 1, 6, tzinfo=UTC)
 
 
 def test_aware_inputs__due_fires_created_at_look_back_is_60_real_seconds():
@@ -203,8 +239,15 @@ def test_aware_inputs__due_fires_created_at_look_back_is_60_real_seconds():
     # would give 00:59:30, read as EDT (04:59:30Z), and fire that old slot.
     created = datetime(2026, 11, 1, 1, 0, 30, fold=1, tzinfo=NY)
     now = datetime(2026, 11, 1, 1, 5, fold=1, tzinfo=NY)
-    fires = due_fires(parse_cron("0 1 * * *"), NY, last_enqueued_at=None, created_at=created,
-                      now=now, catch_up=False, limit=10)
+    fires = due_fires(
+        parse_cron("0 1 * * *"),
+        NY,
+        last_enqueued_at=None,
+        created_at=created,
+        now=now,
+        catch_up=False,
+        limit=10,
+    )
     assert fires == []
 
 
@@ -218,9 +261,11 @@ def test_aware_inputs__same_answer_as_utc(zone, expr):
         for a in instants:
             for b in instants[::4]:
                 assert fires_between(expression, tz, a.astimezone(tz), b.astimezone(tz)) == (
-                    fires_between(expression, tz, a, b))
+                    fires_between(expression, tz, a, b)
+                )
                 assert latest_fire(expression, tz, a.astimezone(tz), b.astimezone(tz)) == (
-                    latest_fire(expression, tz, a, b))
+                    latest_fire(expression, tz, a, b)
+                )
             assert next_fire(expression, tz, a.astimezone(tz)) == next_fire(expression, tz, a)
 
 
@@ -228,7 +273,8 @@ def test_aware_inputs__gap_time_is_read_as_its_instant():
     # 02:30 on 2026-03-08 does not exist in New York; fold=0 reads it with EST: 07:30Z.
     ghost = datetime(2026, 3, 8, 2, 30, tzinfo=NY)
     assert next_fire(parse_cron("*/15 * * * *"), NY, ghost) == next_fire(
-        parse_cron("*/15 * * * *"), NY, ghost.astimezone(UTC))
+        parse_cron("*/15 * * * *"), NY, ghost.astimezone(UTC)
+    )
 
 
 # --- cost ----------------------------------------------------------------------------------
@@ -278,17 +324,25 @@ LORD_HOWE = ZoneInfo("Australia/Lord_Howe")
 
 def test_counterexample__range_with_equal_ends_is_one_value():
     # croniter read "1-1/1" as every month.
-    fires = fires_between(parse_cron("0 0 * 1-1/1 *"), LORD_HOWE,
-                          datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 12, 31, tzinfo=UTC))
+    fires = fires_between(
+        parse_cron("0 0 * 1-1/1 *"),
+        LORD_HOWE,
+        datetime(2024, 1, 1, tzinfo=UTC),
+        datetime(2024, 12, 31, tzinfo=UTC),
+    )
     local_days = [f.astimezone(LORD_HOWE).date() for f in fires]
     assert local_days == [date(2024, 1, n) for n in range(2, 32)]
-    assert fires[0] == datetime(2024, 1, 1, 13, tzinfo=UTC)     # 00:00 at UTC+11
+    assert fires[0] == datetime(2024, 1, 1, 13, tzinfo=UTC)  # 00:00 at UTC+11
 
 
 def test_counterexample__last_sunday_written_0l():
-    fires = fires_between(parse_cron("0 0 * 1 0L"), LORD_HOWE,
-                          datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 12, 31, tzinfo=UTC))
-    assert fires == [datetime(2024, 1, 27, 13, tzinfo=UTC)]     # Sunday 28 January, local
+    fires = fires_between(
+        parse_cron("0 0 * 1 0L"),
+        LORD_HOWE,
+        datetime(2024, 1, 1, tzinfo=UTC),
+        datetime(2024, 12, 31, tzinfo=UTC),
+    )
+    assert fires == [datetime(2024, 1, 27, 13, tzinfo=UTC)]  # Sunday 28 January, local
 
 
 # --- documented examples (docs/explanation/semantics.md) ---------------------------------
@@ -305,14 +359,23 @@ def test_counterexample__last_sunday_written_0l():
     ],
 )
 def test_documented_examples(expr, first_days):
-    fires = fires_between(parse_cron(expr), UTC_ZONE, datetime(2025, 12, 31, 23, 59, tzinfo=UTC),
-                          datetime(2027, 12, 31, tzinfo=UTC), limit=len(first_days))
+    fires = fires_between(
+        parse_cron(expr),
+        UTC_ZONE,
+        datetime(2025, 12, 31, 23, 59, tzinfo=UTC),
+        datetime(2027, 12, 31, tzinfo=UTC),
+        limit=len(first_days),
+    )
     assert [f.date().isoformat() for f in fires] == first_days
 
 
 def test_documented_examples__wrapped_range_hours():
-    fires = fires_between(parse_cron("0 22-1 1 1 *"), UTC_ZONE, datetime(2025, 12, 31, 23, 59, tzinfo=UTC),
-                          datetime(2026, 1, 2, tzinfo=UTC))
+    fires = fires_between(
+        parse_cron("0 22-1 1 1 *"),
+        UTC_ZONE,
+        datetime(2025, 12, 31, 23, 59, tzinfo=UTC),
+        datetime(2026, 1, 2, tzinfo=UTC),
+    )
     assert [f.hour for f in fires] == [0, 1, 22, 23]
 
 
@@ -320,17 +383,26 @@ def test_documented_examples__wrapped_range_hours():
     ("expr", "reason"),
     [
         ("0 22-2/3 * * *", "bad hour field '22-2/3': '22-2/3': a range that wraps around cannot have a step"),
-        ("0 0 L-2 * *", "bad day-of-month field 'L-2': 'l-2': 'L', 'LW' and 'nW' (n = 1-31) stand "
-                        "alone between commas, without ranges or steps"),
+        (
+            "0 0 L-2 * *",
+            "bad day-of-month field 'L-2': 'l-2': 'L', 'LW' and 'nW' (n = 1-31) stand "
+            "alone between commas, without ranges or steps",
+        ),
         ("0 0 * * 1#6", "bad day-of-week field '1#6': '1#6': the week after '#' is 1-5"),
-        ("0 0 * * L", "bad day-of-week field 'L': 'l': use 'd#k' (k-th weekday d, k = 1-5) or 'dL' "
-                      "(last weekday d), alone between commas"),
+        (
+            "0 0 * * L",
+            "bad day-of-week field 'L': 'l': use 'd#k' (k-th weekday d, k = 1-5) or 'dL' "
+            "(last weekday d), alone between commas",
+        ),
         ("? * * * *", "bad minute field '?': '?' is not a value, range or step"),
         ("0 0 1,? * *", "bad day-of-month field '1,?': '?' must be the whole field"),
         ("0 0 32W * *", "bad day-of-month field '32W': 32 is not in 1-31"),
         ("0 0 * * 1,,2", "bad day-of-week field '1,,2': empty list item"),
-        ("0 0 * foo *", "bad month field 'foo': 'foo' is not a number or a name (jan, feb, mar, apr, "
-                        "may, jun, jul, aug, sep, oct, nov, dec)"),
+        (
+            "0 0 * foo *",
+            "bad month field 'foo': 'foo' is not a number or a name (jan, feb, mar, apr, "
+            "may, jun, jul, aug, sep, oct, nov, dec)",
+        ),
     ],
 )
 def test_parse_cron__day_extension_errors_name_the_field(expr, reason):

@@ -18,10 +18,56 @@ from croniter import croniter
 
 from awa_django.cronexpr import CronError, _next_naive, legacy_difference, parse_cron
 
-DOMS = ["*", "?", "*/2", "*/3", "*/1", "1", "15", "29", "30", "31", "1-7", "1-31", "L", "15W",
-        "1W", "29W", "30W", "31W", "1,15", "L,15", "*,1", "2/3", "31-1"]
-DOWS = ["*", "?", "*/2", "*/7", "*/1", "1", "0", "7", "1-5", "0-6", "0-7", "sun-sat", "1#1",
-        "5#5", "L5", "mon", "1/2", "1-7/2", "7-7", "5-2", "6,0", "*,1", "mon#2"]
+DOMS = [
+    "*",
+    "?",
+    "*/2",
+    "*/3",
+    "*/1",
+    "1",
+    "15",
+    "29",
+    "30",
+    "31",
+    "1-7",
+    "1-31",
+    "L",
+    "15W",
+    "1W",
+    "29W",
+    "30W",
+    "31W",
+    "1,15",
+    "L,15",
+    "*,1",
+    "2/3",
+    "31-1",
+]
+DOWS = [
+    "*",
+    "?",
+    "*/2",
+    "*/7",
+    "*/1",
+    "1",
+    "0",
+    "7",
+    "1-5",
+    "0-6",
+    "0-7",
+    "sun-sat",
+    "1#1",
+    "5#5",
+    "L5",
+    "mon",
+    "1/2",
+    "1-7/2",
+    "7-7",
+    "5-2",
+    "6,0",
+    "*,1",
+    "mon#2",
+]
 MONTHS = ["*", "2", "4", "1-3", "*/2", "2,4"]
 SAMPLE = sorted(random.Random(14).sample(list(itertools.product(DOMS, MONTHS, DOWS)), 250))
 END = datetime(2033, 1, 1)
@@ -30,12 +76,16 @@ END = datetime(2033, 1, 1)
 def old_and_new(text: str) -> tuple[list[datetime], list[datetime]] | None:
     try:
         expression = parse_cron(text)
-        old_iter = croniter(" ".join(expression.fields), datetime(2025, 12, 31, 23, 59),
-                            ret_type=datetime, second_at_beginning=True)
+        old_iter = croniter(
+            " ".join(expression.fields),
+            datetime(2025, 12, 31, 23, 59),
+            ret_type=datetime,
+            second_at_beginning=True,
+        )
         old = []
         while len(old) < 300 and (t := old_iter.get_next()) < END:
             old.append(t)
-    except (CronError, Exception):   # rejected by one engine: nothing stored to compare
+    except (CronError, Exception):  # rejected by one engine: nothing stored to compare
         return None
     new, cursor = [], datetime(2025, 12, 31, 23, 59)
     while len(new) < 300 and (found := _next_naive(expression._plan, cursor)) and found < END:
@@ -59,10 +109,14 @@ def test_legacy_difference__reports_every_changed_expression(dom, month, dow):
 @pytest.mark.parametrize(
     ("expr", "reason"),
     [
-        ("0 0 */2 * 1", "day field '*/2' starts with '*': it now narrows the other day field "
-                        "(AND), as in classic cron"),
-        ("0 0 29 2 */1", "day field '*/1' starts with '*': it now narrows the other day field "
-                         "(AND), as in classic cron"),
+        (
+            "0 0 */2 * 1",
+            "day field '*/2' starts with '*': it now narrows the other day field (AND), as in classic cron",
+        ),
+        (
+            "0 0 29 2 */1",
+            "day field '*/1' starts with '*': it now narrows the other day field (AND), as in classic cron",
+        ),
         ("0 0 1 * 1#1", "'W', '#' or 'L' now adds its days to those of the other day field (OR)"),
         ("0 0 15W * 1", "'W', '#' or 'L' now adds its days to those of the other day field (OR)"),
         ("0 0 31W * *", "'31W' no longer fires in months that have no day 31"),
@@ -78,9 +132,23 @@ def test_legacy_difference__names_the_reason(expr, reason):
 
 @pytest.mark.parametrize(
     "expr",
-    ["* * * * *", "0 9 * * 1-5", "0 0 1 * *", "0 0 */2 * *", "0 0 * * */2", "0 0 1-7 * 1",
-     "0 0 L * *", "0 0 L * 1", "0 0 15W * *", "0 0 * * 5#3", "0 0 * * 5L", "0 0 *,1 * 1",
-     "0 0 30W 1,3 *", "@weekly", "0 0 1 * 0-7"],
+    [
+        "* * * * *",
+        "0 9 * * 1-5",
+        "0 0 1 * *",
+        "0 0 */2 * *",
+        "0 0 * * */2",
+        "0 0 1-7 * 1",
+        "0 0 L * *",
+        "0 0 L * 1",
+        "0 0 15W * *",
+        "0 0 * * 5#3",
+        "0 0 * * 5L",
+        "0 0 *,1 * 1",
+        "0 0 30W 1,3 *",
+        "@weekly",
+        "0 0 1 * 0-7",
+    ],
 )
 def test_legacy_difference__unchanged_expressions_are_not_reported(expr):
     assert legacy_difference(parse_cron(expr)) is None

@@ -27,18 +27,34 @@ from hypothesis import strategies as st
 from awa_django.cronexpr import CronError, fires_between, latest_fire, next_fire, parse_cron
 
 settings.register_profile(
-    "ci", max_examples=60, deadline=None, database=None, derandomize=False,
+    "ci",
+    max_examples=60,
+    deadline=None,
+    database=None,
+    derandomize=False,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
-    "long", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+    "long",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 PROFILE = os.environ.get("AWA_HYPOTHESIS_PROFILE", "ci")
 
 # 30-minute shift (Lord Howe), 45-minute offsets (Chatham, Kathmandu), a 2-hour shift
 # (Troll), DST at midnight (Havana, Santiago), plus ordinary zones.
-ZONES = ["Australia/Lord_Howe", "Pacific/Chatham", "Antarctica/Troll", "America/Havana",
-         "America/Santiago", "Europe/Berlin", "America/New_York", "Asia/Kathmandu", "UTC"]
+ZONES = [
+    "Australia/Lord_Howe",
+    "Pacific/Chatham",
+    "Antarctica/Troll",
+    "America/Havana",
+    "America/Santiago",
+    "Europe/Berlin",
+    "America/New_York",
+    "Asia/Kathmandu",
+    "UTC",
+]
 YEARS = [2024, 2026, 2027, 2028, 2100]
 DAY_NAMES = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 MONTH_NAMES = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
@@ -52,15 +68,16 @@ class Item:
     """One list item: text for parse_cron, and what it means for the reference."""
 
     text: str
-    values: frozenset[int] = frozenset()        # plain values (weekdays 0-6, Sunday 0)
-    last_day: bool = False                      # dom L
-    nearest: tuple[int, ...] = ()               # dom nW; 0 is LW
-    nth: tuple[tuple[int, int], ...] = ()       # dow d#k
-    last_weekday: tuple[int, ...] = ()          # dow dL
+    values: frozenset[int] = frozenset()  # plain values (weekdays 0-6, Sunday 0)
+    last_day: bool = False  # dom L
+    nearest: tuple[int, ...] = ()  # dom nW; 0 is LW
+    nth: tuple[tuple[int, int], ...] = ()  # dow d#k
+    last_weekday: tuple[int, ...] = ()  # dow dL
 
 
-def plain_items(low: int, high: int, names: list[str] | None = None, *,
-                dow: bool = False) -> st.SearchStrategy[Item]:
+def plain_items(
+    low: int, high: int, names: list[str] | None = None, *, dow: bool = False
+) -> st.SearchStrategy[Item]:
     def fold(values: range | list[int]) -> frozenset[int]:
         return frozenset(v % 7 for v in values) if dow else frozenset(values)
 
@@ -72,14 +89,19 @@ def plain_items(low: int, high: int, names: list[str] | None = None, *,
     value = st.integers(low, high)
     single = value.flatmap(lambda v: name(v).map(lambda t: Item(t, fold([v]))))
     pair = st.tuples(value, value).map(sorted)
-    span = pair.flatmap(lambda p: st.tuples(name(p[0]), name(p[1])).map(
-        lambda t: Item(f"{t[0]}-{t[1]}", fold(range(p[0], p[1] + 1)))))
+    span = pair.flatmap(
+        lambda p: st.tuples(name(p[0]), name(p[1])).map(
+            lambda t: Item(f"{t[0]}-{t[1]}", fold(range(p[0], p[1] + 1)))
+        )
+    )
     stepped = st.tuples(pair, st.integers(1, high - low + 1)).map(
-        lambda a: Item(f"{a[0][0]}-{a[0][1]}/{a[1]}", fold(range(a[0][0], a[0][1] + 1, a[1]))))
+        lambda a: Item(f"{a[0][0]}-{a[0][1]}/{a[1]}", fold(range(a[0][0], a[0][1] + 1, a[1])))
+    )
     # "a/n" runs from a to the end of the field; in day-of-week the end is Saturday (6).
     end = 6 if dow else high
     open_step = st.tuples(value, st.integers(1, high - low + 1)).map(
-        lambda a: Item(f"{a[0]}/{a[1]}", fold(range(a[0] % 7 if dow else a[0], end + 1, a[1]))))
+        lambda a: Item(f"{a[0]}/{a[1]}", fold(range(a[0] % 7 if dow else a[0], end + 1, a[1])))
+    )
     return st.one_of(single, span, stepped, open_step)
 
 
@@ -140,8 +162,7 @@ def dow_field(draw: st.DrawFn) -> tuple[str, bool, list[Item]]:
         day.map(lambda d: Item(f"{d}L", last_weekday=(d % 7,))),
         st.integers(0, 6).map(lambda d: Item(f"{DAY_NAMES[d]}L", last_weekday=(d,))),
     )
-    items = draw(st.lists(st.one_of(plain_items(0, 7, DAY_NAMES, dow=True), special),
-                          min_size=1, max_size=3))
+    items = draw(st.lists(st.one_of(plain_items(0, 7, DAY_NAMES, dow=True), special), min_size=1, max_size=3))
     return field_text(items), False, items
 
 
@@ -162,8 +183,9 @@ class Spec:
 def specs(draw: st.DrawFn, dense: bool) -> Spec:
     six = draw(st.booleans())
     if six:
-        sec_text, seconds = draw(st.sampled_from([("0", frozenset({0})), ("30", frozenset({30})),
-                                                  ("0,30", frozenset({0, 30}))]))
+        sec_text, seconds = draw(
+            st.sampled_from([("0", frozenset({0})), ("30", frozenset({30})), ("0,30", frozenset({0, 30}))])
+        )
     else:
         sec_text, seconds = "", frozenset({0})
     minute_text, minutes = draw(time_field(0, 59, dense))
@@ -188,7 +210,7 @@ def ref_nearest_weekday(year: int, month: int, n: int) -> int | None:
     days_in_month = calendar.monthrange(year, month)[1]
     if n > days_in_month:
         return None
-    weekday = calendar.weekday(year, month, n)          # Monday 0 ... Sunday 6
+    weekday = calendar.weekday(year, month, n)  # Monday 0 ... Sunday 6
     if weekday == 5:
         return n - 1 if n > 1 else n + 2
     if weekday == 6:
@@ -200,12 +222,11 @@ def ref_day_matches(spec: Spec, day: date) -> bool:
     if day.month not in spec.months:
         return False
     days_in_month = calendar.monthrange(day.year, day.month)[1]
-    cron_weekday = (day.weekday() + 1) % 7              # Sunday 0
+    cron_weekday = (day.weekday() + 1) % 7  # Sunday 0
     in_dom = any(
         day.day in item.values
         or (item.last_day and day.day == days_in_month)
-        or any(ref_nearest_weekday(day.year, day.month, n or days_in_month) == day.day
-               for n in item.nearest)
+        or any(ref_nearest_weekday(day.year, day.month, n or days_in_month) == day.day for n in item.nearest)
         for item in spec.dom
     )
     in_dow = any(
@@ -234,12 +255,12 @@ def ref_instants(tz: ZoneInfo, wall: datetime, fixed: bool) -> list[datetime]:
     first = wall.replace(tzinfo=tz, fold=0)
     second = wall.replace(tzinfo=tz, fold=1)
     exists = first.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == wall
-    if not exists:                  # in a gap: fixed-time fires at the gap's end, wildcard never
+    if not exists:  # in a gap: fixed-time fires at the gap's end, wildcard never
         if not fixed:
             return []
         lo, hi = sorted([first.astimezone(UTC), second.astimezone(UTC)])
         return [ref_offset_change(tz, lo, hi)]
-    if first.utcoffset() != second.utcoffset():     # in a fold: it happens twice
+    if first.utcoffset() != second.utcoffset():  # in a fold: it happens twice
         both = sorted([first.astimezone(UTC), second.astimezone(UTC)])
         return both if not fixed else both[:1]
     return [first.astimezone(UTC)]
@@ -263,7 +284,7 @@ def reference_fires(spec: Spec, tz: ZoneInfo, start: date, end: date) -> list[da
 
 
 def ref_ever_matches(spec: Spec) -> bool:
-    day, end = date(2001, 1, 1), date(2401, 1, 1)   # the Gregorian calendar repeats every 400 years
+    day, end = date(2001, 1, 1), date(2401, 1, 1)  # the Gregorian calendar repeats every 400 years
     while day < end:
         if ref_day_matches(spec, day):
             return True
@@ -330,8 +351,12 @@ def dst_days(zone: str, year: int) -> list[date]:
 
 
 @settings(settings.get_profile(PROFILE))
-@given(spec=specs(dense=True), zone=st.sampled_from(ZONES[:5]), year=st.sampled_from(YEARS[:4]),
-       which=st.integers(0, 1))
+@given(
+    spec=specs(dense=True),
+    zone=st.sampled_from(ZONES[:5]),
+    year=st.sampled_from(YEARS[:4]),
+    which=st.integers(0, 1),
+)
 def test_cronexpr__matches_reference_around_dst_changes(spec, zone, year, which):
     days = dst_days(zone, year)
     change = days[which % len(days)]

@@ -15,7 +15,9 @@ def test_invalid_schedule__names_schedule_and_field() -> None:
 
 
 def test_invalid_schedule__without_a_name() -> None:
-    assert str(InvalidSchedule(None, "name", "must be a string")) == "schedule: field 'name': must be a string"
+    assert (
+        str(InvalidSchedule(None, "name", "must be a string")) == "schedule: field 'name': must be a string"
+    )
 
 
 def test_unknown_option_is_an_invalid_schedule() -> None:

@@ -10,8 +10,9 @@ from awa_django.jobcontext import CronFire, JobInfo, current_fire, current_job, 
 
 
 def job(**metadata: Any) -> JobInfo:
-    return JobInfo(id=7, attempt=1, max_attempts=3, queue="default", kind="tests.testapp.tasks.record",
-                   metadata=metadata)
+    return JobInfo(
+        id=7, attempt=1, max_attempts=3, queue="default", kind="tests.testapp.tasks.record", metadata=metadata
+    )
 
 
 def test_current_job__only_inside_running() -> None:

@@ -23,8 +23,13 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(seconds=30)
 
 
-def declaration(instance: str = "i1", desired: str = "h1", grace_ms: int = 0, revision: str = "r1",
-                expires_at: datetime = LATER) -> Declaration:
+def declaration(
+    instance: str = "i1",
+    desired: str = "h1",
+    grace_ms: int = 0,
+    revision: str = "r1",
+    expires_at: datetime = LATER,
+) -> Declaration:
     return Declaration(instance, revision, desired, grace_ms, expires_at)
 
 
@@ -42,8 +47,12 @@ def evidence(*declarations: Declaration, **fields: Any) -> Evidence:
 
 def test_blocker_values_are_the_stable_strings() -> None:
     assert [str(b) for b in Blocker] == [
-        "unsupported_runtime_protocol", "zero_live_declarations", "mixed_desired_manifests",
-        "ownership_or_retirement_conflict", "grace_period", "manifest_not_published",
+        "unsupported_runtime_protocol",
+        "zero_live_declarations",
+        "mixed_desired_manifests",
+        "ownership_or_retirement_conflict",
+        "grace_period",
+        "manifest_not_published",
     ]
 
 
@@ -74,10 +83,21 @@ def test_converged_without_grace_retires_absent_owned_rows_only() -> None:
 
 
 def test_additions_updates_and_conflicts_are_described() -> None:
-    desired = (entry("new"), entry("changed", cron_expr="5 * * * *"), entry("taken"), entry("tomb"),
-               entry("orphan"), entry("same"))
-    rows = (row("changed"), row("taken", owner="mail"), row("tomb", retired=True),
-            row("orphan", owner=None), row("same"))
+    desired = (
+        entry("new"),
+        entry("changed", cron_expr="5 * * * *"),
+        entry("taken"),
+        entry("tomb"),
+        entry("orphan"),
+        entry("same"),
+    )
+    rows = (
+        row("changed"),
+        row("taken", owner="mail"),
+        row("tomb", retired=True),
+        row("orphan", owner=None),
+        row("same"),
+    )
     plan = decide(evidence(declaration(), desired=desired, rows=rows), NOW)
     assert plan.additions == ["new"] and plan.updates == ["changed"]
     assert plan.conflicts == [
@@ -90,8 +110,10 @@ def test_additions_updates_and_conflicts_are_described() -> None:
 
 def test_the_publication_scan_reports_conflicts_without_the_manifest() -> None:
     plan = decide(evidence(declaration(), scanned=(("taken", "mail"), ("tomb", "billing"))), NOW)
-    assert plan.conflicts == ["taken: owned by mail; explicit adoption/transfer required",
-                              "tomb: retired; explicit restore required"]
+    assert plan.conflicts == [
+        "taken: owned by mail; explicit adoption/transfer required",
+        "tomb: retired; explicit restore required",
+    ]
     assert plan.blockers == [Blocker.OWNERSHIP_OR_RETIREMENT_CONFLICT]
 
 
@@ -101,19 +123,32 @@ def test_grace_starts_now_for_a_new_agreement() -> None:
     assert plan.agreed_since == NOW and plan.grace_remaining_ms == 60_000
 
 
-@pytest.mark.parametrize(("state", "since", "remaining"), [
-    # Same hash, unbroken evidence: the clock continues.
-    (Agreement(agreed_hash="h1", agreed_since=NOW - timedelta(seconds=45), evidence_until=LATER),
-     NOW - timedelta(seconds=45), 15_000),
-    # Evidence lapsed (a missed window): the clock restarts.
-    (Agreement(agreed_hash="h1", agreed_since=NOW - timedelta(seconds=45), evidence_until=NOW),
-     NOW, 60_000),
-    # Another hash was agreed: the clock restarts.
-    (Agreement(agreed_hash="h0", agreed_since=NOW - timedelta(seconds=45), evidence_until=LATER),
-     NOW, 60_000),
-])
+@pytest.mark.parametrize(
+    ("state", "since", "remaining"),
+    [
+        # Same hash, unbroken evidence: the clock continues.
+        (
+            Agreement(agreed_hash="h1", agreed_since=NOW - timedelta(seconds=45), evidence_until=LATER),
+            NOW - timedelta(seconds=45),
+            15_000,
+        ),
+        # Evidence lapsed (a missed window): the clock restarts.
+        (
+            Agreement(agreed_hash="h1", agreed_since=NOW - timedelta(seconds=45), evidence_until=NOW),
+            NOW,
+            60_000,
+        ),
+        # Another hash was agreed: the clock restarts.
+        (
+            Agreement(agreed_hash="h0", agreed_since=NOW - timedelta(seconds=45), evidence_until=LATER),
+            NOW,
+            60_000,
+        ),
+    ],
+)
 def test_grace_continues_only_for_the_same_hash_and_unbroken_evidence(
-        state: Agreement, since: datetime, remaining: int) -> None:
+    state: Agreement, since: datetime, remaining: int
+) -> None:
     plan = decide(evidence(declaration(grace_ms=60_000), agreement=state, desired=()), NOW)
     assert plan.agreed_since == since and plan.grace_remaining_ms == remaining
     assert plan.blockers == [Blocker.GRACE_PERIOD]
@@ -144,25 +179,59 @@ def test_preview_of_an_unpublished_manifest() -> None:
 
 
 def test_blockers_are_listed_in_a_fixed_order() -> None:
-    plan = decide(evidence(declaration("i1", "h1"), declaration("i2", "h2"), blocking_instances=("old",),
-                           scanned=(("taken", "mail"),), proposed_hash="h3"), NOW)
-    assert plan.blockers == [Blocker.UNSUPPORTED_RUNTIME_PROTOCOL, Blocker.MIXED_DESIRED_MANIFESTS,
-                             Blocker.MANIFEST_NOT_PUBLISHED, Blocker.OWNERSHIP_OR_RETIREMENT_CONFLICT]
+    plan = decide(
+        evidence(
+            declaration("i1", "h1"),
+            declaration("i2", "h2"),
+            blocking_instances=("old",),
+            scanned=(("taken", "mail"),),
+            proposed_hash="h3",
+        ),
+        NOW,
+    )
+    assert plan.blockers == [
+        Blocker.UNSUPPORTED_RUNTIME_PROTOCOL,
+        Blocker.MIXED_DESIRED_MANIFESTS,
+        Blocker.MANIFEST_NOT_PUBLISHED,
+        Blocker.OWNERSHIP_OR_RETIREMENT_CONFLICT,
+    ]
 
 
 def test_as_json_is_the_plan_shape_with_plain_strings() -> None:
     data = decide(evidence(declaration(grace_ms=1000), desired=()), NOW).as_json()
     assert data["blockers"] == ["grace_period"] and type(data["blockers"][0]) is str
-    assert data["declarations"] == [{"instance_id": "i1", "revision": "r1", "desired_hash": "h1",
-                                     "grace_ms": 1000, "expires_at": LATER.isoformat()}]
+    assert data["declarations"] == [
+        {
+            "instance_id": "i1",
+            "revision": "r1",
+            "desired_hash": "h1",
+            "grace_ms": 1000,
+            "expires_at": LATER.isoformat(),
+        }
+    ]
     assert data["agreed_since"] == NOW.isoformat() and data["evaluated_at"] == NOW.isoformat()
-    assert set(data) == {"owner_id", "desired_hash", "declarations", "blocking_instances", "blockers",
-                         "additions", "updates", "retirements", "conflicts", "agreed_since",
-                         "grace_remaining_ms", "evaluated_at", "applied"}
+    assert set(data) == {
+        "owner_id",
+        "desired_hash",
+        "declarations",
+        "blocking_instances",
+        "blockers",
+        "additions",
+        "updates",
+        "retirements",
+        "conflicts",
+        "agreed_since",
+        "grace_remaining_ms",
+        "evaluated_at",
+        "applied",
+    }
 
 
 def test_helpers() -> None:
-    a, b = declaration("i1", revision="r2", expires_at=LATER), declaration("i2", revision="r1", expires_at=NOW)
+    a, b = (
+        declaration("i1", revision="r2", expires_at=LATER),
+        declaration("i2", revision="r1", expires_at=NOW),
+    )
     found = evidence(a, b)
     assert evidence_until(found) == NOW and retirement_revisions(found) == "r1, r2"
     assert single_hash((a, b)) == "h1" and single_hash(()) is None

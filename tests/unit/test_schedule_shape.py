@@ -20,23 +20,48 @@ from awa_django.schedules import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
 
 
 def schedule() -> Schedule:
-    return Schedule(name="nightly", cron=cronexpr.parse_cron("0 3 * * *"), timezone="UTC", kind="app.tasks.t",
-                    queue="default", args=[1], kwargs={"k": "v"}, priority=0, max_attempts=3, tags=("a",),
-                    metadata={"m": 1}, missed_fire_policy="coalesce")
+    return Schedule(
+        name="nightly",
+        cron=cronexpr.parse_cron("0 3 * * *"),
+        timezone="UTC",
+        kind="app.tasks.t",
+        queue="default",
+        args=[1],
+        kwargs={"k": "v"},
+        priority=0,
+        max_attempts=3,
+        tags=("a",),
+        metadata={"m": 1},
+        missed_fire_policy="coalesce",
+    )
 
 
 def test_the_derived_keys_agree() -> None:
     assert MANIFEST_KEYS is DEFINITION_KEYS and SCHEDULES_SETTINGS_KEYS is SETTINGS_KEYS
     assert tuple(f.key for f in FIELDS) == DEFINITION_KEYS and DEFINITION_KEYS[1:] == COMPARED_KEYS
     assert ROW_FIELDS[: len(DEFINITION_KEYS)] == DEFINITION_KEYS
-    assert {"cron", "task", "timezone", "args", "kwargs", "queue", "priority", "max_attempts",
-                             "tags", "metadata", "missed_fire_policy"} == SETTINGS_KEYS
+    assert {
+        "cron",
+        "task",
+        "timezone",
+        "args",
+        "kwargs",
+        "queue",
+        "priority",
+        "max_attempts",
+        "tags",
+        "metadata",
+        "missed_fire_policy",
+    } == SETTINGS_KEYS
 
 
 def test_schedule_definition_and_row_definition_have_the_manifest_keys() -> None:
     definition = schedule().definition()
     assert tuple(definition) == DEFINITION_KEYS
-    assert definition["cron_expr"] == "0 3 * * *" and definition["args"] == {"args": [1], "kwargs": {"k": "v"}}
+    assert definition["cron_expr"] == "0 3 * * *" and definition["args"] == {
+        "args": [1],
+        "kwargs": {"k": "v"},
+    }
     assert definition["tags"] == ["a"]
     row = SimpleNamespace(**{**definition, "tags": ("a",)})
     assert row_definition(row) == definition

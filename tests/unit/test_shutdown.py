@@ -23,8 +23,9 @@ class Exited(Exception):
     pass
 
 
-def test_two_stage_shutdown(restored_handlers: None, monkeypatch: pytest.MonkeyPatch,
-                            caplog: pytest.LogCaptureFixture) -> None:
+def test_two_stage_shutdown(
+    restored_handlers: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     stops: list[int] = []
 
     def fake_exit(status: int) -> None:

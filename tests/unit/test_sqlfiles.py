@@ -11,7 +11,10 @@ from awa_django import sqlfiles
 
 
 def test_read_sql__reads_the_named_file() -> None:
-    assert sqlfiles.read_sql("0011_runtime_progress") == (sqlfiles.SQL_DIR / "0011_runtime_progress.sql").read_text()
+    assert (
+        sqlfiles.read_sql("0011_runtime_progress")
+        == (sqlfiles.SQL_DIR / "0011_runtime_progress.sql").read_text()
+    )
 
 
 def test_run_sql_file__forward_and_reverse_sql_and_its_file_name() -> None:

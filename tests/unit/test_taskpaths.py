@@ -51,12 +51,15 @@ def test_call_arguments__args_and_kwargs() -> None:
     assert call_arguments({}) == ([], {})
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ([1, 2], "must be an object"),
-    ({"args": [], "extra": 1}, "must be an object"),
-    ({"args": "x"}, r"args\['args'\] must be a list"),
-    ({"kwargs": []}, r"args\['kwargs'\] must be an object"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([1, 2], "must be an object"),
+        ({"args": [], "extra": 1}, "must be an object"),
+        ({"args": "x"}, r"args\['args'\] must be a list"),
+        ({"kwargs": []}, r"args\['kwargs'\] must be an object"),
+    ],
+)
 def test_call_arguments__malformed_rows_are_not_runnable(args: object, message: str) -> None:
     with pytest.raises(TaskNotRunnable, match=message):
         call_arguments(args)

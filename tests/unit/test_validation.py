@@ -7,17 +7,22 @@ import pytest
 from awa_django import validation
 
 
-@pytest.mark.parametrize(("value", "reason"), [
-    ("fine", None),
-    ("nul\x00", "contains a NUL character"),
-    ("lone\ud800", "contains a lone surrogate (not valid Unicode text)"),
-])
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("fine", None),
+        ("nul\x00", "contains a NUL character"),
+        ("lone\ud800", "contains a lone surrogate (not valid Unicode text)"),
+    ],
+)
 def test_text_problem(value: str, reason: str | None) -> None:
     assert validation.text_problem(value) == reason
 
 
-@pytest.mark.parametrize(("value", "char"), [("esc\x1b[2J", "001B"), ("rtl\u202eeman", "202E"),
-                                             ("line\u2028sep", "2028"), ("new\nline", "000A")])
+@pytest.mark.parametrize(
+    ("value", "char"),
+    [("esc\x1b[2J", "001B"), ("rtl\u202eeman", "202E"), ("line\u2028sep", "2028"), ("new\nline", "000A")],
+)
 def test_name_problem__control_and_format_characters_are_named(value: str, char: str) -> None:
     assert validation.name_problem(value) == f"contains the control or format character U+{char}"
 
@@ -44,25 +49,41 @@ def test_json_problem__depth_limit_is_iterative_and_exact() -> None:
     assert validation.json_problem(nested(3), max_depth=3) is None
     assert validation.json_problem(nested(4), max_depth=3) == "is nested deeper than 3 levels"
     # Far deeper than the interpreter's recursion limit: still answered.
-    assert validation.json_problem(nested(100_000)) == f"is nested deeper than {validation.MAX_JSON_DEPTH} levels"
+    assert (
+        validation.json_problem(nested(100_000))
+        == f"is nested deeper than {validation.MAX_JSON_DEPTH} levels"
+    )
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("*/0 * * * *", "step '0' in the minute field must be a whole number from 1 to 59"),
-    ("* * * * */8", "step '8' in the day-of-week field"),
-    ("0 0 30-2 * *", "range '30-2' in the day-of-month field is reversed"),
-    ("0 0 * dec-jan *", "range 'dec-jan' in the month field is reversed"),
-    ("0 0 * * fri-mon", "range 'fri-mon' in the day-of-week field is reversed"),
-    ("0\u00a00 * * *", "contains the character U+00A0"),
-    ("0 " * 200, "characters long; the limit is 256"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("*/0 * * * *", "step '0' in the minute field must be a whole number from 1 to 59"),
+        ("* * * * */8", "step '8' in the day-of-week field"),
+        ("0 0 30-2 * *", "range '30-2' in the day-of-month field is reversed"),
+        ("0 0 * dec-jan *", "range 'dec-jan' in the month field is reversed"),
+        ("0 0 * * fri-mon", "range 'fri-mon' in the day-of-week field is reversed"),
+        ("0\u00a00 * * *", "contains the character U+00A0"),
+        ("0 " * 200, "characters long; the limit is 256"),
+    ],
+)
 def test_expression_problem__refused(text: str, fragment: str) -> None:
     problem = validation.expression_problem(text)
     assert problem is not None and fragment in problem
 
 
-@pytest.mark.parametrize("text", ["*/5 * * * *", "0 */30 * * * *", "0 9 * * mon-fri", "@daily", "1 2 3",
-                                  "0 0 1-31 1-12 0-7", "* * * * */7"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "*/5 * * * *",
+        "0 */30 * * * *",
+        "0 9 * * mon-fri",
+        "@daily",
+        "1 2 3",
+        "0 0 1-31 1-12 0-7",
+        "* * * * */7",
+    ],
+)
 def test_expression_problem__accepted_or_left_to_the_parser(text: str) -> None:
     assert validation.expression_problem(text) is None
 

@@ -30,8 +30,16 @@ from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import Job
 
 # Re-exported: the command's helpers lived here before awa_django.cli.
-__all__ = ["Command", "default_actor", "format_duration", "job_duration", "last_error", "positive_seconds",
-           "printable", "schedule_dict"]
+__all__ = [
+    "Command",
+    "default_actor",
+    "format_duration",
+    "job_duration",
+    "last_error",
+    "positive_seconds",
+    "printable",
+    "schedule_dict",
+]
 
 
 class Command(BaseCommand):
@@ -71,7 +79,18 @@ class Command(BaseCommand):
         if not rows:
             self.emit(options, data, "No cron schedules found.")
             return
-        header = ("NAME", "CRON", "DESCRIPTION", "TIMEZONE", "POLICY", "QUEUE", "OWNER", "STATE", "LAST FIRE", "NEXT FIRE")
+        header = (
+            "NAME",
+            "CRON",
+            "DESCRIPTION",
+            "TIMEZONE",
+            "POLICY",
+            "QUEUE",
+            "OWNER",
+            "STATE",
+            "LAST FIRE",
+            "NEXT FIRE",
+        )
         table: list[tuple[str, ...]] = [header]
         for row, item in zip(rows, data, strict=True):
             upcoming = operations.upcoming_fires(row, 1)
@@ -100,14 +119,22 @@ class Command(BaseCommand):
     def cron_show(self, options: dict[str, Any]) -> None:
         row = operations.get_schedule(options["name"])
         data = schedule_dict(row, upcoming=max(0, options["next"]))
-        lines = [f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else printable(v)}" for k, v in data.items()]
+        lines = [
+            f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else printable(v)}" for k, v in data.items()
+        ]
         self.emit(options, data, "\n".join(lines))
 
     def _action(self, options: dict[str, Any], func: Any) -> None:
         result = func(options["name"], options["actor"])
-        data = {"action": result.action, "schedule": result.name, "changed": result.changed, "detail": result.detail}
+        data = {
+            "action": result.action,
+            "schedule": result.name,
+            "changed": result.changed,
+            "detail": result.detail,
+        }
         text = printable(f"{result.action}: {result.name}: ") + (
-            "done" if result.changed else printable(f"no change ({result.detail})"))
+            "done" if result.changed else printable(f"no change ({result.detail})")
+        )
         self.emit(options, data, text)
 
     def cron_pause(self, options: dict[str, Any]) -> None:
@@ -122,7 +149,11 @@ class Command(BaseCommand):
     def cron_trigger(self, options: dict[str, Any]) -> None:
         job = operations.trigger(options["name"], options["actor"])
         data = {k: plain(v) for k, v in job.items()}
-        self.emit(options, data, printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"))
+        self.emit(
+            options,
+            data,
+            printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"),
+        )
 
     # -- ownership -----------------------------------------------------------
     def _lifecycle(self, options: dict[str, Any], result: Any) -> None:
@@ -131,23 +162,36 @@ class Command(BaseCommand):
         self.emit(options, result.as_json(), printable(f"{result.action}: {verb}: {names}"))
 
     def cron_adopt(self, options: dict[str, Any]) -> None:
-        self._lifecycle(options, ownership.adopt(
-            options["name"], options["owner"], actor=options["actor"], apply=options["apply"],
-            expected_owner=options["expected_owner"]))
+        self._lifecycle(
+            options,
+            ownership.adopt(
+                options["name"],
+                options["owner"],
+                actor=options["actor"],
+                apply=options["apply"],
+                expected_owner=options["expected_owner"],
+            ),
+        )
 
     def cron_retire(self, options: dict[str, Any]) -> None:
-        self._lifecycle(options, ownership.retire(options["name"], actor=options["actor"], apply=options["apply"]))
+        self._lifecycle(
+            options, ownership.retire(options["name"], actor=options["actor"], apply=options["apply"])
+        )
 
     def cron_restore(self, options: dict[str, Any]) -> None:
-        self._lifecycle(options, ownership.restore(options["name"], actor=options["actor"], apply=options["apply"]))
+        self._lifecycle(
+            options, ownership.restore(options["name"], actor=options["actor"], apply=options["apply"])
+        )
 
     def cron_retire_owner(self, options: dict[str, Any]) -> None:
-        self._lifecycle(options, ownership.retire_owner(
-            options["owner"], actor=options["actor"], apply=options["apply"]))
+        self._lifecycle(
+            options, ownership.retire_owner(options["owner"], actor=options["actor"], apply=options["apply"])
+        )
 
     def cron_restore_owner(self, options: dict[str, Any]) -> None:
-        self._lifecycle(options, ownership.restore_owner(
-            options["owner"], actor=options["actor"], apply=options["apply"]))
+        self._lifecycle(
+            options, ownership.restore_owner(options["owner"], actor=options["actor"], apply=options["apply"])
+        )
 
     def cron_plan(self, options: dict[str, Any]) -> None:
         if options["manifest"]:
@@ -167,21 +211,26 @@ class Command(BaseCommand):
             try:
                 result = reconciliation.preview(options["owner"], definitions)
             except (TypeError, KeyError, AttributeError, RecursionError) as exc:
-                raise CommandError(f"malformed manifest {options['manifest']}: {type(exc).__name__}: {exc}") from exc
+                raise CommandError(
+                    f"malformed manifest {options['manifest']}: {type(exc).__name__}: {exc}"
+                ) from exc
         else:
             result = reconciliation.plan(options["owner"])
         data = result.as_json()
         status = ", ".join(result.blockers) or (
             "converged; the leader retires the listed schedules at its next pass"
-            if result.retirements else "converged"
+            if result.retirements
+            else "converged"
         )
         lines = [f"owner {result.owner_id}: {status}"]
         for key in ("additions", "updates", "retirements", "conflicts", "blocking_instances"):
             if data[key]:
                 lines.append(f"  {key}: " + ", ".join(data[key]))
         for decl in data["declarations"]:
-            lines.append(f"  declaration {decl['instance_id']} revision {decl['revision']} "
-                         f"hash {decl['desired_hash'][:12]} expires {decl['expires_at']}")
+            lines.append(
+                f"  declaration {decl['instance_id']} revision {decl['revision']} "
+                f"hash {decl['desired_hash'][:12]} expires {decl['expires_at']}"
+            )
         if result.grace_remaining_ms:
             lines.append(f"  grace remaining: {result.grace_remaining_ms / 1000:.1f}s")
         self.emit(options, data, "\n".join(printable(line) for line in lines))
@@ -189,8 +238,12 @@ class Command(BaseCommand):
     def cron_owners(self, options: dict[str, Any]) -> None:
         plans = [reconciliation.plan(owner) for owner in reconciliation.owners()]
         data = [p.as_json() for p in plans]
-        lines = [f"{p.owner_id}: " + (", ".join(p.blockers) or "converged")
-                 + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "") for p in plans]
+        lines = [
+            f"{p.owner_id}: "
+            + (", ".join(p.blockers) or "converged")
+            + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "")
+            for p in plans
+        ]
         self.emit(options, data, "\n".join(printable(line) for line in lines) or "No owners.")
 
     # -- queues --------------------------------------------------------------
@@ -213,7 +266,11 @@ class Command(BaseCommand):
     def _queue_action(self, options: dict[str, Any], action: str, func: Any) -> None:
         changed = func(options["name"], options["actor"]).changed
         data = {"action": action, "queue": options["name"], "changed": changed}
-        self.emit(options, data, printable(f"{action}: queue {options['name']}: ") + ("done" if changed else "no change"))
+        self.emit(
+            options,
+            data,
+            printable(f"{action}: queue {options['name']}: ") + ("done" if changed else "no change"),
+        )
 
     def queue_pause(self, options: dict[str, Any]) -> None:
         self._queue_action(options, "pause", queues.pause_queue)
@@ -227,11 +284,20 @@ class Command(BaseCommand):
         rows = list(Job.objects.filter(flt).order_by("-id")[: max(0, options["limit"])])
         now = db.database_now() if rows else None
         data = [
-            {"id": j.id, "kind": j.kind, "queue": j.queue, "state": j.state, "attempt": j.attempt,
-             "max_attempts": j.max_attempts, "run_at": plain(j.run_at), "cron_name": j.cron_name,
-             "cron_fire_at": j.metadata.get("cron_fire_at"),
-             "triggered_manually": bool(j.cron_name and j.metadata.get("triggered_manually")),
-             "duration_seconds": job_duration(j, now), "last_error": last_error(j)}
+            {
+                "id": j.id,
+                "kind": j.kind,
+                "queue": j.queue,
+                "state": j.state,
+                "attempt": j.attempt,
+                "max_attempts": j.max_attempts,
+                "run_at": plain(j.run_at),
+                "cron_name": j.cron_name,
+                "cron_fire_at": j.metadata.get("cron_fire_at"),
+                "triggered_manually": bool(j.cron_name and j.metadata.get("triggered_manually")),
+                "duration_seconds": job_duration(j, now),
+                "last_error": last_error(j),
+            }
             for j in rows
         ]
         if not data:
@@ -242,12 +308,27 @@ class Command(BaseCommand):
         for d in data:
             schedule = "-"
             if d["cron_name"]:
-                schedule = f"{d['cron_name']} manual" if d["triggered_manually"] or not d["cron_fire_at"] \
+                schedule = (
+                    f"{d['cron_name']} manual"
+                    if d["triggered_manually"] or not d["cron_fire_at"]
                     else f"{d['cron_name']} @ {d['cron_fire_at']}"
-            table.append((str(d["id"]), d["state"], d["queue"], f"{d['attempt']}/{d['max_attempts']}", d["kind"],
-                          schedule, format_duration(d["duration_seconds"]), d["last_error"] or "-"))
+                )
+            table.append(
+                (
+                    str(d["id"]),
+                    d["state"],
+                    d["queue"],
+                    f"{d['attempt']}/{d['max_attempts']}",
+                    d["kind"],
+                    schedule,
+                    format_duration(d["duration_seconds"]),
+                    d["last_error"] or "-",
+                )
+            )
         widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-        lines = [printable("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()) for r in table]
+        lines = [
+            printable("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()) for r in table
+        ]
         self.emit(options, data, "\n".join(lines))
 
     def jobs_cancel(self, options: dict[str, Any]) -> None:
@@ -255,24 +336,36 @@ class Command(BaseCommand):
             raise CommandError("give a job id or --cron NAME (one of them)")
         if options["id"] is not None:
             queues.cancel_job(options["id"], options["actor"])
-            self.emit(options, {"action": "cancel", "job": options["id"], "changed": True},
-                      f"cancel: job {options['id']} cancelled")
+            self.emit(
+                options,
+                {"action": "cancel", "job": options["id"], "changed": True},
+                f"cancel: job {options['id']} cancelled",
+            )
             return
         ids = queues.cancel_cron_jobs(options["cron"], options["actor"])
-        self.emit(options, {"action": "cancel", "schedule": options["cron"], "jobs": ids},
-                  printable(f"cancel: {len(ids)} job(s) of {options['cron']} cancelled"))
+        self.emit(
+            options,
+            {"action": "cancel", "schedule": options["cron"], "jobs": ids},
+            printable(f"cancel: {len(ids)} job(s) of {options['cron']} cancelled"),
+        )
 
     def jobs_retry(self, options: dict[str, Any]) -> None:
         if not queues.retry_job(options["id"], options["actor"]):
             raise CommandError(f"job {options['id']} does not exist or is not failed/cancelled")
-        self.emit(options, {"action": "retry", "job": options["id"], "changed": True},
-                  f"retry: job {options['id']} is available again")
+        self.emit(
+            options,
+            {"action": "retry", "job": options["id"], "changed": True},
+            f"retry: job {options['id']} is available again",
+        )
 
     def jobs_prune(self, options: dict[str, Any]) -> None:
         if options["dry_run"]:
             count = queues.prune_jobs(options["older_than"], dry_run=True)
-            self.emit(options, {"action": "prune", "dry_run": True, "deleted": 0, "would_delete": count},
-                      f"prune: dry run: {count} finished job(s) would be deleted")
+            self.emit(
+                options,
+                {"action": "prune", "dry_run": True, "deleted": 0, "would_delete": count},
+                f"prune: dry run: {count} finished job(s) would be deleted",
+            )
             return
         count = queues.prune_jobs(options["older_than"])
         self.emit(options, {"action": "prune", "deleted": count}, f"prune: {count} finished job(s) deleted")

@@ -54,18 +54,14 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from exc
             except (DatabaseError, psycopg.Error) as exc:
                 raise CommandError(privilege_error(exc) or f"evaluation pass failed: {exc}") from exc
-            self.stdout.write(
-                f"evaluated {result.evaluated} schedule(s), enqueued {len(result.jobs)} job(s)"
-            )
+            self.stdout.write(f"evaluated {result.evaluated} schedule(s), enqueued {len(result.jobs)} job(s)")
             for job in result.jobs:
                 meta = job["metadata"]
                 self.stdout.write(f"  {meta['cron_name']} @ {meta['cron_fire_at']} -> job {job['id']}")
             return
         metrics.serve_from_options(options)
         leader.install_signal_handlers()
-        self.stdout.write(
-            f"runcron: {len(leader.schedules)} declared schedule(s); waiting for leadership"
-        )
+        self.stdout.write(f"runcron: {len(leader.schedules)} declared schedule(s); waiting for leadership")
         try:
             leader.run()
         except RegistrationConflict as exc:

@@ -38,19 +38,43 @@ class Command(BaseCommand):
     help = "Run the awa_django task worker. Run any number of replicas."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--queue", action="append", dest="queues", metavar="QUEUE",
-                            help="only claim from this queue (repeatable; default: all queues)")
-        parser.add_argument("--concurrency", type=positive_int, default=1,
-                            help="tasks run at once, each in its own thread (default 1)")
-        parser.add_argument("--burst", action="store_true",
-                            help="exit 0 once no job is ready and none is running (failed tasks "
-                                 "do not change the exit status: their outcome is in awa_jobs)")
-        parser.add_argument("--max-tasks", type=positive_int, default=None, metavar="N",
-                            help="claim at most N jobs, then exit 0 once they finished")
-        parser.add_argument("--worker-id", type=worker_id, default=None,
-                            help="id recorded in awa_jobs.worker_ids (default host:pid:random)")
-        parser.add_argument("--backend", default="default",
-                            help="alias in settings.TASKS of the AwaBackend to serve (default 'default')")
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="QUEUE",
+            help="only claim from this queue (repeatable; default: all queues)",
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=positive_int,
+            default=1,
+            help="tasks run at once, each in its own thread (default 1)",
+        )
+        parser.add_argument(
+            "--burst",
+            action="store_true",
+            help="exit 0 once no job is ready and none is running (failed tasks "
+            "do not change the exit status: their outcome is in awa_jobs)",
+        )
+        parser.add_argument(
+            "--max-tasks",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="claim at most N jobs, then exit 0 once they finished",
+        )
+        parser.add_argument(
+            "--worker-id",
+            type=worker_id,
+            default=None,
+            help="id recorded in awa_jobs.worker_ids (default host:pid:random)",
+        )
+        parser.add_argument(
+            "--backend",
+            default="default",
+            help="alias in settings.TASKS of the AwaBackend to serve (default 'default')",
+        )
         metrics.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -92,5 +116,6 @@ class Command(BaseCommand):
             self.stdout.write(f"runtasks: stopped, abandoning {worker.abandoned} running task(s)")
             sys.stdout.flush()
             os._exit(0)
-        self.stdout.write(f"runtasks: stopped after {worker.completed} completed job(s), "
-                          f"{worker.failed} failed attempt(s)")
+        self.stdout.write(
+            f"runtasks: stopped after {worker.completed} completed job(s), {worker.failed} failed attempt(s)"
+        )

@@ -1,0 +1,101 @@
+"""Schedule list rows in the admin: what each row shows beyond its columns
+(next fire, overdue, last job, queue paused), computed once per page with a
+fixed number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.admin.views.main import ChangeList
+from django.db import connections
+from django.http import HttpRequest
+
+from .. import cronexpr, db, operations
+from ..conf import conf
+from ..models import CronJob, QueueMeta
+from .common import live_leader
+from .fires import zone_of
+
+# The newest job of each schedule on the page: one index scan per name
+# (awa_jobs_cron_name_id), one query per page.
+LAST_JOBS_SQL = """
+    SELECT n.name, j.id, j.state, j.metadata ? 'triggered_manually'
+      FROM unnest(%s::text[]) AS n(name)
+     CROSS JOIN LATERAL (
+           SELECT id, state, metadata FROM awa_jobs
+            WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = n.name
+            ORDER BY id DESC LIMIT 1) AS j
+"""
+# The stored next_fire_at of a row that can never fire (see evaluator.NEVER).
+NEVER_YEAR = 9999
+
+
+@dataclass
+class RowInfo:
+    """What one list row shows beyond its columns, computed once per page."""
+
+    now: datetime
+    leader: bool
+    queue_paused: bool = False
+    last_job: tuple[int, str, bool] | None = None
+    next_fire: datetime | None = None
+    overdue_since: datetime | None = None
+
+
+def _due(row: CronJob) -> datetime | None:
+    """The automatic fire the leader is waiting for: stored, or (not computed yet) the
+    first slot after the last fire, or after creation for a row that never fired."""
+    if row.next_fire_at is not None:
+        return None if row.next_fire_at.year >= NEVER_YEAR else row.next_fire_at
+    zone = zone_of(row)
+    since = row.last_enqueued_at or row.created_at
+    if since is None or zone is None:
+        return None
+    try:
+        return cronexpr.next_fire(cronexpr.parse_cron(row.cron_expr), zone, since)
+    except cronexpr.CronError:
+        return None
+
+
+def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str]) -> RowInfo:
+    info = RowInfo(now=now, leader=leader, queue_paused=row.queue in paused_queues)
+    upcoming = operations.upcoming_fires(row, 1, after=now)
+    info.next_fire = upcoming[0] if upcoming else None
+    if leader and row.paused_at is None and row.retired_at is None:
+        due = _due(row)
+        if due is not None and due < now - timedelta(seconds=conf.OVERDUE_AFTER):
+            info.overdue_since = due
+    return info
+
+
+def annotate_page(rows: list[CronJob], using: str = "default") -> None:
+    """Attach a :class:`RowInfo` to every row: a fixed number of queries per page."""
+    now = db.database_now(using)
+    leader = live_leader(using) is not None
+    queues = sorted({r.queue for r in rows})
+    paused = (
+        set(
+            QueueMeta.objects.using(using)
+            .filter(queue__in=queues, paused_at__isnull=False)
+            .values_list("queue", flat=True)
+        )
+        if queues
+        else set()
+    )
+    last: dict[str, tuple[int, str, bool]] = {}
+    if rows:
+        with connections[using].cursor() as cursor:
+            cursor.execute(LAST_JOBS_SQL, [[r.name for r in rows]])
+            last = {name: (job_id, state, manual) for name, job_id, state, manual in cursor.fetchall()}
+    for row in rows:
+        info = row_info(row, now, leader, paused)
+        info.last_job = last.get(row.name)
+        vars(row)["_awa"] = info
+
+
+class ScheduleChangeList(ChangeList):
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        self.result_list = list(self.result_list)
+        annotate_page(self.result_list, self.queryset.db)
