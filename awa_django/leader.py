@@ -70,8 +70,13 @@ def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
         try:
             announce_fires([job])
         except Exception as exc:  # one job's module must not stop the leader
-            extra = {"event": "cron.announce_failed", "job_id": job.get("id")}
-            logger.error("cannot announce job %s (%s): %s", job.get("id"), job.get("kind"), exc, extra=extra)
+            logger.error(
+                "cannot announce job %s (%s): %s",
+                job.get("id"),
+                job.get("kind"),
+                exc,
+                extra={"event": "cron.announce_failed", "job_id": job.get("id")},
+            )
 
 
 class Leader:
@@ -143,7 +148,8 @@ class Leader:
                 # Standbys sync their own declarations too: several deployments
                 # may share the database and only one of them leads.
                 if time.monotonic() >= next_sync:
-                    self._sync_safely()
+                    with db.reconnect_on_error(self.using, "sync", logger, "cron.error"):
+                        self.sync()
                     next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
                 self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
         finally:
@@ -224,10 +230,6 @@ class Leader:
         if not self.authoritative:
             sync_schedules(self.schedules, using=self.using)
 
-    def _sync_safely(self) -> None:
-        with db.reconnect_on_error(self.using, "sync", logger, "cron.error"):
-            self.sync()
-
     def maintain(self) -> None:
         """The leader's periodic work besides firing: sync, reconcile, clean up.
 
@@ -246,9 +248,8 @@ class Leader:
         for label, step in steps:
             # Inside a caller's transaction the error propagates (it is
             # aborted anyway); otherwise the next step gets a fresh connection.
-            with db.reconnect_on_error(
-                self.using, f"maintenance step {label}", logger, "cron.error"
-            ) as guard:
+            what = f"maintenance step {label}"
+            with db.reconnect_on_error(self.using, what, logger, "cron.error") as guard:
                 step()
             first_error = first_error or guard.error
         if first_error is not None:
