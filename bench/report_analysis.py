@@ -87,11 +87,23 @@ def w4_row(w: dict[str, Any]) -> Row:
     bound = ""
     same = [r for r in w["w2_burst"][AWA] if int(r["n"]) == int(w4["n"])]
     if not met and same:
-        bound = (
-            f"Each second all {int(w4['n']):,} rows are due at once: W2 at N = {int(w4['n']):,} (the same "
-            f"pass) commits its last fire {f(same[0]['ms_max'], 0)} ms after the slot, so W4's p99 is "
-            f"bounded near that pass time; the target needs it {float(same[0]['ms_max']) / 50:.1f}x shorter."
-        )
+        burst, n = float(same[0]["ms_max"]), int(w4["n"])
+        if burst > 50:
+            bound = (
+                f"Each second all {n:,} rows are due at once: W2 at N = {n:,} (the same pass) commits its "
+                f"last fire {burst:,.0f} ms after the slot, so W4's p99 is bounded near that pass time; the "
+                f"target needs it {burst / 50:.1f}x shorter."
+            )
+        else:
+            bound = (
+                f"Not the fire itself: one burst of the same {n:,} rows (W2) commits its last fire "
+                f"{burst:,.0f} ms after the slot (p50 {f(same[0]['ms_p50'], 0)} ms), within the target. In "
+                f"W4's steady state the same fire lands at p50 {f(w4['ms_p50'], 0)} ms: every second also adds "
+                f"{n:,} jobs and updates {n:,} schedule rows (growing tables and indexes, autovacuum on the "
+                "same two cores) and announces the previous second's jobs. This run does not profile W4, "
+                f"so how those shares add up to the {float(w4['ms_p99']) - 50:,.0f} ms over the target is not "
+                "measured."
+            )
     return (
         f"{int(w4['n']):,} every-second schedules: p99 <= 50 ms, none skipped or doubled",
         f"p99 {f(w4['ms_p99'], 0)} ms, {f(w4['skipped'], 0)} skipped, {f(w4['doubled'], 0)} doubled",
