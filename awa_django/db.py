@@ -8,7 +8,8 @@ commands all need from PostgreSQL:
 - :class:`Listener`: wait for a NOTIFY, a wake-up from another thread, or a
   deadline, with no polling slices (``runcron`` and ``runtasks`` both use it);
 - :func:`dict_rows` / :func:`fetch_dicts`: rows as dicts keyed by column name;
-- :func:`read_only_snapshot`: one REPEATABLE READ READ ONLY snapshot;
+- :func:`read_only_snapshot`: one REPEATABLE READ READ ONLY snapshot, and
+  :func:`savepoint_if_nested` to isolate one statement in a caller's transaction;
 - :func:`operator_context` / :func:`owner_context`: the transaction-local
   settings through which the fence trigger tells an operator or an owner's
   reconciliation from an ordinary write (like pgtrigger's ``ignore()``);
@@ -25,7 +26,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -226,6 +227,12 @@ def read_only_snapshot(using: str = "default") -> Iterator[None]:
             with connections[using].cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         yield
+
+
+def savepoint_if_nested(using: str = "default") -> Any:
+    """A savepoint inside a caller's transaction, so one failed statement does not
+    abort it; nothing in autocommit, where each statement is its own transaction."""
+    return transaction.atomic(using=using) if connections[using].in_atomic_block else nullcontext()
 
 
 def set_local(cursor: Any, name: str, value: str) -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import nullcontext
 from typing import Any
 
-from django.db import DataError, IntegrityError, InternalError, connections, transaction
+from django.db import DataError, IntegrityError, InternalError
+
+from . import db
 
 logger = logging.getLogger("awa_django.evaluator")
 
@@ -56,7 +57,7 @@ def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     privilege, a timeout) propagate: the pass failed as a whole.
     """
     try:
-        with _isolated(cursor):
+        with db.savepoint_if_nested(cursor.db.alias):
             return _fire(cursor, plan)
     except ROW_FAULTS as exc:
         logger.warning(
@@ -65,7 +66,7 @@ def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     jobs: list[dict[str, Any]] = []
     for entry in plan:
         try:
-            with _isolated(cursor):
+            with db.savepoint_if_nested(cursor.db.alias):
                 jobs.extend(_fire(cursor, [entry]))
         except ROW_FAULTS as exc:
             _park_after_failure(cursor, entry, exc)
@@ -81,7 +82,7 @@ def _park_after_failure(cursor: Any, entry: dict[str, Any], exc: Exception) -> N
         extra={"event": "cron.parked", "schedule": entry["name"], "reason": reason},
     )
     try:
-        with _isolated(cursor):
+        with db.savepoint_if_nested(cursor.db.alias):
             _fire(cursor, [{**entry, "fires": [], "park": reason}])
     except ROW_FAULTS as park_exc:
         logger.error(
@@ -90,14 +91,6 @@ def _park_after_failure(cursor: Any, entry: dict[str, Any], exc: Exception) -> N
             park_exc,
             extra={"event": "cron.error", "schedule": entry["name"]},
         )
-
-
-def _isolated(cursor: Any) -> Any:
-    """A savepoint when the caller holds a transaction (a failed statement must
-    not abort it); nothing in autocommit, where a statement is its own."""
-    if connections[cursor.db.alias].in_atomic_block:
-        return transaction.atomic(using=cursor.db.alias)
-    return nullcontext()
 
 
 def log_fired(jobs: list[dict[str, Any]]) -> None:

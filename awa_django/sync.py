@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from contextlib import nullcontext
-from typing import Any
 
 from django.db import DataError, IntegrityError, InternalError, connections, transaction
 
-from . import upsert
+from . import db, upsert
 from .connection_guards import bound_transaction_waits
 from .schedules import Schedule
 
@@ -27,11 +25,6 @@ logger = logging.getLogger(__name__)
 ROW_FAULTS = (IntegrityError, DataError, InternalError, UnicodeEncodeError)
 
 
-def _isolated(using: str) -> Any:
-    """A savepoint inside a caller's transaction; nothing in autocommit."""
-    return transaction.atomic(using=using) if connections[using].in_atomic_block else nullcontext()
-
-
 def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> list[str]:
     """Upsert ``schedules``; return the names that were inserted or changed."""
     definitions = [s.definition() for s in sorted(schedules, key=lambda s: s.name)]
@@ -40,7 +33,7 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # rows may be locked by a frozen peer
         try:
-            with _isolated(using):
+            with db.savepoint_if_nested(using):
                 outcomes = upsert.sync_additive(cursor, definitions)
         except ROW_FAULTS as exc:
             # One row's value failed the set-based upsert: sync the rest one
@@ -51,7 +44,7 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
             outcomes = []
             for definition in definitions:
                 try:
-                    with _isolated(using):
+                    with db.savepoint_if_nested(using):
                         outcomes.extend(upsert.sync_additive(cursor, [definition]))
                 except ROW_FAULTS as row_exc:
                     logger.error(

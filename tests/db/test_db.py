@@ -249,3 +249,18 @@ def test_reconnect_on_error__also_handles_the_errors_named_by_the_caller(caplog:
             raise GaveUp("retries exhausted")
     assert isinstance(guard.error, GaveUp)
     assert [r.getMessage() for r in caplog.records] == ["report failed: retries exhausted"]
+
+
+@pytest.mark.django_db
+def test_savepoint_if_nested__a_failed_statement_leaves_the_callers_transaction_usable() -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        with pytest.raises(DatabaseError), db.savepoint_if_nested():
+            cursor.execute("SELECT 1/0")
+        cursor.execute("SELECT 1")  # the outer transaction was not aborted
+        assert cursor.fetchone() == (1,)
+
+
+def test_savepoint_if_nested__outside_a_transaction_adds_nothing() -> None:
+    from contextlib import nullcontext
+
+    assert isinstance(db.savepoint_if_nested(), nullcontext)
