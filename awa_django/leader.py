@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from django.db import connections
 
-from . import db, election, metrics, prefire
+from . import db, election, metrics, prefire, vacuum
 from .announcer import Announcer
 from .backend import announce_fires
 from .conf import conf
@@ -53,10 +53,11 @@ def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Conne
     return db.dedicated_connection(alias, role)
 
 
-def _fired(jobs: Sequence[dict[str, Any]]) -> None:
+def _fired(jobs: Sequence[dict[str, Any]], using: str = "default") -> None:
     """One committed batch of fires: tell listeners, count it in the metrics."""
     announce_each(jobs)
     metrics.observe_fires(jobs)
+    vacuum.after_fires(len(jobs), using)
 
 
 def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
@@ -288,7 +289,7 @@ class Leader:
             target=self._maintenance_loop, args=(maintenance_stop,), name="awa-maintenance", daemon=True
         )
         maintenance.start()
-        self._announcer = Announcer(_fired)
+        self._announcer = Announcer(lambda jobs: _fired(jobs, self.using))
         self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
             while not self.stop_requested.is_set():
@@ -308,7 +309,7 @@ class Leader:
     def _on_fired(self, jobs: Sequence[dict[str, Any]]) -> None:
         """A committed batch: announced on the announcer's thread while leading."""
         if self._announcer is None:
-            _fired(jobs)
+            _fired(jobs, self.using)
         else:
             self._announcer.submit(jobs)
 
