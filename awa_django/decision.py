@@ -4,7 +4,7 @@ Pure: no database, no clock. :mod:`.reconciliation` loads the
 :class:`Evidence` (database time included), calls :func:`decide`, then
 persists the agreement and retires what the plan allows. Everything ADR-007
 says about *when* an owner may retire lives here, so it is tested without a
-database (``tests/unit/test_reconciliation_decide.py``).
+database (``tests/unit/test_decision.py``).
 """
 
 from __future__ import annotations
