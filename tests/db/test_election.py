@@ -27,9 +27,11 @@ def sessions() -> Iterator[list[psycopg.Connection[Any]]]:
 
 
 def holder_pids(conn: psycopg.Connection[Any]) -> list[int]:
-    """Backends holding the advisory lock whose 64-bit key is LEADER_LOCK_KEY."""
+    """Backends holding the advisory lock whose 64-bit key is LEADER_LOCK_KEY in this
+    database (advisory locks are per database; pg_locks shows every database's)."""
     rows = conn.execute(
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
         "AND ((classid::bigint << 32) | objid::bigint) = %s",
         [election.LEADER_LOCK_KEY],
     ).fetchall()
