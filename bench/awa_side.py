@@ -30,7 +30,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from awa_django.evaluator import evaluate  # noqa: E402
 from bench.benchapp.tasks import noop  # noqa: E402
-from bench.timing import db_cost, per_unit  # noqa: E402
+from bench.timing import db_cost, peak_rss, per_unit  # noqa: E402
 from bench.timing import enqueue_rates as timed_enqueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,17 +205,6 @@ def wait_for_jobs(process: subprocess.Popen[bytes], n: int, timeout: float) -> f
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(60)
-
-
-def peak_rss(pid: int) -> float | None:
-    """Peak resident set size of a running process (Linux), in MB."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
 
 
 # -- W4: lateness of many every-second schedules --------------------------------

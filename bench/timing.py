@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
 Sql = Callable[[str], list[tuple[Any, ...]]]
@@ -85,3 +86,14 @@ def per_unit(cost: dict[str, Any], units: int, own_statements: int = 0) -> dict[
         "wal_bytes_per_unit": cost["wal_bytes"] / units,
         "transactions_per_unit": max(0, cost["transactions"] - own_statements) / units,
     }
+
+
+def peak_rss(pid: int) -> float | None:
+    """Peak resident set size of a running process (Linux), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None

@@ -28,6 +28,23 @@ from awa_django.schedules import Schedule, build_schedule
 from tests.conftest import raw_connection, wait_for
 
 TASK = "tests.testapp.tasks.record"
+# The keys of a plan's JSON (``awa cron plan --json``), pinned here once: a change
+# to this shape breaks scripts that read it.
+PLAN_KEYS = {
+    "owner_id",
+    "desired_hash",
+    "declarations",
+    "blocking_instances",
+    "blockers",
+    "additions",
+    "updates",
+    "retirements",
+    "conflicts",
+    "agreed_since",
+    "grace_remaining_ms",
+    "evaluated_at",
+    "applied",
+}
 
 
 def job(name: str, cron: str = "* * * * *", **options: Any) -> Schedule:

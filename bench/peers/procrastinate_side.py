@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 
 from bench.peers.procrastinate_app import CONNINFO, app, noop, tick
-from bench.timing import db_cost, per_unit
+from bench.timing import db_cost, peak_rss, per_unit
 from bench.timing import enqueue_rates as timed_enqueue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,16 +197,6 @@ def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]
         doubled=0,
     )  # a unique key forbids doubles
     return result
-
-
-def peak_rss(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
 
 
 WORKLOADS = {

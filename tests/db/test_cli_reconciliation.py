@@ -11,25 +11,9 @@ from django.core.management import CommandError, call_command
 
 from awa_django.models import CronJob
 from tests.factories import CronJobFactory
-from tests.reconcile_helpers import job, publish
+from tests.reconcile_helpers import PLAN_KEYS, job, publish
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PLAN_KEYS = {
-    "owner_id",
-    "desired_hash",
-    "declarations",
-    "blocking_instances",
-    "blockers",
-    "additions",
-    "updates",
-    "retirements",
-    "conflicts",
-    "agreed_since",
-    "grace_remaining_ms",
-    "evaluated_at",
-    "applied",
-}
 
 
 def awa(*args: str) -> str:

@@ -38,6 +38,7 @@ from awa_django.schedules import build_schedule
 from awa_django.sync import sync_schedules
 from tests.conftest import raw_connection
 from tests.reconcile_helpers import (
+    PLAN_KEYS,
     Background,
     age_evidence,
     db_now,
@@ -593,21 +594,7 @@ def test_plan__as_json_has_the_documented_shape() -> None:
     a = publish("billing", [job("invoice")], grace_ms=60_000)
     data = plan("billing").as_json()
     json.dumps(data)
-    assert set(data) == {
-        "owner_id",
-        "desired_hash",
-        "declarations",
-        "blocking_instances",
-        "blockers",
-        "additions",
-        "updates",
-        "retirements",
-        "conflicts",
-        "agreed_since",
-        "grace_remaining_ms",
-        "evaluated_at",
-        "applied",
-    }
+    assert set(data) == PLAN_KEYS
     assert data["owner_id"] == "billing" and data["blockers"] == ["grace_period"] and data["applied"] is False
     (declaration,) = data["declarations"]
     assert set(declaration) == {"instance_id", "revision", "desired_hash", "grace_ms", "expires_at"}

@@ -18,6 +18,7 @@ from awa_django.decision import (
     retirement_revisions,
     single_hash,
 )
+from tests.reconcile_helpers import PLAN_KEYS
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(seconds=30)
@@ -210,21 +211,7 @@ def test_as_json_is_the_plan_shape_with_plain_strings() -> None:
         }
     ]
     assert data["agreed_since"] == NOW.isoformat() and data["evaluated_at"] == NOW.isoformat()
-    assert set(data) == {
-        "owner_id",
-        "desired_hash",
-        "declarations",
-        "blocking_instances",
-        "blockers",
-        "additions",
-        "updates",
-        "retirements",
-        "conflicts",
-        "agreed_since",
-        "grace_remaining_ms",
-        "evaluated_at",
-        "applied",
-    }
+    assert set(data) == PLAN_KEYS
 
 
 def test_helpers() -> None:
