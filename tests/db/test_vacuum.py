@@ -25,6 +25,7 @@ def _vacuum_count() -> int:
 @pytest.fixture(autouse=True)
 def _fresh_counter() -> None:
     vacuum._since.clear()
+    vacuum._last.clear()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -39,6 +40,14 @@ def test_after_fires__vacuums_once_enough_fires_accumulated() -> None:
     assert _vacuum_count() > before
     # The count starts again from zero.
     assert vacuum.after_fires(4, every=5) is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_fires__not_twice_within_the_minimum_interval() -> None:
+    assert vacuum.after_fires(5, every=5, min_interval=3600) is True
+    assert vacuum.after_fires(50, every=5, min_interval=3600) is False  # too soon: still counted
+    assert vacuum._since["default"] == 50
+    assert vacuum.after_fires(0, every=5, min_interval=0) is True
 
 
 @pytest.mark.django_db
