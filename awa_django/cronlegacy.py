@@ -6,6 +6,7 @@ whether it fires at other times than under the earlier croniter-based matching.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .cronparse import (
@@ -26,6 +27,9 @@ from .cronparse import (
 __all__ = ["legacy_difference"]
 
 
+# Schedules share expressions: system checks of 10,000 declared schedules ask
+# about each expression once, not once per schedule (issue 10: start-up <= 3 s).
+@functools.lru_cache(maxsize=4096)
 def legacy_difference(expr: CronExpression) -> str | None:
     """Why ``expr`` fires at other times than under awa_django's earlier croniter-based matching.
 

@@ -13,6 +13,7 @@ these sets, and the time zones, are in ``cronexpr``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -75,7 +76,7 @@ class _DayField:
 
     def dom_mask(self, length: int, first: int) -> int:
         """Bit d set for each day d of a month of ``length`` days starting on ``first``."""
-        mask = sum(1 << d for d in self.values if d <= length)
+        mask = _bits(self.values) & ((2 << length) - 1)
         if self.last:
             mask |= 1 << length
         for n in self.nearest:
@@ -86,10 +87,7 @@ class _DayField:
 
     def dow_mask(self, length: int, first: int) -> int:
         """Like dom_mask, for a day-of-week field (Sunday 0; ``first`` is the 1st's weekday)."""
-        mask = 0
-        for weekday in self.values:
-            for day in range((weekday - first) % 7 + 1, length + 1, 7):
-                mask |= 1 << day
+        mask = _weekday_days(_bits(self.values), first) & ((2 << length) - 1)
         for weekday, week in self.nth:
             day = (weekday - first) % 7 + 1 + 7 * (week - 1)
             if day <= length:
@@ -98,6 +96,19 @@ class _DayField:
             day = (weekday - first) % 7 + 1
             mask |= 1 << (day + 7 * ((length - day) // 7))
         return mask
+
+
+# Day masks are bit operations on two cached tables, not loops over the days of
+# 28 kinds of month (issue 10: start-up compiles thousands of expressions).
+@functools.lru_cache(maxsize=1024)
+def _bits(values: frozenset[int]) -> int:
+    return sum(1 << v for v in values)
+
+
+@functools.lru_cache(maxsize=1024)
+def _weekday_days(weekdays: int, first: int) -> int:
+    """Bits of the days 1-31 whose weekday is in the bit set ``weekdays``, the 1st being ``first``."""
+    return sum(1 << day for day in range(1, 32) if weekdays >> ((first + day - 1) % 7) & 1)
 
 
 def _nearest_weekday(n: int, length: int, first: int) -> int | None:
@@ -118,21 +129,12 @@ class _Plan:
     __slots__ = ("hours", "masks", "minutes", "month_bits", "months", "seconds")
 
     def __init__(self, fields: tuple[str, ...], day_rule: str = "classic") -> None:
-        self.seconds = tuple(sorted(_parse_values(_SEC, fields[_SEC])))
-        self.minutes = tuple(sorted(_parse_values(_MIN, fields[_MIN])))
-        self.hours = tuple(sorted(_parse_values(_HOUR, fields[_HOUR])))
-        self.months = tuple(sorted(_parse_values(_MON, fields[_MON])))
+        self.seconds = _sorted_values(_SEC, fields[_SEC])
+        self.minutes = _sorted_values(_MIN, fields[_MIN])
+        self.hours = _sorted_values(_HOUR, fields[_HOUR])
+        self.months = _sorted_values(_MON, fields[_MON])
         self.month_bits = sum(1 << m for m in self.months)
-        dom, dow = _parse_days(_DOM, fields[_DOM]), _parse_days(_DOW, fields[_DOW])
-        # Vixie: a day field starting with "*" means AND, else OR. ``day_rule`` forces
-        # one of them, to compare with what an older engine did (legacy_difference).
-        both = (dom.star or dow.star) if day_rule == "classic" else day_rule == "and"
-        masks = []
-        for length in (28, 29, 30, 31):
-            for first in range(7):  # weekday of the 1st, Sunday 0
-                in_dom, in_dow = dom.dom_mask(length, first), dow.dow_mask(length, first)
-                masks.append(in_dom & in_dow if both else in_dom | in_dow)
-        self.masks = tuple(masks)
+        self.masks = _day_masks(fields[_DOM], fields[_DOW], day_rule)
 
     def month_masks(self) -> list[int]:
         """The masks of every kind of month in the month set (the days that can fire)."""
@@ -146,6 +148,28 @@ class _Plan:
     def can_match_in(self, month: int) -> bool:
         lengths = (28, 29) if month == 2 else (_MONTH_LENGTHS[month],)
         return any(self.masks[(length - 28) * 7 + first] for length in lengths for first in range(7))
+
+
+# Declared schedules share fields (most say "* *" for the days): each field is
+# compiled once per process (issue 10: start-up <= 3 s at 10,000 declared).
+@functools.lru_cache(maxsize=4096)
+def _sorted_values(index: int, text: str) -> tuple[int, ...]:
+    return tuple(sorted(_parse_values(index, text)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _day_masks(dom_text: str, dow_text: str, day_rule: str) -> tuple[int, ...]:
+    """The fireable days of each kind of month: index (length - 28) * 7 + weekday of the 1st."""
+    dom, dow = _parse_days(_DOM, dom_text), _parse_days(_DOW, dow_text)
+    # Vixie: a day field starting with "*" means AND, else OR. ``day_rule`` forces
+    # one of them, to compare with what an older engine did (legacy_difference).
+    both = (dom.star or dow.star) if day_rule == "classic" else day_rule == "and"
+    masks = []
+    for length in (28, 29, 30, 31):
+        for first in range(7):  # weekday of the 1st, Sunday 0
+            in_dom, in_dow = dom.dom_mask(length, first), dow.dow_mask(length, first)
+            masks.append(in_dom & in_dow if both else in_dom | in_dow)
+    return tuple(masks)
 
 
 def _number(index: int, token: str) -> int:

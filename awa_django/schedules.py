@@ -14,6 +14,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.tasks import Task
 from django.utils.module_loading import autodiscover_modules
 
@@ -129,9 +131,31 @@ def periodic(
     return schedule
 
 
+# System checks validate AWA_SCHEDULES three times and runcron once more: with
+# 10,000 declared that was most of a 3 s start-up (issue 10). One validation is
+# kept while the declarations read the same; any setting change forgets it (the
+# result also depends on AWA_MAX_ARGS_BYTES and the task backends).
+_validated: tuple[str, list[Schedule], list[InvalidSchedule]] | None = None
+
+
 def settings_schedules() -> tuple[list[Schedule], list[InvalidSchedule]]:
     """Validate ``AWA_SCHEDULES``; return the good schedules and every error."""
+    global _validated
     declared = conf.SCHEDULES
+    # repr, not identity: a dict edited in place must not return stale schedules.
+    fingerprint = repr(declared)
+    if _validated is None or _validated[0] != fingerprint:
+        _validated = (fingerprint, *_validate_settings(declared))
+    return list(_validated[1]), list(_validated[2])
+
+
+@receiver(setting_changed)
+def _forget_validated_settings(**kwargs: Any) -> None:
+    global _validated
+    _validated = None
+
+
+def _validate_settings(declared: Any) -> tuple[list[Schedule], list[InvalidSchedule]]:
     if not isinstance(declared, Mapping):
         return [], [InvalidSchedule(None, "AWA_SCHEDULES", "must be a dict of name -> options")]
     good: list[Schedule] = []

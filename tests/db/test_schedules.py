@@ -591,3 +591,32 @@ def test_build_schedule__an_expression_is_parsed_once_per_process(monkeypatch: p
     # Once for the valid text; an invalid one is parsed (and refused) every time.
     assert calls == ["*/7 * * * *", "61 * * * *", "61 * * * *"]
     schedules._parse_cron.cache_clear()
+
+
+# -- settings_schedules keeps one validation (issue 10: start-up at 10,000 declared)
+CACHED = {"cached-a": {"cron": "*/5 * * * *", "task": "tests.testapp.tasks.record"}}
+
+
+@override_settings(AWA_SCHEDULES=CACHED)
+def test_settings_schedules__validates_once_while_the_declarations_read_the_same() -> None:
+    first, _ = settings_schedules()
+    again, _ = settings_schedules()
+    assert [s.name for s in first] == ["cached-a"]
+    assert again[0] is first[0]  # the kept validation, not a second one
+    again.clear()  # callers get their own lists
+    assert [s.name for s in settings_schedules()[0]] == ["cached-a"]
+
+
+def test_settings_schedules__an_edit_in_place_or_a_changed_setting_validates_again() -> None:
+    declared = {"edited": {"cron": "*/5 * * * *", "task": "tests.testapp.tasks.record"}}
+    with override_settings(AWA_SCHEDULES=declared):
+        first, errors = settings_schedules()
+        assert first[0].cron.text == "*/5 * * * *" and not errors
+        declared["edited"]["cron"] = "*/7 * * * *"  # edited in place: same dict object
+        assert settings_schedules()[0][0].cron.text == "*/7 * * * *"
+        declared["edited"]["args"] = ["x" * 200]
+        assert not settings_schedules()[1]
+        with override_settings(AWA_MAX_ARGS_BYTES=64):  # another setting the result depends on
+            good, errors = settings_schedules()
+            assert not good and errors[0].field == "args"
+        assert settings_schedules()[0][0].name == "edited"
