@@ -233,3 +233,32 @@ def test_leader__slow_maintenance_never_delays_fires(
     finally:
         second_connection.execute("COMMIT")
     t.stop()
+
+
+@override_settings(**FAST)
+def test_leader__a_hung_task_enqueued_receiver_never_stops_the_fires(
+    leader_threads: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    from django.tasks.signals import task_enqueued
+
+    from awa_django import announcer
+
+    monkeypatch.setattr(announcer, "STUCK_AFTER", 0.5)
+    release = threading.Event()
+
+    def hang(**kwargs: Any) -> None:
+        release.wait(300)
+
+    task_enqueued.connect(hang, weak=False)
+    try:
+        CronJobFactory(name="ticking", cron_expr="* * * * * *")
+        t = leader_threads()
+        wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").count() >= 1, timeout=60)
+        # The first announcement hangs; the leader goes on firing every second.
+        fired = Job.objects.filter(metadata__cron_name="ticking").count()
+        wait_for(lambda: Job.objects.filter(metadata__cron_name="ticking").count() >= fired + 15, timeout=120)
+        assert any(r.__dict__.get("event") == "cron.announce_stuck" for r in caplog.records)
+    finally:
+        release.set()
+        task_enqueued.disconnect(hang)
+    t.stop()

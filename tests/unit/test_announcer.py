@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from awa_django.announcer import Announcer
@@ -54,3 +55,64 @@ def test_announcer__close_handles_what_is_queued_then_stops() -> None:
     announcer.close(timeout=60)
     assert seen == [1, 2]
     assert not announcer._thread.is_alive()
+
+
+def drained(announcer: Announcer, deadline: float = 60.0) -> bool:
+    """drain() until it reports done (a released handler takes a moment to return)."""
+    end = time.monotonic() + deadline
+    while not announcer.drain():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_announcer__a_hung_handler_is_waited_for_only_until_it_counts_as_stuck(caplog: Any) -> None:
+    release = threading.Event()
+    announcer = Announcer(lambda jobs: release.wait(120), stuck_after=0.2)
+    try:
+        announcer.submit([{"id": 1}])
+        assert announcer.drain() is False  # returns although the handler still hangs
+        assert announcer.stuck()
+        stuck = [r for r in caplog.records if r.__dict__.get("event") == "cron.announce_stuck"]
+        assert len(stuck) == 1 and "task_enqueued receiver" in stuck[0].getMessage()
+    finally:
+        release.set()
+    assert drained(announcer)
+    assert not announcer.stuck()
+    announcer.close(timeout=60)
+
+
+def test_announcer__batches_that_find_the_queue_full_while_stuck_are_dropped_and_counted(caplog: Any) -> None:
+    from awa_django.announcer import QUEUE_BATCHES
+
+    release = threading.Event()
+    handled: list[int] = []
+
+    def handle(jobs: Any) -> None:
+        release.wait(120)
+        handled.append(jobs[0]["id"])
+
+    announcer = Announcer(handle, stuck_after=0.2)
+    try:
+        for i in range(QUEUE_BATCHES + 3):  # one in hand, QUEUE_BATCHES queued, two dropped
+            announcer.submit([{"id": i}, {"id": -i}])
+        assert announcer.dropped == 4  # two batches of two jobs: submit never blocked for good
+        assert any(r.__dict__.get("event") == "cron.announce_dropped" for r in caplog.records)
+    finally:
+        release.set()
+    assert drained(announcer)
+    assert len(handled) == QUEUE_BATCHES + 1
+    announcer.close(timeout=60)
+
+
+def test_announcer__close_does_not_wait_for_a_stuck_handler() -> None:
+    from awa_django.announcer import QUEUE_BATCHES
+
+    release = threading.Event()
+    announcer = Announcer(lambda jobs: release.wait(120), stuck_after=0.2)
+    for i in range(QUEUE_BATCHES + 1):
+        announcer.submit([{"id": i}])
+    announcer.close(timeout=120)  # the queue is full and the handler hung: returns anyway
+    assert announcer._thread.is_alive()
+    release.set()
