@@ -143,7 +143,10 @@ def settings_schedules() -> tuple[list[Schedule], list[InvalidSchedule]]:
     global _validated
     declared = conf.SCHEDULES
     # repr, not identity: a dict edited in place must not return stale schedules.
-    fingerprint = repr(declared)
+    try:
+        fingerprint = repr(declared)
+    except Exception:  # a value too deep or with a broken __repr__: validate anew
+        return _validate_settings(declared)
     if _validated is None or _validated[0] != fingerprint:
         _validated = (fingerprint, *_validate_settings(declared))
     return list(_validated[1]), list(_validated[2])
