@@ -34,6 +34,17 @@ def cpu_figures(run: dict[str, Any]) -> dict[str, float] | None:
     }
 
 
+OVERCOUNTED = (
+    " (more CPU than the run's wall time allows: PostgreSQL's figure counts the whole server, so other "
+    "work on it during the run was counted too; see the notes)"
+)
+
+
+def overcounted(*shares: float) -> str:
+    """The warning if a share of a ceiling or of the wall time is above 100%."""
+    return OVERCOUNTED if any(s > 1.0 for s in shares) else ""
+
+
 def uses(c: dict[str, float]) -> str:
     return f"{c['total']:.2f} ms of CPU per job ({c['worker']:.2f} ms in the worker, {c['pg']:.2f} ms in PostgreSQL)"
 
@@ -50,15 +61,16 @@ def scaling_bound(one: dict[str, Any], two: dict[str, Any], target: float = 1.8)
         f"with {uses(c1)}; with two processes a job takes {c2['total']:.2f} ms of CPU, so the cores allow at "
         f"most {c2['ceiling']:,.0f} jobs/s, {reach:.2f}x one process"
     )
+    warning = overcounted(c1["utilization"], c2["utilization"])
     if reach < target:
         need = c1["cores"] * 1000 / (target * jps)
         return text + (
             f": {target}x is out of reach on this machine at this CPU per job (it needs at most {need:.2f} ms "
-            f"per job); two processes reached {c2['utilization']:.0%} of that ceiling."
+            f"per job); two processes reached {c2['utilization']:.0%} of that ceiling{warning}."
         )
     return text + (
-        f": the CPU allows {target}x, and two processes reached {c2['utilization']:.0%} of that ceiling, so "
-        "what holds them back is not CPU time (waiting: round trips, commits, locks)."
+        f": the CPU allows {target}x, and two processes reached {c2['utilization']:.0%} of that "
+        f"ceiling{warning}, so what holds them back is not CPU time (waiting: round trips, commits, locks)."
     )
 
 
@@ -77,7 +89,7 @@ def peer_bound(one: dict[str, Any], need: float, peers: dict[str, dict[str, Any]
     if c["worker"]:  # one Python process runs Python on one core at a time (the GIL)
         ceiling = min(ceiling, 1000 / c["worker"])
         text += f", the worker's own CPU (one core at most: one Python process, the GIL) {1000 / c['worker']:,.0f}"
-    text += f"; this run reached {jps / ceiling:.0%} of the lower ceiling"
+    text += f"; this run reached {jps / ceiling:.0%} of the lower ceiling{overcounted(jps / ceiling)}"
     if ceiling < need:
         text += (
             f". {need:,.0f} jobs/s is beyond it at this CPU per job: it needs at most "
@@ -117,7 +129,8 @@ def enqueue_bound(mine: dict[str, Any], rate: dict[str, Any], cores: int | None)
         text += f", {sum(float(x) for x in commit_cpu if x is not None):.3f} ms of it CPU"
     which, limit = ("the commit rate", commits) if commits <= serial else ("the CPU per call", serial)
     return text + (
-        f"). The lower, {which}, bounds it: this run reached {single / limit:.0%} of it. 20,000/s leaves "
+        f"). The lower, {which}, bounds it: this run reached {single / limit:.0%} of it"
+        f"{overcounted(cpu / wall, single / limit)}. 20,000/s leaves "
         f"0.050 ms per call: the CPU per call alone is {cpu / 0.05:.1f}x that, a commit {commit_ms / 0.05:.1f}x."
     )
 

@@ -129,3 +129,12 @@ def test_enqueue_bound__the_nearer_of_commit_rate_and_cpu() -> None:
     cpu_bound_text = enqueue_bound(mine, {"commits_per_s": 5000, "commit_client_cpu_ms": 0.05}, 2)
     assert "The lower, the CPU per call" in cpu_bound_text
     assert enqueue_bound({"single_per_s": 2000}, {"commits_per_s": 2500}, 2) == ""
+
+
+def test_the_texts_warn_when_the_cpu_is_more_than_the_wall_allows() -> None:
+    # 2 ms a job on 2 cores: 1,000/s; measured 1,500/s is impossible unless other work was counted.
+    assert "other work on it" in peer_bound(run(1500, 1.0, 1.0), 4000, {})
+    assert "other work on it" in scaling_bound(run(1500, 1.0, 1.0), run(1600, 1.0, 1.0, 2))
+    assert "other work on it" not in scaling_bound(run(800, 1.0, 0.6), run(1000, 1.0, 0.6, 2))
+    mine = {"single_per_s": 2000, "single_client_cpu_ms": 0.2, "single_pg_cpu_ms": 0.5}  # 0.7 ms of 0.5 ms
+    assert "other work on it" in enqueue_bound(mine, {"commits_per_s": 2500}, 2)
