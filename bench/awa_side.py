@@ -30,7 +30,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from awa_django.evaluator import evaluate  # noqa: E402
 from bench.benchapp.tasks import noop  # noqa: E402
-from bench.timing import db_cost, peak_rss, per_unit  # noqa: E402
+from bench.timing import call_cpu, cpu_cost, db_cost, peak_rss, per_unit, worker_cpu  # noqa: E402
 from bench.timing import enqueue_rates as timed_enqueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -260,28 +260,41 @@ def enqueue_rates(count: int) -> dict[str, Any]:
 
 def commit_rate(count: int) -> dict[str, Any]:
     """Single-row INSERTs, each its own commit, from one connection: the rate
-    this machine's PostgreSQL commits at (a bound for one-commit-per-item work)."""
+    this machine's PostgreSQL commits at (a bound for one-commit-per-item work),
+    and the CPU per commit (this process's, PostgreSQL's)."""
     sql("CREATE TABLE IF NOT EXISTS bench_commit_rate (v int)")
-    start = time.perf_counter()
-    for i in range(count):
-        sql("INSERT INTO bench_commit_rate VALUES (%s)", [i])
-    rate = count / (time.perf_counter() - start)
+    cpu: dict[str, Any] = {}
+    with cpu_cost(cpu):
+        start = time.perf_counter()
+        for i in range(count):
+            sql("INSERT INTO bench_commit_rate VALUES (%s)", [i])
+        rate = count / (time.perf_counter() - start)
     sql("DROP TABLE bench_commit_rate")
-    return {"commits_per_s": rate}
+    return {"commits_per_s": rate, **call_cpu(cpu, count, "commit")}
+
+
+def run_workers(processes: int, concurrency: int, env: dict[str, str] | None = None) -> None:
+    """``processes`` ``runtasks --burst`` at once; returns when all have exited."""
+    workers = [
+        manage("runtasks", "--burst", "--concurrency", str(concurrency), env=env) for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.wait(600)
 
 
 def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
+    reset()
+    idle: dict[str, Any] = {}
+    with cpu_cost(idle):  # the same processes on an empty queue: their start-up and exit
+        run_workers(processes, concurrency)
     insert_jobs(jobs)
     counted = Statements()
     cost: dict[str, Any] = {}
+    cpu: dict[str, Any] = {}
     with db_cost(sql, connection.close, cost):
         start = time.monotonic()
-        workers = [
-            manage("runtasks", "--burst", "--concurrency", str(concurrency), env=counted.env)
-            for _ in range(processes)
-        ]
-        for worker in workers:
-            worker.wait(600)
+        with cpu_cost(cpu):
+            run_workers(processes, concurrency, counted.env)
         wall = time.monotonic() - start
     done, span = sql(
         "SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(attempted_at)) FROM awa_jobs"
@@ -293,8 +306,10 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
         "processes": processes,
         "concurrency": concurrency,
         "jobs_per_s": jobs / float(span),
+        "span_s": float(span),
         "wall_s": wall,
         **per_fire(cost, jobs, 0, counted.count()),
+        **worker_cpu(cpu, idle, jobs, jobs / float(span)),
     }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report_analysis import AWA, f, method, ratio, targets, w3_key, where_the_time_goes
+from bench.report_cpu import cpu_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = "images/benchmarks.png"
@@ -168,24 +169,66 @@ def w3_table(w: dict[str, Any]) -> list[str]:
         "django-tasks-db has none).",
         "",
         "| system | single/s | in one transaction/s | bulk/s | single: awa_django / system "
-        "| bulk: awa_django / system | reps |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| bulk: awa_django / system | single: CPU ms / call, caller | single: CPU ms / call, PostgreSQL "
+        "| reps |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     mine = w["enqueue"][AWA]
     for system, r in w["enqueue"].items():
         lines.append(
             f"| {system} | {f(r['single_per_s'], 0)} | {f(r.get('one_transaction_per_s'), 0)} | "
             f"{f(r.get('bulk_per_s'), 0)} | {ratio(mine['single_per_s'], r['single_per_s'], 2)} | "
-            f"{ratio(mine.get('bulk_per_s'), r.get('bulk_per_s'), 2)} | {r['reps']} |"
+            f"{ratio(mine.get('bulk_per_s'), r.get('bulk_per_s'), 2)} | {f(r.get('single_client_cpu_ms'), 3)} | "
+            f"{f(r.get('single_pg_cpu_ms'), 3)} | {r['reps']} |"
         )
     rate = w.get("commit_rate", {})
+    cpu = ""
+    if rate.get("commit_client_cpu_ms") is not None and rate.get("commit_pg_cpu_ms") is not None:
+        cpu = (
+            f", each commit taking {f(rate['commit_client_cpu_ms'], 3)} ms of CPU in the committing process "
+            f"and {f(rate['commit_pg_cpu_ms'], 3)} ms in PostgreSQL"
+        )
     lines += [
         "",
         f"For scale: one connection committing single-row INSERTs, each its own transaction, "
-        f"reached {f(rate.get('commits_per_s'), 0)} commits/s on this machine in this run.",
+        f"reached {f(rate.get('commits_per_s'), 0)} commits/s on this machine in this run{cpu}.",
         "",
     ]
-    return lines
+    return lines + w3_cpu_table(w)
+
+
+def w3_cpu_table(w: dict[str, Any]) -> list[str]:
+    rows = [(s, r, cpu_figures(r)) for s, runs in w["w3_worker"].items() for r in runs]
+    if not any(c for _, _, c in rows):
+        return []  # results from before CPU was measured
+    lines = [
+        "### W3: CPU per job and the CPU-bound ceiling",
+        "",
+        "CPU time (user + system) of the worker processes (every thread) and of PostgreSQL during each "
+        "W3 run, less that of the same processes started on an empty queue (*start-up*: imports, set-up, "
+        "connecting, exit), per job. *Ceiling*: the jobs/s the machine's cores allow at that CPU per job "
+        "(cores / total CPU per job); *reached*: jobs/s over the ceiling; *cores busy*: jobs/s x CPU per "
+        "job. *Span*: first start to last finish (jobs/s = jobs / span). How: see the notes at the end.",
+        "",
+        "| system | processes | concurrency | jobs/s | span (s) | worker CPU ms / job "
+        "| PostgreSQL CPU ms / job | total CPU ms / job | cores busy | ceiling (jobs/s) | reached "
+        "| start-up CPU (ms) | reps |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for system, r, c in rows:
+        cpu = (
+            "| - | - | - | - | - | - "
+            if c is None
+            else (
+                f"| {c['worker']:.3f} | {c['pg']:.3f} | {c['total']:.3f} | {c['busy']:.2f} of {c['cores']:.0f} | "
+                f"{c['ceiling']:,.0f} | {c['utilization']:.0%} "
+            )
+        )
+        lines.append(
+            f"| {system} | {int(r['processes'])} | {w3_key(r)[1]} | {f(r['jobs_per_s'], 0)} | "
+            f"{f(r.get('span_s'), 2)} {cpu}| {f(r.get('startup_cpu_ms'), 0)} | {r['reps']} |"
+        )
+    return lines + [""]
 
 
 def markdown(results: dict[str, Any], plot: bool = False) -> str:

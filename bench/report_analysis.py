@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.report_cpu import enqueue_bound, method_note, peer_bound, scaling_bound
+
 AWA = "awa_django"
 Row = tuple[str, str, bool, str]
 
@@ -149,6 +151,7 @@ def worker_rows(w: dict[str, Any]) -> list[Row]:
     if best:
         worst = min(jps / v for v in best.values())
         need = 4 * max(best.values())
+        cpu = peer_bound(one, need, best_runs(peers))
         out.append(
             (
                 "one runtasks process >= 4x each peer's one process (each at its best concurrency)",
@@ -156,12 +159,14 @@ def worker_rows(w: dict[str, Any]) -> list[Row]:
                 worst >= 4,
                 ""
                 if worst >= 4
-                else f"needs {need:,.0f} jobs/s ({need / jps:.1f}x this run's); bounded as in the row above.",
+                else f"needs {need:,.0f} jobs/s ({need / jps:.1f}x this run's); "
+                + (cpu or "bounded as in the row above."),
             )
         )
     if (2, concurrency) in ours:
         two = float(ours[(2, concurrency)]["jobs_per_s"])
         scale = two / jps
+        cpu = scaling_bound(one, ours[(2, concurrency)])
         out.append(
             (
                 f"two processes scale near-linearly (>= 1.8x one, concurrency {concurrency})",
@@ -171,11 +176,21 @@ def worker_rows(w: dict[str, Any]) -> list[Row]:
                 if scale >= 1.8
                 else f"{two:,.0f} jobs/s with two processes, {jps:,.0f} with one, "
                 f"{f(ours[(2, concurrency)].get('transactions_per_unit'), 2)} transactions per job; "
-                "the two workers and PostgreSQL share the machine's "
-                "cores (the profile covers one process only).",
+                + (
+                    cpu
+                    or "the two workers and PostgreSQL share the machine's cores (the profile covers one process only)."
+                ),
             )
         )
     return out
+
+
+def best_runs(peers: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each peer's fastest one-process run."""
+    return {
+        s: max((r for r in runs if int(r["processes"]) == 1), key=lambda r: float(r["jobs_per_s"]))
+        for s, runs in peers.items()
+    }
 
 
 def enqueue_rows(w: dict[str, Any]) -> list[Row]:
@@ -184,7 +199,8 @@ def enqueue_rows(w: dict[str, Any]) -> list[Row]:
     peer_bulk = {s: r["bulk_per_s"] for s, r in w["enqueue"].items() if s != AWA and r.get("bulk_per_s")}
     single = float(mine["single_per_s"])
     bulk = float(mine.get("bulk_per_s") or 0)
-    single_bound = (
+    cores = next((int(r["cpu_cores"]) for r in w["w3_worker"][AWA] if r.get("cpu_cores")), None)
+    single_bound = enqueue_bound(mine, w.get("commit_rate", {}), cores) or (
         f"each single call is its own transaction: one connection commits {commits:,.0f}/s here, "
         f"so single enqueues are bounded near that ({single / commits:.0%} of it)."
         if commits
@@ -377,6 +393,7 @@ def method(results: dict[str, Any]) -> list[str]:
         "- **Statements**: counted on Django's connections inside each measured process (an execute "
         "wrapper in `bench/benchapp`); procrastinate does not use Django, so its statements are not "
         "counted (*-*).",
+        *method_note(results["workloads"]),
         "- W2's window runs from the scheduler's start to its last fire, so its per-fire costs include "
         "the start-up and idle passes divided over N.",
         f"- Repetitions: W1 idle, the median of {config['w1_idle']['reps']} passes per system and N; "

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 
 from bench.peers.procrastinate_app import CONNINFO, app, noop, tick
-from bench.timing import db_cost, peak_rss, per_unit
+from bench.timing import cpu_cost, db_cost, peak_rss, per_unit, worker_cpu
 from bench.timing import enqueue_rates as timed_enqueue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,16 +73,26 @@ def child(entry: str, env: dict[str, str] | None = None) -> subprocess.Popen[byt
     )
 
 
+def run_workers(processes: int, concurrency: int) -> None:
+    workers = [child("_worker", {"BENCH_CONCURRENCY": str(concurrency)}) for _ in range(processes)]
+    for worker in workers:
+        worker.wait(900)
+
+
 def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
+    reset()
+    idle: dict[str, Any] = {}
+    with cpu_cost(idle):  # the same processes on an empty queue: their start-up and exit
+        run_workers(processes, concurrency)
     reset()
     with app.open():
         noop.batch_defer(*({} for _ in range(jobs)))
     cost: dict[str, Any] = {}
+    cpu: dict[str, Any] = {}
     with db_cost(DB.sql, DB.close, cost):
         start = time.monotonic()
-        workers = [child("_worker", {"BENCH_CONCURRENCY": str(concurrency)}) for _ in range(processes)]
-        for worker in workers:
-            worker.wait(900)
+        with cpu_cost(cpu):
+            run_workers(processes, concurrency)
         wall = time.monotonic() - start
     done, span = DB.sql(
         "SELECT count(*) FILTER (WHERE type = 'succeeded'), EXTRACT(EPOCH FROM max(at) FILTER (WHERE type ="
@@ -94,8 +104,10 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
         "processes": processes,
         "concurrency": concurrency,
         "jobs_per_s": jobs / float(span),
+        "span_s": float(span),
         "wall_s": wall,
         **per_unit(cost, jobs),
+        **worker_cpu(cpu, idle, jobs, jobs / float(span)),
     }
 
 

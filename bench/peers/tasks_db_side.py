@@ -21,7 +21,7 @@ django.setup()
 from django.db import connection, transaction  # noqa: E402
 
 from bench.benchapp.tasks import noop  # noqa: E402
-from bench.timing import db_cost, per_unit  # noqa: E402
+from bench.timing import cpu_cost, db_cost, per_unit, worker_cpu  # noqa: E402
 from bench.timing import enqueue_rates as timed_enqueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,36 +42,38 @@ def enqueue_rates(count: int) -> dict[str, Any]:
     return timed_enqueue(count, noop.enqueue, transaction.atomic)
 
 
+def run_workers(processes: int, env: dict[str, str]) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "django",
+        "db_worker",
+        "--batch",
+        "--no-startup-delay",
+        "--interval",
+        "0.1",
+    ]
+    workers = [subprocess.Popen(command, cwd=ROOT, env=env) for _ in range(processes)]
+    for worker in workers:
+        worker.wait(900)
+
+
 def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
     del concurrency  # db_worker runs one task at a time per process
     reset()
+    idle: dict[str, Any] = {}
+    with cpu_cost(idle):  # the same processes on an empty queue: their start-up and exit
+        run_workers(processes, dict(os.environ, PYTHONPATH=str(ROOT)))
     with transaction.atomic():
         for _ in range(jobs):
             noop.enqueue()
     counted = tempfile.mkdtemp(prefix="tasks-db-bench-sql-")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), BENCH_SQL_DIR=counted)
     cost: dict[str, Any] = {}
+    cpu: dict[str, Any] = {}
     with db_cost(sql, connection.close, cost):
         start = time.monotonic()
-        workers = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "django",
-                    "db_worker",
-                    "--batch",
-                    "--no-startup-delay",
-                    "--interval",
-                    "0.1",
-                ],
-                cwd=ROOT,
-                env=env,
-            )
-            for _ in range(processes)
-        ]
-        for worker in workers:
-            worker.wait(900)
+        with cpu_cost(cpu):
+            run_workers(processes, dict(os.environ, PYTHONPATH=str(ROOT), BENCH_SQL_DIR=counted))
         wall = time.monotonic() - start
     statements = sum(json.loads(p.read_text())["statements"] for p in Path(counted).glob("*.json"))
     done, span = sql(
@@ -84,9 +86,11 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
         "processes": processes,
         "concurrency": 1,
         "jobs_per_s": jobs / float(span),
+        "span_s": float(span),
         "wall_s": wall,
         **per_unit(cost, jobs),
         "statements_per_unit": statements / jobs,
+        **worker_cpu(cpu, idle, jobs, jobs / float(span)),
     }
 
 
