@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from django.db import connections
 
-from . import db, election, metrics, prefire, vacuum
+from . import db, election, metrics, pipeline, prefire, vacuum
 from .announcer import Announcer
 from .backend import announce_fires
 from .conf import conf
@@ -292,10 +292,11 @@ class Leader:
         self._announcer = Announcer(lambda jobs: _fired(jobs, self.using))
         self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
-            while not self.stop_requested.is_set():
-                result = self.evaluate_pass()
-                self._check_leadership()
-                self._wait_after(result)
+            with pipeline.kept_connection(self.using):  # one fire connection while leading
+                while not self.stop_requested.is_set():
+                    result = self.evaluate_pass()
+                    self._check_leadership()
+                    self._wait_after(result)
         except psycopg.Error as exc:
             logger.warning("leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"})
         finally:

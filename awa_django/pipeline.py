@@ -13,20 +13,51 @@ with the same compare-and-swap; at most one batch waits while another is
 fired, so memory stays bounded. An error in the fire thread (the database
 went away) is raised on the leader's thread by the next :meth:`submit` or by
 :meth:`finish`, so the pass fails as it would have without the pipeline.
+
+While the leader leads it keeps one connection for its pipelines
+(:func:`kept_connection`): a second connection opened for every slot with a
+large due set (every second under 1,000 every-second schedules) cost the
+server a new session each time. A failed fire closes it; the next pipeline
+opens a new one.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 Plan = list[dict[str, Any]]
 Fire = Callable[[Any, Plan], list[dict[str, Any]]]
 OnFired = Callable[[list[dict[str, Any]]], None]
+
+
+# The connection kept by the thread that leads (see kept_connection), by alias.
+_kept = threading.local()
+
+
+@contextmanager
+def kept_connection(using: str) -> Iterator[None]:
+    """While inside, the pipelines this thread starts share one connection to ``using``.
+
+    The connection is opened by the first pipeline, used by one pipeline at a
+    time (each on its own thread, hence the thread sharing) and closed on exit.
+    """
+    wrapper = connections.create_connection(using)
+    wrapper.inc_thread_sharing()
+    kept = getattr(_kept, "wrappers", {})
+    _kept.wrappers = {**kept, using: wrapper}
+    try:
+        yield
+    finally:
+        _kept.wrappers = kept
+        wrapper.close()
+        wrapper.dec_thread_sharing()
 
 
 class FirePipeline:
@@ -39,6 +70,7 @@ class FirePipeline:
         self._queue: queue.Queue[Plan | None] = queue.Queue(maxsize=1)
         self._error: BaseException | None = None
         self.fired = 0
+        self._kept: BaseDatabaseWrapper | None = getattr(_kept, "wrappers", {}).get(using)
         self._thread = threading.Thread(target=self._run, name="awa-fire", daemon=True)
         self._thread.start()
 
@@ -60,15 +92,17 @@ class FirePipeline:
             raise error
 
     def _run(self) -> None:
+        connection = self._kept if self._kept is not None else connections[self.using]
         try:
-            with connections[self.using].cursor() as cursor:
+            with connection.cursor() as cursor:
                 while (plan := self._queue.get()) is not None:
                     jobs = self._fire(cursor, plan)
                     self.fired += len(jobs)
                     self._on_fired(jobs)
         except BaseException as exc:  # handed to the leader's thread
             self._error = exc
+            connection.close()  # maybe broken: the next pipeline connects anew
             while self._queue.get() is not None:  # let submit()/finish() return
                 pass
         finally:
-            connections[self.using].close()  # this thread's own connection
+            connections[self.using].close()  # this thread's own connection, if it opened one

@@ -100,3 +100,74 @@ def test_prepared_batches__side_by_side_on_two_connections_never_early(
     assert sorted(j.metadata["cron_name"] for j in jobs) == names
     assert all(j.created_at >= prepared.slot for j in jobs)
     assert all(count == 1 for count in _fires_per_slot().values())
+
+
+def _backend_pid(cursor: Any, plan: list[dict[str, Any]], pids: list[int], real: Any) -> list[dict[str, Any]]:
+    cursor.execute("SELECT pg_backend_pid()")
+    pids.append(cursor.fetchone()[0])
+    return real(cursor, plan)
+
+
+def test_kept_connection__pipelines_of_one_leader_share_one_connection_until_it_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connection
+
+    from awa_django import pipeline
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    real = evaluator.fire_plan
+    pids: list[int] = []
+    monkeypatch.setattr(evaluator, "fire_plan", lambda c, p: _backend_pid(c, p, pids, real))
+    own = connection.cursor().connection.info.backend_pid
+    with pipeline.kept_connection("default"):
+        for round_ in range(3):
+            make_due_named(5, f"k{round_}")
+            evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)
+        fire_pids = {pid for pid in pids if pid != own}
+        assert len(fire_pids) == 1  # three passes, one second connection
+        assert _session_exists(fire_pids.pop())
+    assert not _session_exists(next(pid for pid in pids if pid != own))  # closed on exit
+    assert _names_fired() == {f"k{r}{i:02d}" for r in range(3) for i in range(5)}
+
+
+def test_kept_connection__a_failed_fire_closes_it_and_the_next_pipeline_reconnects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django import pipeline
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    real = evaluator.fire_plan
+    calls: list[int] = []
+
+    def failing_once(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(cursor, plan)
+
+    monkeypatch.setattr(evaluator, "fire_plan", failing_once)
+    with pipeline.kept_connection("default"):
+        make_due(6)
+        with pytest.raises(OperationalError):
+            evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)
+        result = evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)
+    assert Job.objects.count() == 2 + result.fired  # the rest fired on a new connection
+    assert _names_fired() == {f"p{i:02d}" for i in range(6)}
+
+
+def _names_fired() -> set[str]:
+    return {m["cron_name"] for m in Job.objects.values_list("metadata", flat=True)}
+
+
+def make_due_named(count: int, prefix: str) -> None:
+    for i in range(count):
+        CronJobFactory(name=f"{prefix}{i:02d}", cron_expr="* * * * * *")
+
+
+def _session_exists(pid: int) -> bool:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+        return bool(cursor.fetchone()[0])
