@@ -80,3 +80,23 @@ def test_enqueue_many__task_enqueued_is_sent_for_each_on_commit(
     finally:
         task_enqueued.disconnect(receiver)
     assert sent == [r.id for r in results]
+
+
+ROW_FIELDS = ("kind", "queue", "args", "priority", "max_attempts", "metadata", "state", "attempt")
+
+
+@pytest.mark.parametrize("run_after", [None, "past", "future"])
+def test_enqueue__one_call_stores_the_row_enqueue_many_stores(run_after: str | None) -> None:
+    # enqueue() has its own single-row INSERT (issue 10); the rows must not differ.
+    now = timezone.now()
+    when = {None: None, "past": now - timedelta(hours=1), "future": now + timedelta(hours=1)}[run_after]
+    task = echo.using(run_after=when) if when is not None else echo
+    single = Job.objects.get(id=int(task.enqueue(1, a=[2, "x"]).id))
+    bulk = Job.objects.get(id=int(backend().enqueue_many([(task, (1,), {"a": [2, "x"]})])[0].id))
+    assert [getattr(single, f) for f in ROW_FIELDS] == [getattr(bulk, f) for f in ROW_FIELDS]
+    expected_state = JobState.SCHEDULED if run_after == "future" else JobState.AVAILABLE
+    assert single.state == expected_state
+    if when is None:
+        assert single.run_at == single.created_at
+    else:
+        assert single.run_at == bulk.run_at == when
