@@ -125,8 +125,8 @@ def w5_table(w: dict[str, Any]) -> list[str]:
     return [
         "## W5: `runcron --once` start-up with N schedules declared in settings",
         "",
-        "The whole command (Django start-up, system checks, sync, one pass). *First*: every row inserted; "
-        "*unchanged*: the same declarations again.",
+        "The whole command (Django start-up, system checks, sync, one pass), every schedule with an "
+        "expression of its own. *First*: every row inserted; *unchanged*: the same declarations again.",
         "",
         "| N | first (s) | unchanged (s) | peak RSS (MB) |",
         "|---:|---:|---:|---:|",
