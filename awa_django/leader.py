@@ -171,10 +171,12 @@ class Leader:
                 # Unlike the loop, a single pass lets errors propagate: the
                 # command must exit non-zero when the pass did not happen.
                 result = evaluate(using=self.using)
-                announce_each(result.jobs)
-                return result
             finally:
                 self.release()
+            # After the release: a task_enqueued receiver that hangs must not
+            # keep the leader lock from every other runcron.
+            announce_each(result.jobs)
+            return result
         finally:
             reporter.write(shutting_down=True)
 

@@ -106,6 +106,23 @@ def test_runcron_once__syncs_fires_and_releases() -> None:
     assert leader_pid() is None  # released
 
 
+def test_runcron_once__announces_after_releasing_the_lock() -> None:
+    from django.tasks.signals import task_enqueued
+
+    held: list[int | None] = []
+
+    def receiver(**kwargs: Any) -> None:  # a slow or hung receiver must not hold the lock
+        held.append(leader_pid())
+
+    task_enqueued.connect(receiver, weak=False)
+    try:
+        schedule = build_schedule("every-minute", "* * * * *", "tests.testapp.tasks.record")
+        Leader(schedules=[schedule]).run_once()
+    finally:
+        task_enqueued.disconnect(receiver)
+    assert held == [None]
+
+
 @override_settings(**FAST)
 def test_leader__steps_down_when_its_lock_session_is_terminated(
     leader_threads: Any, second_connection: psycopg.Connection[Any]
