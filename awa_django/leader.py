@@ -173,8 +173,7 @@ class Leader:
                 result = evaluate(using=self.using)
             finally:
                 self.release()
-            # After the release: a task_enqueued receiver that hangs must not
-            # keep the leader lock from every other runcron.
+            # After the release: a hung task_enqueued receiver must not hold the lock.
             announce_each(result.jobs)
             return result
         finally:
