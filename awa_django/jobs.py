@@ -63,6 +63,29 @@ def complete(cursor: Any, done: Sequence[Done]) -> list[Row]:
     return job_rows(cursor)
 
 
+def complete_and_claim(
+    cursor: Any, done: Sequence[Done], queues: Sequence[str] | None, limit: int, worker_id: str
+) -> tuple[list[Row], list[Row]]:
+    """Complete ``done`` and claim up to ``limit`` ready jobs, in one statement.
+
+    Returns (the rows completed, the rows claimed). The completions are fenced
+    as in :func:`complete`; each claimed row is a new attempt, as from :func:`claim`.
+    """
+    cursor.execute(
+        "SELECT * FROM awa_complete_claim_v1(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)",
+        [
+            [d.id for d in done],
+            [d.attempt for d in done],
+            [d.result for d in done],
+            list(queues) if queues is not None else None,
+            max(0, limit),
+            worker_id,
+        ],
+    )
+    rows = job_rows(cursor)
+    return [r for r in rows if r["state"] == "completed"], [r for r in rows if r["state"] == "running"]
+
+
 def completed(cursor: Any, done: Sequence[Done]) -> list[Row]:
     """The rows of ``done`` already completed by exactly these attempts.
 
