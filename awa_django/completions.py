@@ -248,7 +248,10 @@ class Completions:
                 success.row["kind"],
                 extra={"event": "job.completed", "job_id": job_id},
             )
-        finished = self.backend.result_from_row(stored, success.task)
+        # The result task_started was sent with, finished (as Django's
+        # ImmediateBackend does): the completion changed no other column.
+        finished = success.result
         object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
+        object.__setattr__(finished, "finished_at", stored["finished_at"])
         object.__setattr__(finished, "_return_value", success.value)
         self.send_finished(finished)

@@ -63,16 +63,33 @@ def complete(cursor: Any, done: Sequence[Done]) -> list[Row]:
     return job_rows(cursor)
 
 
+# The combined statement's columns: a claimed row (state 'running') comes back
+# whole, a completed one with only what its completion changed (id, attempt,
+# state, finished_at): its other columns are the claimed row's, which the
+# worker already holds, and NULLs cost nothing to load.
+CLAIMED_ONLY = (
+    "kind", "queue", "args", "priority", "max_attempts", "run_at", "created_at", "attempted_at",
+    "heartbeat_at", "errors", "result", "tags", "metadata", "worker_ids", "started_at",
+)  # fmt: skip
+COMPLETE_AND_CLAIM = (
+    "SELECT id, attempt, state, finished_at, "
+    + ", ".join(f"CASE WHEN state = 'running' THEN {c} END AS {c}" for c in CLAIMED_ONLY)
+    + " FROM awa_complete_claim_v1(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)"
+)
+
+
 def complete_and_claim(
     cursor: Any, done: Sequence[Done], queues: Sequence[str] | None, limit: int, worker_id: str
 ) -> tuple[list[Row], list[Row]]:
     """Complete ``done`` and claim up to ``limit`` ready jobs, in one statement.
 
     Returns (the rows completed, the rows claimed). The completions are fenced
-    as in :func:`complete`; each claimed row is a new attempt, as from :func:`claim`.
+    as in :func:`complete`; a completed row holds only ``id``, ``attempt``,
+    ``state`` and ``finished_at`` (see :data:`CLAIMED_ONLY`). Each claimed row
+    is a new attempt, whole, as from :func:`claim`.
     """
     cursor.execute(
-        "SELECT * FROM awa_complete_claim_v1(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)",
+        COMPLETE_AND_CLAIM,
         [
             [d.id for d in done],
             [d.attempt for d in done],
@@ -83,7 +100,12 @@ def complete_and_claim(
         ],
     )
     rows = job_rows(cursor)
-    return [r for r in rows if r["state"] == "completed"], [r for r in rows if r["state"] == "running"]
+    completed = [
+        {k: r[k] for k in ("id", "attempt", "state", "finished_at")}
+        for r in rows
+        if r["state"] == "completed"
+    ]
+    return completed, [r for r in rows if r["state"] == "running"]
 
 
 def completed(cursor: Any, done: Sequence[Done]) -> list[Row]:

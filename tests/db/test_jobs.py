@@ -194,7 +194,10 @@ def test_complete_and_claim__completes_the_batch_then_claims_in_order_in_one_sta
     done, got = jobs.complete_and_claim(
         cursor, [jobs.Done(row["id"], row["attempt"], '"ok"')], ["default"], 5, "w-2"
     )
-    assert [(r["id"], r["state"], r["result"]) for r in done] == [(running.id, "completed", "ok")]
+    assert [sorted(r) for r in done] == [["attempt", "finished_at", "id", "state"]]
+    assert [(r["id"], r["attempt"], r["state"]) for r in done] == [(running.id, 1, "completed")]
+    stored = Job.objects.get(id=running.id)
+    assert (stored.state, stored.result, stored.finished_at) == ("completed", "ok", done[0]["finished_at"])
     assert [r["id"] for r in got] == [high.id, low.id]  # the other queue is not listed
     assert all(r["state"] == "running" and r["attempt"] == 1 and r["worker_ids"] == ["w-2"] for r in got)
     assert isinstance(got[0]["args"], dict)  # JSON columns decoded
@@ -221,3 +224,13 @@ def test_complete_and_claim__is_fenced_by_the_attempt_so_a_late_report_changes_n
     assert done == [] and got == []
     row = Job.objects.get(id=rescued.id)
     assert (row.state, row.attempt, row.result, row.worker_ids) == ("running", 2, None, ["w-1", "w-2"])
+
+
+def test_complete_and_claim__a_claimed_row_has_every_column_as_from_claim(cursor: Any) -> None:
+    # The combined statement lists its columns (jobs.CLAIMED_ONLY): a column
+    # added to awa_jobs must be added there too.
+    first, second = new_job(), new_job()
+    (row,) = jobs.claim(cursor, None, 1, "w-1")
+    _, (got,) = jobs.complete_and_claim(cursor, [], None, 1, "w-1")
+    assert (row["id"], got["id"]) == (first.id, second.id)
+    assert sorted(got) == sorted(row) == sorted(f.column for f in Job._meta.concrete_fields)
