@@ -71,8 +71,10 @@ CLAIMED_ONLY = (
     "kind", "queue", "args", "priority", "max_attempts", "run_at", "created_at", "attempted_at",
     "heartbeat_at", "errors", "result", "tags", "metadata", "worker_ids", "started_at",
 )  # fmt: skip
+COMPLETED_COLUMNS = ("id", "attempt", "state", "finished_at")
+COMPLETE_AND_CLAIM_COLUMNS = [*COMPLETED_COLUMNS, *CLAIMED_ONLY]
 COMPLETE_AND_CLAIM = (
-    "SELECT id, attempt, state, finished_at, "
+    f"SELECT {', '.join(COMPLETED_COLUMNS)}, "
     + ", ".join(f"CASE WHEN state = 'running' THEN {c} END AS {c}" for c in CLAIMED_ONLY)
     + " FROM awa_complete_claim_v1(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)"
 )
@@ -99,13 +101,15 @@ def complete_and_claim(
             worker_id,
         ],
     )
-    rows = job_rows(cursor)
-    completed = [
-        {k: r[k] for k in ("id", "attempt", "state", "finished_at")}
-        for r in rows
-        if r["state"] == "completed"
-    ]
-    return completed, [r for r in rows if r["state"] == "running"]
+    # The columns are known: no cursor.description (a new Column object per column and call).
+    completed: list[Row] = []
+    claimed: list[Row] = []
+    for values in cursor.fetchall():
+        if values[2] == "completed":
+            completed.append(dict(zip(COMPLETED_COLUMNS, values[:4], strict=True)))
+        else:
+            claimed.append(job_row(COMPLETE_AND_CLAIM_COLUMNS, values))
+    return completed, claimed
 
 
 def completed(cursor: Any, done: Sequence[Done]) -> list[Row]:
