@@ -82,17 +82,25 @@ def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None
                 value = task.call(TaskContext(task_result=result), *args, **kwargs)
             else:
                 value = task.call(*args, **kwargs)
-        value = normalize_json(value)
-        reason = unstorable_reason(value)
-        if reason is not None:
-            raise UnstorableResult(f"the return value of {row['kind']} {reason}")
-        encoded = json.dumps(value, allow_nan=False)
+        if value is None:
+            encoded = "null"  # most tasks return nothing: no normalising, checking, encoding
+        else:
+            value = normalize_json(value)
+            encoded = _encoded(row, value)
     # The task's failure is data, not a worker crash: SystemExit,
     # KeyboardInterrupt (raised by the task, not a signal: signals go to
     # the main thread's handler) and any other BaseException end the attempt.
     except BaseException as exc:
         return outcomes.fail(row, exc, result)
     return Success(row, task, result, value, encoded)
+
+
+def _encoded(row: dict[str, Any], value: Any) -> str:
+    """``value`` (JSON-normalised) as the JSON text stored; UnstorableResult if jsonb would refuse it."""
+    reason = unstorable_reason(value)
+    if reason is not None:
+        raise UnstorableResult(f"the return value of {row['kind']} {reason}")
+    return json.dumps(value, allow_nan=False)
 
 
 def drop_unusable_connections() -> None:
