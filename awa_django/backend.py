@@ -163,46 +163,55 @@ class AwaBackend(BaseTaskBackend):
 
     def result_for(self, job: Job, task: Task[Any, Any] | None = None) -> TaskResult[Any, Any]:
         """Build the ``TaskResult`` of a job row."""
+        return self.result_from_row({name: getattr(job, name) for name in RESULT_COLUMNS}, task)
+
+    def result_from_row(
+        self, row: dict[str, Any], task: Task[Any, Any] | None = None
+    ) -> TaskResult[Any, Any]:
+        """Build the ``TaskResult`` of a raw ``awa_jobs`` row dict (JSON decoded), without a model instance."""
         if task is None:
-            task = resolve_task(job.kind)
+            task = resolve_task(row["kind"])
             if task is None:
-                raise TaskResultDoesNotExist(f"{job.id}: {job.kind!r} is not an importable Task")
-        task = self._as_enqueued(task, job)
+                raise TaskResultDoesNotExist(f"{row['id']}: {row['kind']!r} is not an importable Task")
+        task = self._as_enqueued(task, row)
+        args = row["args"]
+        state = row["state"]
         result: TaskResult[Any, Any] = TaskResult(
             task=task,
-            id=str(job.id),
-            status=STATUS[JobState(job.state)],
-            enqueued_at=job.created_at,
-            started_at=job.started_at,
-            finished_at=job.finished_at,
-            last_attempted_at=job.attempted_at,
-            args=list(job.args.get("args", [])),
-            kwargs=dict(job.args.get("kwargs", {})),
+            id=str(row["id"]),
+            status=STATUS[JobState(state)],
+            enqueued_at=row["created_at"],
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+            last_attempted_at=row["attempted_at"],
+            args=list(args.get("args", [])),
+            kwargs=dict(args.get("kwargs", {})),
             backend=self.alias,
             errors=[
                 TaskError(
                     exception_class_path=str(e.get("exception_class_path", "builtins.Exception")),
                     traceback=str(e.get("traceback", "")),
                 )
-                for e in (job.errors or [])
+                for e in (row["errors"] or [])
                 if isinstance(e, dict)
             ],
-            worker_ids=list(job.worker_ids or []),
+            worker_ids=list(row["worker_ids"] or []),
         )
-        if job.state == JobState.COMPLETED:
-            object.__setattr__(result, "_return_value", job.result)
+        if state == JobState.COMPLETED:
+            object.__setattr__(result, "_return_value", row["result"])
         return result
 
-    def _as_enqueued(self, task: Task[Any, Any], job: Job) -> Task[Any, Any]:
-        """``task`` with the ``.using()`` overrides job ``job`` was enqueued with."""
+    def _as_enqueued(self, task: Task[Any, Any], row: dict[str, Any]) -> Task[Any, Any]:
+        """``task`` with the ``.using()`` overrides job ``row`` was enqueued with."""
         overrides: dict[str, Any] = {}
-        if job.priority != task.priority:
-            overrides["priority"] = job.priority
-        if job.queue != task.queue_name:
-            overrides["queue_name"] = job.queue
+        if row["priority"] != task.priority:
+            overrides["priority"] = row["priority"]
+        if row["queue"] != task.queue_name:
+            overrides["queue_name"] = row["queue"]
         if task.backend != self.alias:
             overrides["backend"] = self.alias
-        run_after = (job.metadata or {}).get("run_after") if isinstance(job.metadata, dict) else None
+        metadata = row["metadata"]
+        run_after = metadata.get("run_after") if isinstance(metadata, dict) else None
         if isinstance(run_after, str):
             with contextlib.suppress(ValueError):  # a hand-written row: keep the task as declared
                 overrides["run_after"] = datetime.fromisoformat(run_after)
@@ -263,6 +272,24 @@ class AwaBackend(BaseTaskBackend):
 # One INSERT for a whole batch: parallel arrays unnested in call order (the
 # ids, from the identity, follow that order). Like enqueue(), "deferred" and
 # run_at are decided by the database clock.
+# The columns a TaskResult is built from (result_from_row).
+RESULT_COLUMNS = (
+    "id",
+    "kind",
+    "state",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "attempted_at",
+    "args",
+    "errors",
+    "worker_ids",
+    "result",
+    "priority",
+    "queue",
+    "metadata",
+)
+
 INSERT_MANY = """
     INSERT INTO awa_jobs (kind, queue, args, priority, max_attempts, metadata, state, run_at)
     SELECT u.kind, u.queue, u.args, u.priority, %s, u.metadata,
@@ -352,5 +379,5 @@ def announce_fires(rows: Iterable[dict[str, Any]]) -> None:
             continue
         backend = task.get_backend()
         if isinstance(backend, AwaBackend):
-            result = backend.result_for(job_from_row(row), task)
+            result = backend.result_from_row(row, task)
             task_enqueued.send(type(backend), task_result=result)

@@ -36,7 +36,8 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
     for key in _JSON_COLUMNS:
         value = job.get(key)
         if isinstance(value, str):
-            job[key] = json.loads(value)
+            # jsonb prints an empty object or array exactly so: no decoder needed.
+            job[key] = {} if value == "{}" else [] if value == "[]" else json.loads(value)
     return job
 
 

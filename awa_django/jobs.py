@@ -63,6 +63,55 @@ def complete(cursor: Any, done: Sequence[Done]) -> list[Row]:
     return job_rows(cursor)
 
 
+# The combined statement's columns: a claimed row (state 'running') comes back
+# whole, a completed one with only what its completion changed (id, attempt,
+# state, finished_at): its other columns are the claimed row's, which the
+# worker already holds, and NULLs cost nothing to load.
+CLAIMED_ONLY = (
+    "kind", "queue", "args", "priority", "max_attempts", "run_at", "created_at", "attempted_at",
+    "heartbeat_at", "errors", "result", "tags", "metadata", "worker_ids", "started_at",
+)  # fmt: skip
+COMPLETED_COLUMNS = ("id", "attempt", "state", "finished_at")
+COMPLETE_AND_CLAIM_COLUMNS = [*COMPLETED_COLUMNS, *CLAIMED_ONLY]
+COMPLETE_AND_CLAIM = (
+    f"SELECT {', '.join(COMPLETED_COLUMNS)}, "
+    + ", ".join(f"CASE WHEN state = 'running' THEN {c} END AS {c}" for c in CLAIMED_ONLY)
+    + " FROM awa_complete_claim_v1(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)"
+)
+
+
+def complete_and_claim(
+    cursor: Any, done: Sequence[Done], queues: Sequence[str] | None, limit: int, worker_id: str
+) -> tuple[list[Row], list[Row]]:
+    """Complete ``done`` and claim up to ``limit`` ready jobs, in one statement.
+
+    Returns (the rows completed, the rows claimed). The completions are fenced
+    as in :func:`complete`; a completed row holds only ``id``, ``attempt``,
+    ``state`` and ``finished_at`` (see :data:`CLAIMED_ONLY`). Each claimed row
+    is a new attempt, whole, as from :func:`claim`.
+    """
+    cursor.execute(
+        COMPLETE_AND_CLAIM,
+        [
+            [d.id for d in done],
+            [d.attempt for d in done],
+            [d.result for d in done],
+            list(queues) if queues is not None else None,
+            max(0, limit),
+            worker_id,
+        ],
+    )
+    # The columns are known: no cursor.description (a new Column object per column and call).
+    completed: list[Row] = []
+    claimed: list[Row] = []
+    for values in cursor.fetchall():
+        if values[2] == "completed":
+            completed.append(dict(zip(COMPLETED_COLUMNS, values[:4], strict=True)))
+        else:
+            claimed.append(job_row(COMPLETE_AND_CLAIM_COLUMNS, values))
+    return completed, claimed
+
+
 def completed(cursor: Any, done: Sequence[Done]) -> list[Row]:
     """The rows of ``done`` already completed by exactly these attempts.
 

@@ -274,16 +274,33 @@ def observe_fires(jobs: Sequence[dict[str, Any]]) -> None:
 
 def observe_claimed(rows: Sequence[dict[str, Any]]) -> None:
     """The worker claimed these attempts."""
-    if prometheus_client is None:
+    if prometheus_client is None or not rows:
         return
+    per_queue: dict[str, int] = {}
     for row in rows:
-        CLAIMED.labels(str(row.get("queue", ""))).inc()
+        queue = str(row.get("queue", ""))
+        per_queue[queue] = per_queue.get(queue, 0) + 1
+    for queue, count in per_queue.items():
+        _child(CLAIMED, queue).inc(count)
 
 
 def observe_finished(row: dict[str, Any], outcome: str) -> None:
     """The worker recorded an attempt's outcome (completed, retryable, failed, released)."""
     if prometheus_client is not None:
-        FINISHED.labels(str(row.get("queue", "")), outcome).inc()
+        _child(FINISHED, str(row.get("queue", "")), outcome).inc()
+
+
+# The labelled children of the worker's per-job counters: ``labels()`` once
+# per label values, not once per job.
+_CHILDREN: dict[tuple[Any, ...], Any] = {}
+
+
+def _child(metric: Any, *labels: str) -> Any:
+    key = (id(metric), *labels)
+    child = _CHILDREN.get(key)
+    if child is None or child[0] is not metric:
+        child = _CHILDREN[key] = (metric, metric.labels(*labels))
+    return child[1]
 
 
 def observe_rescued(state: str) -> None:

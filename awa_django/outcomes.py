@@ -3,10 +3,8 @@
 Every report goes through :meth:`Outcomes.report`: a lost connection is
 retried on a fresh one for up to ``AWA_REPORT_RETRY_TIMEOUT`` (the SQL in
 :mod:`awa_django.jobs` is fenced by the attempt, so a retry cannot record two
-outcomes). Successful attempts are completed in batches: the task thread that
-finds no batch in flight stores every finished attempt waiting so far in one
-statement, while the others go back to running tasks (a group commit).
-``task_finished`` is sent once the batch is stored.
+outcomes). Successful attempts are completed in batches
+(:mod:`awa_django.completions`).
 """
 
 from __future__ import annotations
@@ -17,22 +15,22 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connections
-from django.tasks import Task
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.tasks.base import TaskResult, TaskResultStatus
 from django.tasks.signals import task_finished
 
 from . import jobs, metrics
-from .backend import AwaBackend, job_from_row
+from .backend import AwaBackend
+from .completions import Completions, ReportAbandoned, Success
 from .conf import conf
-from .exceptions import UnstorableResult
 from .taskpaths import TaskNotHere
 
 logger = logging.getLogger("awa_django.worker")
+
+__all__ = ["Outcomes", "ReportAbandoned", "Success", "error_entry", "retry_delay"]
 
 # A job whose task this process cannot import is handed back for this long:
 # another deployment sharing the database (and queue) may be able to run it.
@@ -40,10 +38,6 @@ RELEASE_DELAY = timedelta(seconds=60)
 REPORT_RETRY_MAX_DELAY = 2.0  # seconds between report retries, at most
 T = TypeVar("T")
 Row = dict[str, Any]
-
-
-class ReportAbandoned(Exception):
-    """A report could not reach the database within ``AWA_REPORT_RETRY_TIMEOUT`` (logged)."""
 
 
 def retry_delay(attempt: int) -> float:
@@ -65,26 +59,7 @@ def error_entry(exc: BaseException, attempt: int, worker_id: str) -> dict[str, A
     }
 
 
-@dataclass
-class Success:
-    """An attempt whose task returned: what is left is to store its value."""
-
-    row: Row
-    task: Task[Any, Any]
-    result: TaskResult[Any, Any]
-    value: Any
-    encoded: str  # the value as JSON
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return (int(self.row["id"]), int(self.row["attempt"]))
-
-    @property
-    def done(self) -> jobs.Done:
-        return jobs.Done(int(self.row["id"]), int(self.row["attempt"]), self.encoded)
-
-
-class Outcomes:
+class Outcomes(Completions):
     """Record attempts' outcomes for one worker; counts them for ``runtasks``' summary."""
 
     def __init__(self, backend: AwaBackend, worker_id: str) -> None:
@@ -152,99 +127,6 @@ class Outcomes:
 
         return self.report(what, f"{job_id} attempt {attempt}", op)
 
-    # -- completion ------------------------------------------------------------
-    def store_done(self, done: Sequence[jobs.Done]) -> dict[tuple[int, int], Row]:
-        """Complete ``done`` in one statement; the stored rows by (id, attempt)."""
-
-        def op(cursor: Any, retried: bool) -> list[Row]:
-            rows = jobs.complete(cursor, done)
-            if retried:  # what our lost try committed is completed already
-                got = {int(r["id"]) for r in rows}
-                rows += jobs.completed(cursor, [d for d in done if d.id not in got])
-            return rows
-
-        label = ",".join(str(d.id) for d in done)
-        return {(int(r["id"]), int(r["attempt"])): r for r in self.report("complete", label, op)}
-
-    def complete(self, success: Success) -> str | None:
-        """Complete one attempt now; its new state ('completed', or 'retryable'/'failed'
-        when PostgreSQL refuses its value), None when stale."""
-        return self._complete_batch([success])[success.key]
-
-    def add(self, success: Success) -> None:
-        """Queue ``success`` for the next batch; :meth:`flush` stores it."""
-        with self._lock:
-            self._waiting.append(success)
-
-    def flush(self) -> None:
-        """Store the waiting completions, batch after batch, unless a batch is in
-        flight already (its thread takes the waiting ones next)."""
-        with self._lock:
-            if self._in_flight or not self._waiting:
-                return
-            self._in_flight, self._waiting = self._waiting, []
-        while True:
-            try:
-                self._complete_batch(self._in_flight)
-            except ReportAbandoned:
-                pass  # logged; rescue decides these attempts' fate
-            except Exception:  # never lose the batch on a bug in reporting
-                logger.exception("unexpected error completing a batch", extra={"event": "worker.error"})
-            with self._lock:
-                self._in_flight, self._waiting = self._waiting, []
-                if not self._in_flight:
-                    self._idle.notify_all()
-                    return
-
-    def unreported(self) -> list[tuple[int, int]]:
-        """Attempts finished but not yet completed (they still need heartbeats)."""
-        with self._lock:
-            return [s.key for s in self._waiting + self._in_flight]
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until no completion is waiting or in flight; False on timeout."""
-        with self._lock:
-            return self._idle.wait_for(lambda: not self._waiting and not self._in_flight, timeout)
-
-    def _complete_batch(self, batch: Sequence[Success]) -> dict[tuple[int, int], str | None]:
-        """Complete ``batch``; each attempt's new state (None: stale, e.g. rescued meanwhile)."""
-        try:
-            stored = self.store_done([s.done for s in batch])
-        except DataError as exc:  # a value jsonb refuses that we did not foresee: find it
-            if len(batch) > 1:
-                return {k: v for success in batch for k, v in self._complete_batch([success]).items()}
-            state = self.fail(
-                batch[0].row, UnstorableResult(f"PostgreSQL refused the return value: {exc}"), batch[0].result
-            )
-            return {batch[0].key: state}
-        for success in batch:
-            row = stored.get(success.key)
-            if row is None:
-                logger.warning(
-                    "job %s attempt %s finished after it was rescued; ignored",
-                    *success.key,
-                    extra={"event": "job.stale_report", "job_id": success.key[0]},
-                )
-                continue
-            self._completed(success, row)
-        return {success.key: "completed" if success.key in stored else None for success in batch}
-
-    def _completed(self, success: Success, stored: Row) -> None:
-        with self._lock:
-            self.completed += 1
-        job_id = success.key[0]
-        metrics.observe_finished(success.row, "completed")
-        logger.info(
-            "job %s (%s) completed",
-            job_id,
-            success.row["kind"],
-            extra={"event": "job.completed", "job_id": job_id},
-        )
-        finished = self.backend.result_for(job_from_row(stored), success.task)
-        object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
-        object.__setattr__(finished, "_return_value", success.value)
-        self.send_finished(finished)
-
     def send_finished(self, result: TaskResult[Any, Any]) -> None:
         """Send ``task_finished``; the outcome is already stored, so a failing receiver is only logged."""
         try:
@@ -304,7 +186,7 @@ class Outcomes:
                 stored = jobs.fetch(cursor, int(row["id"]))
         except DatabaseError:
             return fallback
-        return fallback if stored is None else self.backend.result_for(job_from_row(stored), fallback.task)
+        return fallback if stored is None else self.backend.result_from_row(stored, fallback.task)
 
     def fail_job(self, row: Row, exc: BaseException) -> str | None:
         """Fail the job for good: it can never run here (bad path, bad args)."""

@@ -22,6 +22,8 @@ import re
 from typing import Any
 
 from django.apps import apps
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.tasks import Task
 
 from .conf import conf
@@ -45,7 +47,24 @@ def allowed_prefixes() -> list[str]:
 
 def is_allowed_module(module: str) -> bool:
     """True if ``module`` is, or is inside, an allowed prefix."""
-    return any(module == p or module.startswith(p + ".") for p in allowed_prefixes())
+    allowed = _ALLOWED.get(module)
+    if allowed is None:
+        allowed = any(module == p or module.startswith(p + ".") for p in allowed_prefixes())
+        if len(_ALLOWED) < ALLOWED_CACHE_SIZE:  # a kind is data: never an unbounded cache
+            _ALLOWED[module] = allowed
+    return allowed
+
+
+# What is_allowed_module answered, per module path (the worker asks once per
+# job); forgotten when the settings it depends on change.
+ALLOWED_CACHE_SIZE = 1024
+_ALLOWED: dict[str, bool] = {}
+
+
+@receiver(setting_changed)
+def _forget_allowed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("INSTALLED_APPS", "AWA_TASK_MODULES"):
+        _ALLOWED.clear()
 
 
 def load_task(kind: Any) -> Task[Any, Any]:

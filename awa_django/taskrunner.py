@@ -22,7 +22,6 @@ from django.tasks.signals import task_started
 from django.utils.json import normalize_json
 
 from . import jobcontext
-from .backend import job_from_row
 from .exceptions import UnstorableResult
 from .outcomes import Outcomes, Success
 from .payloads import unstorable_reason
@@ -65,7 +64,7 @@ def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None
     except TaskNotRunnable as exc:
         return outcomes.fail_job(row, exc)
     backend = outcomes.backend
-    result = backend.result_for(job_from_row(row), task)
+    result = backend.result_from_row(row, task)
     info = jobcontext.JobInfo(
         id=int(row["id"]),
         attempt=int(row["attempt"]),
@@ -83,17 +82,25 @@ def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None
                 value = task.call(TaskContext(task_result=result), *args, **kwargs)
             else:
                 value = task.call(*args, **kwargs)
-        value = normalize_json(value)
-        reason = unstorable_reason(value)
-        if reason is not None:
-            raise UnstorableResult(f"the return value of {row['kind']} {reason}")
-        encoded = json.dumps(value, allow_nan=False)
+        if value is None:
+            encoded = "null"  # most tasks return nothing: no normalising, checking, encoding
+        else:
+            value = normalize_json(value)
+            encoded = _encoded(row, value)
     # The task's failure is data, not a worker crash: SystemExit,
     # KeyboardInterrupt (raised by the task, not a signal: signals go to
     # the main thread's handler) and any other BaseException end the attempt.
     except BaseException as exc:
         return outcomes.fail(row, exc, result)
     return Success(row, task, result, value, encoded)
+
+
+def _encoded(row: dict[str, Any], value: Any) -> str:
+    """``value`` (JSON-normalised) as the JSON text stored; UnstorableResult if jsonb would refuse it."""
+    reason = unstorable_reason(value)
+    if reason is not None:
+        raise UnstorableResult(f"the return value of {row['kind']} {reason}")
+    return json.dumps(value, allow_nan=False)
 
 
 def drop_unusable_connections() -> None:
@@ -116,7 +123,8 @@ class Runner(threading.Thread):
 
     A successful attempt gives its slot back before it is completed: the
     completion joins the next batch (:meth:`Outcomes.flush`), stored by this
-    thread or by the one whose batch is in flight.
+    thread or by the one whose batch is in flight, and that batch claims the
+    free slots; the flushing thread runs one of the new attempts itself.
     """
 
     def __init__(self, worker: Worker) -> None:
@@ -136,14 +144,17 @@ class Runner(threading.Thread):
                     continue  # an attempt was handed over just now
                 if attempt is None:
                     return
-                success = worker.run_one(attempt)
-                if success is not None:
-                    worker.slot_freed()
-                    worker.outcomes.flush()
+                success = None
+                while attempt is not None:
+                    success = worker.run_one(attempt)
+                    # The batch storing a success claims the free slots: this
+                    # thread may get the next attempt from it.
+                    attempt = worker.outcomes.flush(worker) if success is not None else None
                 # Back in the pool before the slot is announced, so the next
                 # claim finds this thread (and its connection) idle.
                 idle = worker.runner_idle(self)
-                worker.slot_freed()
+                if success is None:
+                    worker.slot_freed()  # after a failure, the claim loop refills the slot
                 if not idle:
                     return  # the worker has stopped (e.g. an attempt that outlived its timeout)
         finally:

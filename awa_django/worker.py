@@ -78,6 +78,7 @@ class Worker:
         self.stop_requested = threading.Event()
         self._drained = threading.Event()  # set once no task can still be running
         self._running: dict[tuple[int, int], Attempt] = {}
+        self._reserved = 0  # slots a claim in flight may fill (reserve/admit)
         self._lock = threading.Lock()
         # Set whenever an attempt gives its slot back, so the claim loop
         # refills it at once instead of at its next polling slice (issue 10:
@@ -149,19 +150,13 @@ class Worker:
                 self._enforce_timeout()
                 # Cleared before counting: a slot freed from here on wakes _wait.
                 self._slot_freed.clear()
-                free = self.concurrency - len(self._running)
-                if self.max_tasks is not None:
-                    free = min(free, self.max_tasks - self.claimed_total)
-                claimed = self.claim(free) if free > 0 else []
-                self.claimed_total += len(claimed)
-                metrics.observe_claimed(claimed)
-                for row in claimed:
-                    self._submit(row)
-                if (
-                    not claimed
-                    and not self._running
-                    and (self.burst or (self.max_tasks is not None and self.claimed_total >= self.max_tasks))
-                ):
+                free = self.reserve()
+                claimed: list[dict[str, Any]] = []
+                try:
+                    claimed = self.claim(free) if free > 0 else []
+                finally:
+                    self.admit(claimed, free, keep=False, wake=False)
+                if not claimed and self._idle_now():
                     break
                 if claimed and len(claimed) == free:
                     continue  # there may be more ready work
@@ -217,13 +212,55 @@ class Worker:
         self._listener.wait(timeout, self.stop_requested)
 
     # -- running -------------------------------------------------------------
-    def _submit(self, row: dict[str, Any]) -> None:
-        # An idle task thread if there is one, else a new one (not a fixed
-        # pool): an attempt that outlived AWA_TASK_TIMEOUT gives its slot back
-        # while its thread runs on, and the next attempt gets another thread.
-        attempt = Attempt(row)
+    def reserve(self) -> int:
+        """How many attempts to claim now: the free slots (within ``max_tasks``) no
+        other claim has reserved. Reserved until :meth:`admit`; 0 once stopping."""
         with self._lock:
-            self._running[attempt.key] = attempt
+            if self.stop_requested.is_set():
+                return 0
+            free = self.concurrency - len(self._running) - self._reserved
+            if self.max_tasks is not None:
+                free = min(free, self.max_tasks - self.claimed_total - self._reserved)
+            free = max(0, free)
+            self._reserved += free
+            return free
+
+    def admit(
+        self, rows: list[dict[str, Any]], reserved: int, keep: bool, wake: bool = True
+    ) -> Attempt | None:
+        """Start the attempts ``rows`` claimed for ``reserved`` slots, each in a task
+        thread; with ``keep``, one is returned for the calling task thread instead.
+
+        ``wake``: a claim by a task thread that left a slot free (no more ready
+        jobs, or another claim had reserved it) wakes the claim loop.
+        """
+        attempts = [Attempt(row) for row in rows]
+        with self._lock:
+            self._reserved -= reserved
+            self.claimed_total += len(attempts)
+            for attempt in attempts:
+                self._running[attempt.key] = attempt
+        if attempts:
+            metrics.observe_claimed(rows)
+        kept = attempts.pop() if keep and attempts else None
+        for attempt in attempts:
+            self.handoff(attempt)
+        if wake and (len(rows) < reserved or not reserved):
+            self.slot_freed()
+        return kept
+
+    def _idle_now(self) -> bool:
+        """Burst mode (or max_tasks reached) and nothing running or being claimed: time to stop."""
+        with self._lock:
+            if self._running or self._reserved:
+                return False
+        return self.burst or (self.max_tasks is not None and self.claimed_total >= self.max_tasks)
+
+    def handoff(self, attempt: Attempt) -> None:
+        """Run admitted ``attempt`` in an idle task thread, or a new one."""
+        # Not a fixed pool: an attempt that outlived AWA_TASK_TIMEOUT gives its
+        # slot back while its thread runs on, and the next attempt gets another thread.
+        with self._lock:
             runner = self._idle_runners.pop() if self._idle_runners else None
         if runner is None:
             runner = Runner(self)
@@ -267,7 +304,10 @@ class Worker:
         try:
             outcome = run_attempt(self.outcomes, attempt.row)
             if isinstance(outcome, Success):
-                self.outcomes.add(outcome)  # before the slot is freed: drain waits for it
+                # Queued and the slot freed at once: drain (running, then the
+                # completions) cannot miss it, and the batch that takes it
+                # claims for its slot.
+                self.outcomes.add(outcome, lambda: self._release(attempt))
         except ReportAbandoned:
             pass  # already logged; rescue decides the attempt's fate
         except Exception:  # never lose the slot on a bug in reporting
@@ -275,11 +315,15 @@ class Worker:
                 "job %s: unexpected worker error", attempt.row["id"], extra={"event": "worker.error"}
             )
         finally:
-            with self._lock:
-                if self._running.get(attempt.key) is attempt:
-                    self._running.pop(attempt.key, None)
+            self._release(attempt)
             drop_unusable_connections()
         return outcome if isinstance(outcome, Success) else None
+
+    def _release(self, attempt: Attempt) -> None:
+        """Give ``attempt``'s slot back (unless its timeout already did)."""
+        with self._lock:
+            if self._running.get(attempt.key) is attempt:
+                self._running.pop(attempt.key, None)
 
     def _enforce_timeout(self) -> None:
         """Fail attempts running longer than ``AWA_TASK_TIMEOUT`` and free their slots.
@@ -341,7 +385,7 @@ class Worker:
         """Wait up to the shutdown timeout for running tasks (and their completions);
         return how many tasks remain."""
         deadline = time.monotonic() + self.shutdown_timeout
-        while self._running and time.monotonic() < deadline:
+        while (self._running or self._reserved) and time.monotonic() < deadline:
             time.sleep(WAIT_SLICE)
         if self._running:
             logger.warning(

@@ -184,3 +184,53 @@ def test_prune__counts_and_deletes_only_finished_jobs_older_than_the_age(cursor:
     assert jobs.count_prunable(cursor, age) == 1
     assert jobs.prune_batch(cursor, age, 10) == 1
     assert sorted(Job.objects.values_list("id", flat=True)) == [recent.id, waiting.id]
+
+
+def test_complete_and_claim__completes_the_batch_then_claims_in_order_in_one_statement(cursor: Any) -> None:
+    running = new_job()
+    row = claimed(cursor, running)
+    low, high = new_job(priority=-5), new_job(priority=5)
+    new_job(queue="other")
+    done, got = jobs.complete_and_claim(
+        cursor, [jobs.Done(row["id"], row["attempt"], '"ok"')], ["default"], 5, "w-2"
+    )
+    assert [sorted(r) for r in done] == [["attempt", "finished_at", "id", "state"]]
+    assert [(r["id"], r["attempt"], r["state"]) for r in done] == [(running.id, 1, "completed")]
+    stored = Job.objects.get(id=running.id)
+    assert (stored.state, stored.result, stored.finished_at) == ("completed", "ok", done[0]["finished_at"])
+    assert [r["id"] for r in got] == [high.id, low.id]  # the other queue is not listed
+    assert all(r["state"] == "running" and r["attempt"] == 1 and r["worker_ids"] == ["w-2"] for r in got)
+    assert isinstance(got[0]["args"], dict)  # JSON columns decoded
+
+
+def test_complete_and_claim__claims_nothing_at_limit_zero_nor_from_a_paused_queue(cursor: Any) -> None:
+    waiting = new_job(queue="paused")
+    QueueMeta.objects.create(queue="paused", paused_at="2020-01-01T00:00:00Z", paused_by="op")
+    assert jobs.complete_and_claim(cursor, [], None, 0, "w-1") == ([], [])
+    assert jobs.complete_and_claim(cursor, [], None, 5, "w-1") == ([], [])
+    assert Job.objects.get(id=waiting.id).state == "available"
+
+
+def test_complete_and_claim__is_fenced_by_the_attempt_so_a_late_report_changes_nothing(cursor: Any) -> None:
+    # Attempt 1 is rescued and attempt 2 runs: a late report of attempt 1
+    # completes nothing, and the claim in the same statement still happens.
+    rescued = new_job()
+    first = claimed(cursor, rescued)
+    Job.objects.filter(id=rescued.id).update(heartbeat_at=first["heartbeat_at"] - timedelta(hours=1))
+    assert [r["id"] for r in jobs.rescue(cursor, timedelta(minutes=5))] == [rescued.id]
+    done, got = jobs.complete_and_claim(cursor, [jobs.Done(rescued.id, 1, '"late"')], None, 1, "w-2")
+    assert done == [] and [(r["id"], r["attempt"]) for r in got] == [(rescued.id, 2)]
+    done, got = jobs.complete_and_claim(cursor, [jobs.Done(rescued.id, 1, '"late"')], None, 1, "w-2")
+    assert done == [] and got == []
+    row = Job.objects.get(id=rescued.id)
+    assert (row.state, row.attempt, row.result, row.worker_ids) == ("running", 2, None, ["w-1", "w-2"])
+
+
+def test_complete_and_claim__a_claimed_row_has_every_column_as_from_claim(cursor: Any) -> None:
+    # The combined statement lists its columns (jobs.CLAIMED_ONLY): a column
+    # added to awa_jobs must be added there too.
+    first, second = new_job(), new_job()
+    (row,) = jobs.claim(cursor, None, 1, "w-1")
+    _, (got,) = jobs.complete_and_claim(cursor, [], None, 1, "w-1")
+    assert (row["id"], got["id"]) == (first.id, second.id)
+    assert sorted(got) == sorted(row) == sorted(f.column for f in Job._meta.concrete_fields)

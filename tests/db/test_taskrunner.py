@@ -121,8 +121,11 @@ def test_drop_unusable_connections__closes_a_connection_left_without_autocommit(
 class StandInWorker:
     """The part of Worker a Runner calls, recording the calls in order."""
 
-    def __init__(self, outcomes: list[Success | None], idle: bool = True) -> None:
+    def __init__(
+        self, outcomes: list[Success | None], idle: bool = True, kept: list[Attempt | None] | None = None
+    ) -> None:
         self.outcomes_left = outcomes
+        self.kept = kept or []  # what each flush hands back to the flushing thread
         self.idle = idle
         self.calls: list[Any] = []
         self.outcomes = self
@@ -134,8 +137,10 @@ class StandInWorker:
     def slot_freed(self) -> None:
         self.calls.append("slot_freed")
 
-    def flush(self) -> None:
+    def flush(self, refill: Any = None) -> Attempt | None:
+        assert refill is self  # the batch claims for the worker's free slots
         self.calls.append("flush")
+        return self.kept.pop(0) if self.kept else None
 
     def runner_idle(self, runner: Runner) -> bool:
         self.calls.append("idle")
@@ -158,17 +163,30 @@ def run_runner(worker: StandInWorker, *handoff: Attempt | None) -> None:
     assert not runner.is_alive()
 
 
-def test_runner__gives_the_slot_back_before_flushing_a_success_and_again_when_idle() -> None:
+def test_runner__a_success_is_flushed_and_its_slot_left_to_the_batch_a_failure_wakes_the_claim_loop() -> None:
     success = cast(Success, object())
     worker = StandInWorker([success, None])
     run_runner(worker, attempt(1), attempt(2), None)
     assert worker.calls == [
         ("run", (1, 1)),
-        "slot_freed",
-        "flush",
+        "flush",  # the batch claims for the freed slot: no wake-up of the claim loop
         "idle",
-        "slot_freed",
         ("run", (2, 1)),
+        "idle",
+        "slot_freed",  # after a failure, once idle: the claim loop refills the slot
+    ]
+
+
+def test_runner__runs_the_attempt_its_flush_claimed_for_it_without_going_idle() -> None:
+    success = cast(Success, object())
+    worker = StandInWorker([success, success, None], kept=[attempt(2), attempt(3)])
+    run_runner(worker, attempt(1), None)
+    assert worker.calls == [
+        ("run", (1, 1)),
+        "flush",
+        ("run", (2, 1)),
+        "flush",
+        ("run", (3, 1)),
         "idle",
         "slot_freed",
     ]

@@ -63,3 +63,15 @@ def test_call_arguments__args_and_kwargs() -> None:
 def test_call_arguments__malformed_rows_are_not_runnable(args: object, message: str) -> None:
     with pytest.raises(TaskNotRunnable, match=message):
         call_arguments(args)
+
+
+def test_is_allowed_module__remembered_answers_follow_a_change_of_the_settings() -> None:
+    assert not is_allowed_module("tests.outside_tasks")
+    assert not is_allowed_module("tests.outside_tasks")  # remembered
+    with override_settings(AWA_TASK_MODULES=["tests.outside_tasks"]):
+        assert is_allowed_module("tests.outside_tasks")
+    assert not is_allowed_module("tests.outside_tasks")
+    assert is_allowed_module("tests.testapp.tasks")
+    with override_settings(INSTALLED_APPS=["django.contrib.contenttypes"]):
+        assert not is_allowed_module("tests.testapp.tasks")
+    assert is_allowed_module("tests.testapp.tasks")
