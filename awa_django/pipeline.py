@@ -94,6 +94,11 @@ class FirePipeline:
     def _run(self) -> None:
         connection = self._kept if self._kept is not None else connections[self.using]
         try:
+            # A kept connection may have died while idle (server restart,
+            # idle_session_timeout): ping it here, before the first batch
+            # arrives, rather than fail the batch.
+            if connection is self._kept and connection.connection is not None and not connection.is_usable():
+                connection.close()
             with connection.cursor() as cursor:
                 while (plan := self._queue.get()) is not None:
                     jobs = self._fire(cursor, plan)

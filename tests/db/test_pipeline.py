@@ -171,3 +171,27 @@ def _session_exists(pid: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
         return bool(cursor.fetchone()[0])
+
+
+def test_kept_connection__one_killed_while_idle_is_replaced_before_the_next_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connection
+
+    from awa_django import pipeline
+
+    monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    real = evaluator.fire_plan
+    pids: list[int] = []
+    monkeypatch.setattr(evaluator, "fire_plan", lambda c, p: _backend_pid(c, p, pids, real))
+    own = connection.cursor().connection.info.backend_pid
+    with pipeline.kept_connection("default"):
+        make_due_named(5, "a")
+        evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)
+        killed = next(pid for pid in pids if pid != own)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [killed])
+        make_due_named(5, "b")
+        evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)  # no error: reconnected first
+    assert {f"b{i:02d}" for i in range(5)} <= _names_fired()
+    assert len({pid for pid in pids if pid not in (own, killed)}) == 1
