@@ -66,7 +66,7 @@ FULL: dict[str, Any] = {
         "timeout": 300,
         "peer_cut_off": 20,
     },
-    "w3_worker": {"jobs": 1000, "processes": [1, 2], "concurrency": [1, 8], "reps": 5},
+    "w3_worker": {"jobs": 1000, "processes": [1, 2], "concurrency": [1, 8, 32], "reps": 5},
     "enqueue": {"count": 2000, "reps": 5},
     "w4": {"n": 1000, "seconds": 60},
     "w5_startup": {"n": [1000, 10000]},
