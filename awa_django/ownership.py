@@ -6,8 +6,9 @@ One function per verb: :func:`adopt`, :func:`retire`, :func:`restore`,
 takes no lock. Apply takes the protocol lock, then locks only the selected
 rows ``ORDER BY name FOR UPDATE`` (lock order: protocol lock, owner rows,
 schedule rows by name), writes under the operator context, and invalidates
-the agreement clock and ``synced_hash`` of the owners involved only (both
-sides of a transfer); unrelated owners keep their clocks.
+the agreement clock and ``synced_hash`` of the owners whose rows change only
+(both sides of a transfer); unrelated owners, and every owner of a verb that
+changes no row, keep their clocks.
 """
 
 from __future__ import annotations
@@ -198,11 +199,16 @@ def _run(verb: _Verb, actor: str, apply: bool, target: str, using: str) -> Actio
         rows = verb.select(cursor, True)
         verb.check(rows)
         names = verb.affected(rows)
-        involved = {r[1] for r in rows if r[1] is not None}
-        if verb.new_owner is not None:
+        # Only owners of rows that change are affected: a no-op (retire of a
+        # retired row, restore of an active one) keeps every owner's
+        # certificate and agreement clock, or repeating it would restart grace.
+        changing = set(names)
+        involved = {r[1] for r in rows if r[1] is not None and r[0] in changing}
+        if verb.new_owner is not None and names:
             involved.add(verb.new_owner)
-        with db.operator_context(cursor):
-            verb.write(cursor, names)
+        if names:
+            with db.operator_context(cursor):
+                verb.write(cursor, names)
         if involved:
             cursor.execute(
                 "UPDATE awa_cron_owners SET synced_hash = NULL, agreed_hash = NULL, agreed_since = NULL, "
