@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import math
-import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -62,25 +61,6 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
     if upcoming:
         data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
     return data
-
-
-def printable(value: Any) -> str:
-    """``value`` as text with control and format characters escaped.
-
-    Names come from declarations and raw SQL; ESC, newlines or RTL overrides
-    printed as-is would let one row forge others in a terminal. JSON output
-    is escaped by ``json.dumps`` itself.
-    """
-    text = str(value)
-    if all(" " <= c <= "~" for c in text):
-        return text
-    return "".join(
-        c if unicodedata.category(c) not in _UNPRINTABLE else c.encode("unicode_escape").decode("ascii")
-        for c in text
-    )
-
-
-_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
 
 
 def positive_seconds(value: str) -> float:

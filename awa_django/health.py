@@ -30,6 +30,7 @@ from typing import Any
 from django.db import DatabaseError, InterfaceError, connections, transaction
 
 from .conf import conf
+from .terminal import printable
 
 # Written in the snapshot transaction: the database clock minus how long ago
 # the process made progress, so hosts with skewed clocks still agree.
@@ -234,7 +235,11 @@ def probe(
 
 
 def render(report: HealthReport) -> str:
-    """The human-readable form of a report (one line per check)."""
-    lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}" for c in report.checks]
+    """The human-readable form of a report (one line per check).
+
+    Details carry names, hostnames and error text from the database: control
+    characters are escaped, so none can rewrite the terminal or add a line.
+    """
+    lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {printable(c.detail)}" for c in report.checks]
     lines.append("healthy" if report.healthy else "unhealthy")
     return "\n".join(lines)

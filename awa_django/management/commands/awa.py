@@ -22,12 +22,12 @@ from awa_django.cli import (
     last_error,
     plain,
     positive_seconds,
-    printable,
     schedule_dict,
 )
 from awa_django.connection_guards import privilege_error
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import Job
+from awa_django.terminal import printable
 
 # Re-exported: the command's helpers lived here before awa_django.cli.
 __all__ = [
