@@ -33,7 +33,8 @@ def overdue_evil_schedule() -> None:
         CronJobFactory(name=EVIL_NAME)
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = %s", [now - timedelta(hours=1), EVIL_NAME]
+            "UPDATE awa_cron_jobs SET next_fire_at = %s WHERE name = %s",
+            [now - timedelta(hours=1), EVIL_NAME],
         )
 
 
@@ -65,4 +66,7 @@ def test_awa_health__json_output_keeps_the_raw_values(capsys: Any) -> None:
 def test_render__escapes_multi_line_error_text() -> None:
     report = health.HealthReport(role=None, hostname="h")
     report.checks.append(health.Check("database", False, "cannot query: boom\nhealthy\x00"))
-    assert health.render(report).splitlines() == ["FAIL database: cannot query: boom\\nhealthy\\x00", "unhealthy"]
+    assert health.render(report).splitlines() == [
+        "FAIL database: cannot query: boom\\nhealthy\\x00",
+        "unhealthy",
+    ]
