@@ -98,7 +98,8 @@ def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
 
 
 POOLER_HINTS["awa_django.W104"] = (
-    "Point the alias at PostgreSQL directly, or set PgBouncer's pool_mode = session."
+    "Point the alias at PostgreSQL directly, or give its PgBouncer database and user "
+    "pool_mode = session (the [users] and [databases] entries override the global one)."
 )
 
 
@@ -110,7 +111,9 @@ def check_pgbouncer_sessions(
 
     Runs with ``manage.py check --database ALIAS`` (and ``migrate``): it
     connects to the virtual ``pgbouncer`` database behind each alias, so a
-    PostgreSQL server logs one failed connection to database "pgbouncer".
+    PostgreSQL server logs one failed connection to database "pgbouncer". The
+    mode is the one PgBouncer applies to the alias's database and user (per
+    user, per database, then global), not only the global ``pool_mode``.
     """
     from .connections import leader_alias, listen_alias, probe_pgbouncer
 

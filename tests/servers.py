@@ -85,17 +85,39 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
 
 # -- PgBouncer -------------------------------------------------------------------
 class PgBouncer:
-    """A ``pgbouncer`` in transaction pooling mode in front of one server."""
+    """A ``pgbouncer`` in front of one server, in transaction pooling mode by default.
 
-    def __init__(self, directory: Path, server_host: str, server_port: int) -> None:
+    ``pool_mode`` is the global mode; ``databases`` adds ``[databases]`` entries
+    (name -> connection string after ``host``/``port``, such as ``"dbname=x
+    pool_mode=session"``) before the ``*`` fallback; ``users`` fills the
+    ``[users]`` section (name -> settings, such as ``"pool_mode=transaction"``).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        server_host: str,
+        server_port: int,
+        *,
+        pool_mode: str = "transaction",
+        databases: dict[str, str] | None = None,
+        users: dict[str, str] | None = None,
+    ) -> None:
         self.directory = directory
         self.port = free_port()
+        entries = "".join(
+            f"{name} = host={server_host} port={server_port} {options}\n"
+            for name, options in (databases or {}).items()
+        )
+        user_section = "".join(f"{name} = {options}\n" for name, options in (users or {}).items())
         write_owned(directory / "userlist.txt", f'"{SERVER_USER}" ""\n')
         write_owned(
             directory / "pgbouncer.ini",
             f"""[databases]
-* = host={server_host} port={server_port}
+{entries}* = host={server_host} port={server_port}
 
+[users]
+{user_section}
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = {self.port}
@@ -103,7 +125,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = {directory}/userlist.txt
 admin_users = {SERVER_USER}
-pool_mode = transaction
+pool_mode = {pool_mode}
 default_pool_size = 20
 max_client_conn = 500
 server_reset_query =
