@@ -103,3 +103,24 @@ def test_restore__a_change_resets_its_owner() -> None:
     agreed_owner("billing")
     assert ownership.restore("statement", actor="ops", apply=True).schedules == ["statement"]
     assert clock("billing") == (None, None, None, None)
+
+
+@pytest.mark.usefixtures("billing")
+def test_adopt__to_the_owner_it_already_has_changes_nothing() -> None:
+    before = agreed_owner("billing")
+    updated = CronJob.objects.get(name="invoice").updated_at
+    result = ownership.adopt("invoice", "billing", actor="ops", expected_owner="billing", apply=True)
+    assert result.applied and result.schedules == []
+    assert clock("billing") == before
+    assert CronJob.objects.get(name="invoice").updated_at == updated
+
+
+@pytest.mark.usefixtures("billing")
+def test_adopt__a_real_transfer_still_resets_both_owners() -> None:
+    agreed_owner("billing")
+    agreed_owner("payroll")
+    result = ownership.adopt("invoice", "payroll", actor="ops", expected_owner="billing", apply=True)
+    assert result.schedules == ["invoice"]
+    assert clock("billing") == (None, None, None, None)
+    assert clock("payroll") == (None, None, None, None)
+    assert CronJob.objects.get(name="invoice").owner_id == "payroll"
