@@ -7,8 +7,9 @@ every field into a set once: seconds, minutes, hours and months as sorted tuples
 the two day fields into one bit mask of matching days per kind of month (its length,
 28-31, and the weekday of its 1st), 28 masks in all. A day matches when its bit is
 set, so the AND/OR rule of the day fields, ``L``, ``W`` and ``#`` are all decided at
-parse time (see docs/explanation/semantics.md, "Cron expressions"). The searches over
-these sets, and the time zones, are in ``cronexpr``.
+parse time (see docs/explanation/semantics.md, "Cron expressions"); the masks of one
+day field and the AND/OR rule are in ``crondays``. The searches over these sets, and
+the time zones, are in ``cronexpr``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .crondays import _DayField, days_anded
 
 __all__ = ["CronError", "CronExpression", "parse_cron", "parse_timezone"]
 
@@ -63,66 +66,6 @@ class _FieldError(Exception):
         self.index, self.reason = index, reason
 
 
-@dataclass(frozen=True, slots=True)
-class _DayField:
-    """One parsed day field: plain values plus the ``L``/``W``/``#`` items."""
-
-    star: bool  # the text starts with "*" or "?" (Vixie's DOM_STAR)
-    values: frozenset[int]  # days 1-31, or weekdays 0-6 (Sunday 0)
-    last: bool = False  # dom "L": the last day of the month
-    nearest: frozenset[int] = frozenset()  # dom "nW" (0 stands for "LW")
-    nth: frozenset[tuple[int, int]] = frozenset()  # dow "d#k": (weekday, k)
-    last_weekday: frozenset[int] = frozenset()  # dow "dL": the last such weekday
-
-    def dom_mask(self, length: int, first: int) -> int:
-        """Bit d set for each day d of a month of ``length`` days starting on ``first``."""
-        mask = _bits(self.values) & ((2 << length) - 1)
-        if self.last:
-            mask |= 1 << length
-        for n in self.nearest:
-            day = _nearest_weekday(n or length, length, first)
-            if day is not None:
-                mask |= 1 << day
-        return mask
-
-    def dow_mask(self, length: int, first: int) -> int:
-        """Like dom_mask, for a day-of-week field (Sunday 0; ``first`` is the 1st's weekday)."""
-        mask = _weekday_days(_bits(self.values), first) & ((2 << length) - 1)
-        for weekday, week in self.nth:
-            day = (weekday - first) % 7 + 1 + 7 * (week - 1)
-            if day <= length:
-                mask |= 1 << day
-        for weekday in self.last_weekday:
-            day = (weekday - first) % 7 + 1
-            mask |= 1 << (day + 7 * ((length - day) // 7))
-        return mask
-
-
-# Day masks are bit operations on two cached tables, not loops over the days of
-# 28 kinds of month (issue 10: start-up compiles thousands of expressions).
-@functools.lru_cache(maxsize=1024)
-def _bits(values: frozenset[int]) -> int:
-    return sum(1 << v for v in values)
-
-
-@functools.lru_cache(maxsize=1024)
-def _weekday_days(weekdays: int, first: int) -> int:
-    """Bits of the days 1-31 whose weekday is in the bit set ``weekdays``, the 1st being ``first``."""
-    return sum(1 << day for day in range(1, 32) if weekdays >> ((first + day - 1) % 7) & 1)
-
-
-def _nearest_weekday(n: int, length: int, first: int) -> int | None:
-    """Day ``nW`` of a month: the weekday nearest to day n, never in another month."""
-    if n > length:
-        return None
-    weekday = (first + n - 1) % 7
-    if weekday == 6:  # Saturday: Friday, or Monday if n is the 1st
-        return n - 1 if n > 1 else n + 2
-    if weekday == 0:  # Sunday: Monday, or Friday if n is the last day
-        return n + 1 if n < length else n - 2
-    return n
-
-
 class _Plan:
     """An expression compiled to sets: what the searches below read."""
 
@@ -161,9 +104,8 @@ def _sorted_values(index: int, text: str) -> tuple[int, ...]:
 def _day_masks(dom_text: str, dow_text: str, day_rule: str) -> tuple[int, ...]:
     """The fireable days of each kind of month: index (length - 28) * 7 + weekday of the 1st."""
     dom, dow = _parse_days(_DOM, dom_text), _parse_days(_DOW, dow_text)
-    # Vixie: a day field starting with "*" means AND, else OR. ``day_rule`` forces
-    # one of them, to compare with what an older engine did (legacy_difference).
-    both = (dom.star or dow.star) if day_rule == "classic" else day_rule == "and"
+    # ``day_rule`` forces AND or OR, to compare with an older engine (legacy_difference).
+    both = days_anded(dom_text, dow_text) if day_rule == "classic" else day_rule == "and"
     masks = []
     for length in (28, 29, 30, 31):
         for first in range(7):  # weekday of the 1st, Sunday 0
