@@ -9,7 +9,8 @@ the two day fields into one bit mask of matching days per kind of month (its len
 set, so the AND/OR rule of the day fields, ``L``, ``W`` and ``#`` are all decided at
 parse time (see docs/explanation/semantics.md, "Cron expressions"); the masks of one
 day field and the AND/OR rule are in ``crondays``. The searches over these sets, and
-the time zones, are in ``cronexpr``.
+the time zones, are in ``cronexpr``. Expressions are ASCII only: a digit of another
+script is refused, naming its field, before any field is read.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ _MACROS = {
 # hash id or on chance, so a schedule using them would not be reproducible.
 _HASH_TOKEN = re.compile(r"[hr](\(.*\))?(/.*)?", re.IGNORECASE)
 _STEP = re.compile(r"\*/(\d+)")
+# Fields are separated by ASCII whitespace only: str.split() would also split at a
+# no-break or an em space, which other cron tools read as part of a field.
+_ASCII_SPACE = " \t\n\r\f\v"
+_SEPARATOR = re.compile(f"[{_ASCII_SPACE}]+")
 _FIELD_NAMES = ("second", "minute", "hour", "day-of-month", "month", "day-of-week")
 _SEC, _MIN, _HOUR, _DOM, _MON, _DOW = range(6)
 # Inclusive bounds as written; 7 is Sunday too in day-of-week.
@@ -112,6 +117,18 @@ def _day_masks(dom_text: str, dow_text: str, day_rule: str) -> tuple[int, ...]:
             in_dom, in_dow = dom.dom_mask(length, first), dow.dow_mask(length, first)
             masks.append(in_dom & in_dow if both else in_dom | in_dow)
     return tuple(masks)
+
+
+def _non_ascii(text: str) -> str | None:
+    """Why ``text`` is refused for a non-ASCII character, or None. The field parsers rely
+    on it: ``str.isdigit()`` and ``int()`` accept the digits of every script (Arabic-Indic,
+    fullwidth; ``isdigit()`` even superscripts, which ``int()`` then rejects)."""
+    char = next((c for c in text if not c.isascii()), None)
+    if char is None:
+        return None
+    if char.isdigit() or char.isnumeric():
+        return f"{char!r} (U+{ord(char):04X}) is not an ASCII digit; write digits as 0-9"
+    return f"contains the character U+{ord(char):04X}; use ASCII only, fields separated by spaces"
 
 
 def _number(index: int, token: str) -> int:
@@ -242,6 +259,9 @@ class CronExpression:
 
     def __post_init__(self) -> None:
         try:
+            for index, text in enumerate(self.fields):
+                if reason := _non_ascii(text):
+                    raise _FieldError(index, reason)
             plan = _Plan(self.fields)
         except _FieldError as exc:
             raise CronError(
@@ -302,7 +322,7 @@ def parse_cron(expr: str) -> CronExpression:
     """
     if not isinstance(expr, str):
         raise CronError(f"cron expression must be a string, not {type(expr).__name__}")
-    text = expr.strip()
+    text = expr.strip(_ASCII_SPACE)
     if not text:
         raise CronError("cron expression is empty")
 
@@ -314,9 +334,9 @@ def parse_cron(expr: str) -> CronExpression:
             raise invalid(f"unsupported macro; use one of {', '.join(_MACROS)}")
         parts = _MACROS[text.lower()].split()
     else:
-        parts = text.split()
+        parts = _SEPARATOR.split(text)
     if len(parts) not in (5, 6):
-        raise invalid(f"expected 5 or 6 fields, got {len(parts)}")
+        raise invalid(_non_ascii(text) or f"expected 5 or 6 fields, got {len(parts)}")
     fields = tuple(["0", *parts] if len(parts) == 5 else parts)
     if any(_HASH_TOKEN.fullmatch(tok) for field in fields for tok in field.split(",")):
         raise invalid("hash/random tokens (H, R) are not supported")
