@@ -3,13 +3,15 @@ ranges and the admin's first fire, each pinned without a database."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from awa_django import validation
-from awa_django.cronexpr import CronError, parse_cron
+from awa_django.cronexpr import CronError, fires_between, parse_cron
 from awa_django.exceptions import InvalidSchedule
+from awa_django.humanize import describe_cron
 from awa_django.schedule_builder import build_schedule
 
 RECORD = "tests.testapp.tasks.record"
@@ -81,3 +83,75 @@ def test_parse_cron__non_ascii_space_between_fields_is_refused_too() -> None:
 def test_parse_cron__ascii_digits_are_still_read() -> None:
     assert parse_cron("*/15 1-5/2 15W * 5#3")._plan.minutes == (0, 15, 30, 45)
     assert parse_cron("30 0 9 * * *")._plan.seconds == (30,)
+
+
+# --- 2. descriptions say how the two day fields combine -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "description"),
+    [
+        # Both fields restricted: a day matching EITHER fires (classic cron, OR).
+        ("0 0 1 * 1", "At 00:00, on day 1 of the month or on Monday"),
+        ("0 0 13 * 5", "At 00:00, on day 13 of the month or on Friday"),
+        ("0 0 1,15 * 1-5", "At 00:00, on day 1 and 15 of the month or on Monday through Friday"),
+        ("0 0 1-7 * 1", "At 00:00, between day 1 and 7 of the month or on Monday"),
+        ("0 0 L * 1", "At 00:00, on the last day of the month or on Monday"),
+        ("0 0 15W * 0", "At 00:00, on the weekday nearest day 15 of the month or on Sunday"),
+        ("0 0 1 * 1#1", "At 00:00, on day 1 of the month or on the first Monday of the month"),
+        ("0 9 1 * 5L", "At 09:00, on day 1 of the month or on the last Friday of the month"),
+        ("0 0 1 1 1", "At 00:00, on day 1 of the month or on Monday, only in January"),
+        ("0 0 1 * sat-mon", "At 00:00, on day 1 of the month or on Saturday through Monday"),
+        ("0 0 1 * mon,wed,fri", "At 00:00, on day 1 of the month or on Monday, Wednesday and Friday"),
+        ("0 0 1 * 1/2", "At 00:00, on day 1 of the month or on Monday, Wednesday and Friday"),
+        ("30 0 9 1 * 1", "At 09:00:30, on day 1 of the month or on Monday"),
+        (
+            "*/5 9-17 1,15 * mon-fri",
+            "Every 5 minutes, between 09:00 and 17:59, on day 1 and 15 of the month "
+            "or on Monday through Friday",
+        ),
+        # A day field starting with '*' (not '*' itself): the day must match BOTH (AND).
+        ("0 0 */2 * 1", "At 00:00, every 2 days, if that day is Monday"),
+        ("0 0 */2 * */2", "At 00:00, every 2 days, if that day is Sunday, Tuesday, Thursday or Saturday"),
+        ("0 0 */2 * 1#1", "At 00:00, every 2 days, if that day is the first Monday of the month"),
+        (
+            "0 0 1 * */2",
+            "At 00:00, on day 1 of the month, if that day is Sunday, Tuesday, Thursday or Saturday",
+        ),
+        ("0 0 */2 * mon,fri", "At 00:00, every 2 days, if that day is Monday or Friday"),
+        # A '*'-led field that still matches every day says nothing more.
+        ("0 0 */1 * 1", "At 00:00, only on Monday"),
+        ("0 0 *,1 * 1", "At 00:00, only on Monday"),
+        ("0 0 1 * */1", "At 00:00, on day 1 of the month"),
+        # A restricted field ORed with one that matches every day: every day.
+        ("0 0 1-31 * 1", "At 00:00"),
+        # '*' or '?' in a day field: the other field alone (cron-descriptor's wording).
+        ("0 0 ? * 1", "At 00:00, only on Monday"),
+        ("0 0 1 * ?", "At 00:00, on day 1 of the month"),
+        ("0 0 1 * *", "At 00:00, on day 1 of the month"),
+        ("0 0 * * 5#3", "At 00:00, on the third Friday of the month"),
+        ("0 9 * * 1-5", "At 09:00, Monday through Friday"),
+        ("0 0 L * *", "At 00:00, on the last day of the month"),
+        # Lists mixing L, W or # with other items, which cron-descriptor misreads.
+        ("0 0 L,15 * *", "At 00:00, on day 15 and the last day of the month"),
+        ("0 0 1,15,L * 1", "At 00:00, on day 1, day 15 and the last day of the month or on Monday"),
+        ("0 0 * * 1,3#2", "At 00:00, on Monday and the second Wednesday of the month"),
+        ("0 0 1 * 5L,1", "At 00:00, on day 1 of the month or on Monday and the last Friday of the month"),
+    ],
+)
+def test_describe_cron__day_fields_follow_the_day_rule(expression: str, description: str) -> None:
+    assert describe_cron(expression) == description
+
+
+def test_describe_cron__the_or_wording_is_what_the_schedule_does() -> None:
+    # "on day 1 of the month or on Monday": the 1st when it is no Monday, and Mondays
+    # that are not the 1st, both fire.
+    days = [f.date() for f in fires_between(parse_cron("0 0 1 * 1"), UTC_ZONE, *_JANUARY_2026)]
+    assert date(2026, 1, 1) in days  # a Thursday
+    assert date(2026, 1, 5) in days  # a Monday
+    # "every 2 days, if that day is Monday": odd-dated Mondays only.
+    days = [f.date() for f in fires_between(parse_cron("0 0 */2 * 1"), UTC_ZONE, *_JANUARY_2026)]
+    assert days == [date(2026, 1, 5), date(2026, 1, 19)]
+
+
+_JANUARY_2026 = (datetime(2025, 12, 31, 23, 59, tzinfo=UTC), datetime(2026, 1, 31, 23, 59, tzinfo=UTC))
