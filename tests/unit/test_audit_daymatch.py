@@ -3,15 +3,17 @@ ranges and the admin's first fire, each pinned without a database."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from awa_django import validation
+from awa_django import cronexpr, validation
+from awa_django.admin.schedule_rows import _due
 from awa_django.cronexpr import CronError, fires_between, parse_cron
 from awa_django.exceptions import InvalidSchedule
 from awa_django.humanize import describe_cron
+from awa_django.models import CronJob
 from awa_django.schedule_builder import build_schedule
 
 RECORD = "tests.testapp.tasks.record"
@@ -155,3 +157,39 @@ def test_describe_cron__the_or_wording_is_what_the_schedule_does() -> None:
 
 
 _JANUARY_2026 = (datetime(2025, 12, 31, 23, 59, tzinfo=UTC), datetime(2026, 1, 31, 23, 59, tzinfo=UTC))
+
+
+# --- 4. the admin's "due" uses the leader's first-fire rule ---------------------------------
+
+
+def test_admin_due__a_never_fired_row_waits_for_the_slot_in_the_look_back() -> None:
+    created = datetime(2026, 1, 1, 10, 0, 25, tzinfo=UTC)
+    row = CronJob(name="hourly", cron_expr="0 * * * *", timezone="UTC", created_at=created)
+    # The leader fires the 10:00 slot (60 s before creation), not 11:00.
+    assert _due(row) == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    assert _due(row) == cronexpr.next_fire(
+        parse_cron(row.cron_expr), UTC_ZONE, cronexpr.search_start(None, created)
+    )
+    # Exactly 60 s before creation is still in the look-back; 61 s is not.
+    row.created_at = datetime(2026, 1, 1, 10, 1, tzinfo=UTC)
+    assert _due(row) == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    row.created_at = datetime(2026, 1, 1, 10, 1, 1, tzinfo=UTC)
+    assert _due(row) == datetime(2026, 1, 1, 11, tzinfo=UTC)
+    # A row that fired waits for the slot after its last fire.
+    row.last_enqueued_at = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert _due(row) == datetime(2026, 1, 1, 13, tzinfo=UTC)
+
+
+def test_search_start__is_the_bound_due_fires_uses() -> None:
+    created = datetime(2026, 1, 1, 10, 0, 25, tzinfo=UTC)
+    expr = parse_cron("0 * * * *")
+    # due_fires finds the 10:00 slot from creation + 1 s, and the bound includes it.
+    now = created + timedelta(seconds=1)
+    fires = cronexpr.due_fires(
+        expr, UTC_ZONE, last_enqueued_at=None, created_at=created, now=now, catch_up=False, limit=10
+    )
+    start = cronexpr.search_start(None, created)
+    assert fires == [datetime(2026, 1, 1, 10, tzinfo=UTC)] and start < fires[0]
+    assert start == created - timedelta(seconds=60, microseconds=1)
+    last = datetime(2026, 1, 1, 9, tzinfo=UTC)
+    assert cronexpr.search_start(last, created) == last
