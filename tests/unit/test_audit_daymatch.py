@@ -14,7 +14,9 @@ from awa_django.cronexpr import CronError, fires_between, parse_cron
 from awa_django.exceptions import InvalidSchedule
 from awa_django.humanize import describe_cron
 from awa_django.models import CronJob
+from awa_django.rowchecks import row_problem
 from awa_django.schedule_builder import build_schedule
+from tests.unit.test_rowchecks import healthy
 
 RECORD = "tests.testapp.tasks.record"
 UTC_ZONE = ZoneInfo("UTC")
@@ -157,6 +159,27 @@ def test_describe_cron__the_or_wording_is_what_the_schedule_does() -> None:
 
 
 _JANUARY_2026 = (datetime(2025, 12, 31, 23, 59, tzinfo=UTC), datetime(2026, 1, 31, 23, 59, tzinfo=UTC))
+
+
+# --- 3. wrap-around ranges: what the parser reads, what a schedule may declare --------------
+
+
+def test_parse_cron__wrap_around_ranges_run_past_the_end_of_the_field() -> None:
+    assert parse_cron("0 22-2 * * *")._plan.hours == (0, 1, 2, 22, 23)
+    fires = fires_between(parse_cron("0 0 * * fri-mon"), UTC_ZONE, *_JANUARY_2026)
+    assert {f.strftime("%a") for f in fires} == {"Fri", "Sat", "Sun", "Mon"}
+    with pytest.raises(CronError, match="wraps around cannot have a step"):
+        parse_cron("0 22-2/3 * * *")
+
+
+@pytest.mark.parametrize(("expr", "field"), [("0 22-2 * * *", "hour"), ("0 0 * * fri-mon", "day-of-week")])
+def test_build_schedule__wrap_around_ranges_are_refused(expr: str, field: str) -> None:
+    # A schedule cannot use one: declarations refuse it and the leader parks a stored row with it.
+    assert f"in the {field} field is reversed" in (validation.expression_problem(expr) or "")
+    with pytest.raises(InvalidSchedule, match="is reversed"):
+        build_schedule("wrap", expr, RECORD)
+    problem = row_problem(healthy(cron_expr=expr)) or ""
+    assert problem.startswith("cron_expr range") and "is reversed" in problem
 
 
 # --- 4. the admin's "due" uses the leader's first-fire rule ---------------------------------
