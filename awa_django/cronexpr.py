@@ -56,6 +56,7 @@ from .crontz import _classify, _in_fold, _naive, _transition
 __all__ = [
     "CronError",
     "CronExpression",
+    "FIRST_FIRE_LOOKBACK",
     "due_fires",
     "fires_between",
     "latest_fire",
@@ -63,7 +64,12 @@ __all__ = [
     "next_fire",
     "parse_cron",
     "parse_timezone",
+    "search_start",
 ]
+
+# Schedules that have never fired search from created_at minus this (Awa): a
+# schedule created at HH:MM:30 still gets its HH:MM:00 fire.
+FIRST_FIRE_LOOKBACK = timedelta(seconds=60)
 
 
 # --- searching local wall-clock times ----------------------------------------------------
@@ -343,6 +349,16 @@ def latest_fire(
     return best
 
 
+def search_start(last_enqueued_at: datetime | None, created_at: datetime) -> datetime:
+    """The exclusive lower bound of a schedule's next automatic fire: its last fire, or for
+    one that never fired ``created_at - 60 s`` made inclusive (the leader's rule; the admin
+    uses it too, so both name the same first fire)."""
+    if last_enqueued_at is not None:
+        return last_enqueued_at
+    # datetime has microsecond resolution, so "f > lower - 1us" is exactly "f >= lower".
+    return created_at - FIRST_FIRE_LOOKBACK - timedelta(microseconds=1)
+
+
 def due_fires(
     expr: CronExpression,
     tz: ZoneInfo,
@@ -365,7 +381,5 @@ def due_fires(
         last_enqueued_at = _utc("last_enqueued_at", last_enqueued_at)
     if last_enqueued_at is not None and catch_up:
         return fires_between(expr, tz, last_enqueued_at, now, limit)
-    # datetime has microsecond resolution, so "f > lower - 1us" is exactly "f >= lower".
-    lower = last_enqueued_at or created_at - timedelta(seconds=60, microseconds=1)
-    fire = latest_fire(expr, tz, lower, now)
+    fire = latest_fire(expr, tz, search_start(last_enqueued_at, created_at), now)
     return [] if fire is None else [fire]

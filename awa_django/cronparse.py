@@ -7,8 +7,10 @@ every field into a set once: seconds, minutes, hours and months as sorted tuples
 the two day fields into one bit mask of matching days per kind of month (its length,
 28-31, and the weekday of its 1st), 28 masks in all. A day matches when its bit is
 set, so the AND/OR rule of the day fields, ``L``, ``W`` and ``#`` are all decided at
-parse time (see docs/explanation/semantics.md, "Cron expressions"). The searches over
-these sets, and the time zones, are in ``cronexpr``.
+parse time (see docs/explanation/semantics.md, "Cron expressions"); the masks of one
+day field and the AND/OR rule are in ``crondays``. The searches over these sets, and
+the time zones, are in ``cronexpr``. Expressions are ASCII only: a digit of another
+script is refused, naming its field, before any field is read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .crondays import _DayField, days_anded
 
 __all__ = ["CronError", "CronExpression", "parse_cron", "parse_timezone"]
 
@@ -39,6 +43,10 @@ _MACROS = {
 # hash id or on chance, so a schedule using them would not be reproducible.
 _HASH_TOKEN = re.compile(r"[hr](\(.*\))?(/.*)?", re.IGNORECASE)
 _STEP = re.compile(r"\*/(\d+)")
+# Fields are separated by ASCII whitespace only: str.split() would also split at a
+# no-break or an em space, which other cron tools read as part of a field.
+_ASCII_SPACE = " \t\n\r\f\v"
+_SEPARATOR = re.compile(f"[{_ASCII_SPACE}]+")
 _FIELD_NAMES = ("second", "minute", "hour", "day-of-month", "month", "day-of-week")
 _SEC, _MIN, _HOUR, _DOM, _MON, _DOW = range(6)
 # Inclusive bounds as written; 7 is Sunday too in day-of-week.
@@ -61,66 +69,6 @@ class _FieldError(Exception):
     def __init__(self, index: int, reason: str) -> None:
         super().__init__(reason)
         self.index, self.reason = index, reason
-
-
-@dataclass(frozen=True, slots=True)
-class _DayField:
-    """One parsed day field: plain values plus the ``L``/``W``/``#`` items."""
-
-    star: bool  # the text starts with "*" or "?" (Vixie's DOM_STAR)
-    values: frozenset[int]  # days 1-31, or weekdays 0-6 (Sunday 0)
-    last: bool = False  # dom "L": the last day of the month
-    nearest: frozenset[int] = frozenset()  # dom "nW" (0 stands for "LW")
-    nth: frozenset[tuple[int, int]] = frozenset()  # dow "d#k": (weekday, k)
-    last_weekday: frozenset[int] = frozenset()  # dow "dL": the last such weekday
-
-    def dom_mask(self, length: int, first: int) -> int:
-        """Bit d set for each day d of a month of ``length`` days starting on ``first``."""
-        mask = _bits(self.values) & ((2 << length) - 1)
-        if self.last:
-            mask |= 1 << length
-        for n in self.nearest:
-            day = _nearest_weekday(n or length, length, first)
-            if day is not None:
-                mask |= 1 << day
-        return mask
-
-    def dow_mask(self, length: int, first: int) -> int:
-        """Like dom_mask, for a day-of-week field (Sunday 0; ``first`` is the 1st's weekday)."""
-        mask = _weekday_days(_bits(self.values), first) & ((2 << length) - 1)
-        for weekday, week in self.nth:
-            day = (weekday - first) % 7 + 1 + 7 * (week - 1)
-            if day <= length:
-                mask |= 1 << day
-        for weekday in self.last_weekday:
-            day = (weekday - first) % 7 + 1
-            mask |= 1 << (day + 7 * ((length - day) // 7))
-        return mask
-
-
-# Day masks are bit operations on two cached tables, not loops over the days of
-# 28 kinds of month (issue 10: start-up compiles thousands of expressions).
-@functools.lru_cache(maxsize=1024)
-def _bits(values: frozenset[int]) -> int:
-    return sum(1 << v for v in values)
-
-
-@functools.lru_cache(maxsize=1024)
-def _weekday_days(weekdays: int, first: int) -> int:
-    """Bits of the days 1-31 whose weekday is in the bit set ``weekdays``, the 1st being ``first``."""
-    return sum(1 << day for day in range(1, 32) if weekdays >> ((first + day - 1) % 7) & 1)
-
-
-def _nearest_weekday(n: int, length: int, first: int) -> int | None:
-    """Day ``nW`` of a month: the weekday nearest to day n, never in another month."""
-    if n > length:
-        return None
-    weekday = (first + n - 1) % 7
-    if weekday == 6:  # Saturday: Friday, or Monday if n is the 1st
-        return n - 1 if n > 1 else n + 2
-    if weekday == 0:  # Sunday: Monday, or Friday if n is the last day
-        return n + 1 if n < length else n - 2
-    return n
 
 
 class _Plan:
@@ -161,15 +109,26 @@ def _sorted_values(index: int, text: str) -> tuple[int, ...]:
 def _day_masks(dom_text: str, dow_text: str, day_rule: str) -> tuple[int, ...]:
     """The fireable days of each kind of month: index (length - 28) * 7 + weekday of the 1st."""
     dom, dow = _parse_days(_DOM, dom_text), _parse_days(_DOW, dow_text)
-    # Vixie: a day field starting with "*" means AND, else OR. ``day_rule`` forces
-    # one of them, to compare with what an older engine did (legacy_difference).
-    both = (dom.star or dow.star) if day_rule == "classic" else day_rule == "and"
+    # ``day_rule`` forces AND or OR, to compare with an older engine (legacy_difference).
+    both = days_anded(dom_text, dow_text) if day_rule == "classic" else day_rule == "and"
     masks = []
     for length in (28, 29, 30, 31):
         for first in range(7):  # weekday of the 1st, Sunday 0
             in_dom, in_dow = dom.dom_mask(length, first), dow.dow_mask(length, first)
             masks.append(in_dom & in_dow if both else in_dom | in_dow)
     return tuple(masks)
+
+
+def _non_ascii(text: str) -> str | None:
+    """Why ``text`` is refused for a non-ASCII character, or None. The field parsers rely
+    on it: ``str.isdigit()`` and ``int()`` accept the digits of every script (Arabic-Indic,
+    fullwidth; ``isdigit()`` even superscripts, which ``int()`` then rejects)."""
+    char = next((c for c in text if not c.isascii()), None)
+    if char is None:
+        return None
+    if char.isdigit() or char.isnumeric():
+        return f"{char!r} (U+{ord(char):04X}) is not an ASCII digit; write digits as 0-9"
+    return f"contains the character U+{ord(char):04X}; use ASCII only, fields separated by spaces"
 
 
 def _number(index: int, token: str) -> int:
@@ -300,6 +259,9 @@ class CronExpression:
 
     def __post_init__(self) -> None:
         try:
+            for index, text in enumerate(self.fields):
+                if reason := _non_ascii(text):
+                    raise _FieldError(index, reason)
             plan = _Plan(self.fields)
         except _FieldError as exc:
             raise CronError(
@@ -360,7 +322,7 @@ def parse_cron(expr: str) -> CronExpression:
     """
     if not isinstance(expr, str):
         raise CronError(f"cron expression must be a string, not {type(expr).__name__}")
-    text = expr.strip()
+    text = expr.strip(_ASCII_SPACE)
     if not text:
         raise CronError("cron expression is empty")
 
@@ -372,9 +334,9 @@ def parse_cron(expr: str) -> CronExpression:
             raise invalid(f"unsupported macro; use one of {', '.join(_MACROS)}")
         parts = _MACROS[text.lower()].split()
     else:
-        parts = text.split()
+        parts = _SEPARATOR.split(text)
     if len(parts) not in (5, 6):
-        raise invalid(f"expected 5 or 6 fields, got {len(parts)}")
+        raise invalid(_non_ascii(text) or f"expected 5 or 6 fields, got {len(parts)}")
     fields = tuple(["0", *parts] if len(parts) == 5 else parts)
     if any(_HASH_TOKEN.fullmatch(tok) for field in fields for tok in field.split(",")):
         raise invalid("hash/random tokens (H, R) are not supported")

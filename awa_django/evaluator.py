@@ -20,7 +20,7 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import connections
@@ -133,9 +133,6 @@ SELECT_NEXT_DUE = """
                     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL)
 """
 
-# Schedules that have never fired search from created_at minus this (Awa): a
-# schedule created at HH:MM:30 still gets its HH:MM:00 fire.
-FIRST_FIRE_LOOKBACK = timedelta(seconds=60)
 # Stored for a row that cannot be evaluated (bad expression written by raw SQL)
 # or that never fires again, so it is not re-read every pass; any definition
 # change resets it. Not 'infinity': Python datetimes (the ORM, the CLI, the
@@ -288,9 +285,7 @@ def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
     _warn_catch_up_limit(row, len(fires), limit)
     # The next fire strictly after the new CAS token; for a never-fired row with
     # nothing due, after the (inclusive) first-fire search bound.
-    after = fires[-1] if fires else last
-    if after is None:
-        after = row["created_at"] - FIRST_FIRE_LOOKBACK - timedelta(microseconds=1)
+    after = fires[-1] if fires else cronexpr.search_start(last, row["created_at"])
     upcoming = cronexpr.next_fire(expression, zone, after)
     entry["fires"] = [f.isoformat() for f in fires]
     entry["next_fire_at"] = upcoming.isoformat() if upcoming else NEVER

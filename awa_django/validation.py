@@ -16,6 +16,8 @@ import re
 import unicodedata
 from typing import Any
 
+from .cronparse import _non_ascii
+
 # A cron expression longer than this is refused before it is parsed: parsing
 # cost grows with the text, and every evaluation pass parses due rows again.
 MAX_EXPRESSION_LENGTH = 256
@@ -103,16 +105,18 @@ def expression_problem(text: str) -> str | None:
     """
     if len(text) > MAX_EXPRESSION_LENGTH:
         return f"is {len(text)} characters long; the limit is {MAX_EXPRESSION_LENGTH}"
+    stripped = text.strip(" \t")
+    parts = re.split(r"[ \t]+", stripped)
+    fields = ["0", *parts] if len(parts) == 5 else parts
     for char in text:
         if not (" " <= char <= "~" or char == "\t"):
+            # Name the field when the text has one there (a '\u0665' digit, not a no-break space).
+            index = next((i for i, f in enumerate(fields) if char in f), None)
+            if len(fields) == 6 and index is not None and not char.isspace() and char >= "\x80":
+                return f"bad {_FIELD_NAMES[index]} field {fields[index]!r}: {_non_ascii(char)}"
             return f"contains the character U+{ord(char):04X}; use ASCII only, fields separated by spaces"
-    stripped = text.strip()
-    if stripped.startswith("@"):
-        return None
-    parts = stripped.split()
-    if len(parts) not in (5, 6):
+    if stripped.startswith("@") or len(parts) not in (5, 6):
         return None  # the parser names the field-count error
-    fields = ["0", *parts] if len(parts) == 5 else parts
     for index, field in enumerate(fields):
         low, high = _FIELD_RANGES[index]
         name = _FIELD_NAMES[index]

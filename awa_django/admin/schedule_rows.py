@@ -45,13 +45,14 @@ class RowInfo:
 
 def _due(row: CronJob) -> datetime | None:
     """The automatic fire the leader is waiting for: stored, or (not computed yet) the
-    first slot after the last fire, or after creation for a row that never fired."""
+    first slot after the leader's search start (the last fire, or for a row that never
+    fired 60 s before its creation: the leader fires a slot that close)."""
     if row.next_fire_at is not None:
         return None if row.next_fire_at.year >= NEVER_YEAR else row.next_fire_at
     zone = zone_of(row)
-    since = row.last_enqueued_at or row.created_at
-    if since is None or zone is None:
+    if row.created_at is None or zone is None:
         return None
+    since = cronexpr.search_start(row.last_enqueued_at, row.created_at)
     try:
         return cronexpr.next_fire(cronexpr.parse_cron(row.cron_expr), zone, since)
     except cronexpr.CronError:
