@@ -21,6 +21,7 @@ from django.utils.safestring import SafeString
 from .. import ownership, reconciliation
 from ..actions import ActionResult
 from ..models import CronJob, CronOwner
+from ..validation import validate_label
 from .common import OPERATOR_ERRORS, ReadOnlyAdmin, actor, badge, confirmation, has_awa_perm
 
 
@@ -178,7 +179,12 @@ class CronOwnerAdmin(ReadOnlyAdmin):
         """Retire or restore every schedule of an owner: dry-run plan, then confirm."""
         self._require_retire(request)
         owner_id = unquote(object_id)
-        if not CronOwner.objects.filter(owner_id=owner_id).exists():
+        try:
+            validate_label(owner_id, "owner")  # a NUL must not reach a query
+        except ValueError:
+            raise Http404("not an owner id") from None
+        owner = self.get_object(request, owner_id)
+        if owner is None:
             raise Http404(f"no owner {owner_id!r}")
         back = reverse("admin:awa_django_cronowner_change", args=[quote(owner_id)])
         verb = "retire" if action == "retire_owner" else "restore"
