@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.contrib import admin
-from django.contrib.admin.models import LogEntry
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
@@ -217,6 +217,61 @@ def test_actions__valid_selection_still_acts(admin_client: Client, admin_user: U
     data = {"action": "cancel_jobs", "index": "0", "_selected_action": [str(job.id)]}
     admin_client.post(changelist("job"), data)
     assert Job.objects.get().state == "cancelled"
+
+
+# -- 5. owner actions leave an audit trail ---------------------------------------------
+
+
+def history(obj: Any) -> list[tuple[str, int, str]]:
+    entries = LogEntry.objects.filter(object_id=str(obj.pk), content_type__model=obj._meta.model_name)
+    return [(e.user.username, e.action_flag, e.get_change_message()) for e in entries.order_by("id")]
+
+
+def test_owner_retire_and_restore__write_the_admin_history(admin_client: Client, admin_user: User) -> None:
+    owned("web", "w1", "w2")
+    owner = CronOwner.objects.get()
+    url = reverse("admin:awa_django_cronowner_retire", args=["web"])
+    admin_client.get(url)  # the dry run changes nothing and logs nothing
+    assert not LogEntry.objects.exists()
+    admin_client.post(url, {"post": "yes"})
+    user = admin_user.username
+    assert history(owner) == [(user, CHANGE, "retired owner web: w1, w2")]
+    for name in ("w1", "w2"):
+        assert history(CronJob.objects.get(name=name)) == [(user, CHANGE, "retired with owner web")]
+    admin_client.post(reverse("admin:awa_django_cronowner_restore", args=["web"]), {"post": "yes"})
+    assert history(owner)[-1] == (user, CHANGE, "restored owner web: w1, w2")
+    assert history(CronJob.objects.get(name="w1"))[-1] == (user, CHANGE, "restored with owner web")
+    # Nothing left to restore: no change, no entry.
+    admin_client.post(reverse("admin:awa_django_cronowner_restore", args=["web"]), {"post": "yes"})
+    assert len(history(owner)) == 2
+
+
+def test_owner_adopt__writes_the_admin_history(admin_client: Client, admin_user: User) -> None:
+    owned("web", "w1")
+    CronJobFactory(name="loose")
+    url = reverse("admin:awa_django_cronowner_adopt")
+    admin_client.post(url, {"name": "loose", "owner": "web", "expected_owner": ""})  # preview
+    assert not LogEntry.objects.exists()
+    admin_client.post(url, {"name": "loose", "owner": "web", "expected_owner": "", "post": "yes"})
+    admin_client.post(url, {"name": "w1", "owner": "billing", "expected_owner": "web", "post": "yes"})
+    user = admin_user.username
+    assert history(CronJob.objects.get(name="loose")) == [
+        (user, CHANGE, "adopted by owner web (was unowned)")
+    ]
+    assert history(CronJob.objects.get(name="w1")) == [(user, CHANGE, "adopted by owner billing (was web)")]
+    # The owner's history names what it gained.
+    assert history(CronOwner.objects.get(owner_id="billing")) == [(user, CHANGE, "adopted w1 (was web)")]
+    assert history(CronOwner.objects.get(owner_id="web")) == [(user, CHANGE, "adopted loose (was unowned)")]
+    # A refused transfer writes nothing.
+    admin_client.post(url, {"name": "w1", "owner": "x", "expected_owner": "nobody", "post": "yes"})
+    assert len(history(CronJob.objects.get(name="w1"))) == 1
+
+
+def test_owner_history_page_lists_the_entries(admin_client: Client, admin_user: User) -> None:
+    owned("web", "w1")
+    admin_client.post(reverse("admin:awa_django_cronowner_retire", args=["web"]), {"post": "yes"})
+    page = admin_client.get(reverse("admin:awa_django_cronowner_history", args=["web"])).content.decode()
+    assert "retired owner web: w1" in page and admin_user.username in page
 
 
 # -- other hostile parameters ------------------------------------------------------------
