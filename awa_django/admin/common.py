@@ -15,9 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import EmptyResultSet, ValidationError
 from django.db import DatabaseError, connections
-from django.db.models import Model
-from django.http import HttpRequest
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
@@ -158,3 +162,68 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    # -- hostile input: a page or a message, never a 500 -------------------------
+    # PostgreSQL refuses NUL in text, so a NUL from a URL must not reach a
+    # query: psycopg raises DataError (jsonb even aborts the transaction).
+
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
+        """Refuse a NUL in any query parameter the way Django refuses an unknown
+        lookup: back to the plain list with ``?e=1``."""
+        if any("\x00" in key + "".join(values) for key, values in request.GET.lists()):
+            raise IncorrectLookupParameters("NUL byte in the query string")
+        return super().get_changelist_instance(request)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """The filtered and searched list query, compiled once here (no query).
+
+        Django checks lookup values when it builds the filters, but some fail
+        only when the SQL is compiled (``?run_at__year=99999``: no datetime
+        holds that year); compiling here turns them into ``?e=1`` as well.
+        """
+        queryset, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        try:
+            queryset.query.get_compiler(queryset.db).as_sql()
+        except EmptyResultSet:
+            pass  # a valid query that matches nothing
+        except (ValueError, OverflowError) as exc:
+            raise IncorrectLookupParameters(exc) from exc
+        return queryset, may_have_duplicates
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        """No row has a NUL in its key: Django then says the object doesn't exist."""
+        if "\x00" in object_id:
+            return None
+        return super().get_object(request, object_id, from_field)
+
+    def response_action(
+        self, request: HttpRequest, queryset: QuerySet[Any], *args: Any, **kwargs: Any
+    ) -> HttpResponse | None:
+        """Run an action only on a selection of valid primary keys.
+
+        A forged selection (``_selected_action=abc`` for a job, a NUL, an id
+        past bigint) is refused as a whole with a message: nothing changes.
+        """
+        selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+        invalid = [value for value in selected if not self._valid_pk(value)]
+        if invalid:
+            shown = ", ".join(repr(value)[:40] for value in invalid[:3])
+            self.message_user(
+                request,
+                f"Not a {self.opts.verbose_name} id: {shown}. No items have been changed.",
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset, *args, **kwargs)
+
+    def _valid_pk(self, value: str) -> bool:
+        field = self.opts.pk
+        if "\x00" in value:
+            return False
+        try:
+            field.run_validators(field.to_python(value))  # bigint range for job ids
+        except ValidationError:
+            return False
+        return True

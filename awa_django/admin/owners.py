@@ -3,15 +3,17 @@ and the adopt/transfer form (which names the owner the operator expects)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -21,7 +23,12 @@ from django.utils.safestring import SafeString
 from .. import ownership, reconciliation
 from ..actions import ActionResult
 from ..models import CronJob, CronOwner
+from ..validation import validate_label
 from .common import OPERATOR_ERRORS, ReadOnlyAdmin, actor, badge, confirmation, has_awa_perm
+
+
+def schedules(names: list[str]) -> QuerySet[CronJob]:
+    return CronJob.objects.filter(name__in=names).order_by("name")
 
 
 def plan_for(owner_id: str, using: str = "default") -> reconciliation.Plan | str:
@@ -170,6 +177,16 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             )
         return super().change_view(request, object_id, form_url, context)
 
+    def _log(self, request: HttpRequest, rows: Iterable[Model], message: str) -> None:
+        """A change in the admin history (LogEntry) of each row, in one insert."""
+        LogEntry.objects.log_actions(
+            # admin_view only lets logged-in staff users in: pk is set.
+            user_id=cast(int, request.user.pk),
+            queryset=rows,
+            action_flag=CHANGE,
+            change_message=message,
+        )
+
     def _require_retire(self, request: HttpRequest) -> None:
         if not has_awa_perm(request, "retire_cronjob"):
             raise PermissionDenied
@@ -178,7 +195,12 @@ class CronOwnerAdmin(ReadOnlyAdmin):
         """Retire or restore every schedule of an owner: dry-run plan, then confirm."""
         self._require_retire(request)
         owner_id = unquote(object_id)
-        if not CronOwner.objects.filter(owner_id=owner_id).exists():
+        try:
+            validate_label(owner_id, "owner")  # a NUL must not reach a query
+        except ValueError:
+            raise Http404("not an owner id") from None
+        owner = self.get_object(request, owner_id)
+        if owner is None:
             raise Http404(f"no owner {owner_id!r}")
         back = reverse("admin:awa_django_cronowner_change", args=[quote(owner_id)])
         verb = "retire" if action == "retire_owner" else "restore"
@@ -190,6 +212,9 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             self.message_user(request, f"{verb} owner {owner_id}: {exc}", messages.ERROR)
             return HttpResponseRedirect(back)
         if apply:
+            if result.schedules:
+                self._log(request, [owner], f"{verb}d owner {owner_id}: " + ", ".join(result.schedules))
+                self._log(request, schedules(result.schedules), f"{verb}d with owner {owner_id}")
             self.message_user(
                 request,
                 f"{verb}d {len(result.schedules)} schedule(s) of {owner_id}: "
@@ -239,6 +264,15 @@ class CronOwnerAdmin(ReadOnlyAdmin):
                 plan = None
             else:
                 if apply:
+                    was = data["expected_owner"] or "unowned"
+                    self._log(
+                        request, schedules(plan.schedules), f"adopted by owner {data['owner']} (was {was})"
+                    )
+                    self._log(
+                        request,
+                        CronOwner.objects.filter(owner_id=data["owner"]),
+                        f"adopted {', '.join(plan.schedules)} (was {was})",
+                    )
                     self.message_user(
                         request, f"{data['name']} now belongs to {data['owner']}", messages.SUCCESS
                     )
