@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -31,7 +32,12 @@ from django.tasks.signals import task_enqueued
 from .conf import conf
 from .models import Job, JobState
 from .payloads import checked_payload
-from .taskpaths import TaskNotHere, TaskNotRunnable, is_allowed_module, load_task
+from .taskpaths import require_runnable_here, resolve_task
+from .validation import queue_problem, run_after_problem
+
+# A result id: a job id (bigint identity) in canonical decimal form.
+RESULT_ID = re.compile(r"[1-9][0-9]{0,18}")
+BIGINT_MAX = 2**63 - 1
 
 STATUS = {
     JobState.AVAILABLE: TaskResultStatus.READY,
@@ -61,6 +67,23 @@ class AwaBackend(BaseTaskBackend):
     def max_attempts(self) -> int:
         """Attempts per enqueued job: ``OPTIONS["MAX_ATTEMPTS"]`` or ``AWA_MAX_ATTEMPTS``."""
         return int(self._max_attempts if self._max_attempts is not None else conf.MAX_ATTEMPTS)
+
+    def validate_task(self, task: Task[Any, Any]) -> None:
+        """Django's rules, and what ``awa_jobs`` can store: the queue name, ``run_after``.
+
+        As in Django, an empty ``QUEUES`` allows any queue name; for this backend,
+        any it can store (:func:`~awa_django.validation.queue_problem`).
+        """
+        problem = queue_problem(task.queue_name)
+        if problem:
+            raise InvalidTask(f"queue_name {task.queue_name!r:.100} {problem}")
+        run_after = task.run_after
+        if run_after is not None and not isinstance(run_after, datetime):
+            raise InvalidTask(f"run_after must be a datetime, not {type(run_after).__name__}")
+        super().validate_task(task)
+        problem = run_after_problem(run_after) if run_after is not None else None
+        if problem:
+            raise InvalidTask(f"run_after {run_after} {problem}")
 
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any, Any]:
@@ -154,10 +177,20 @@ class AwaBackend(BaseTaskBackend):
 
     # -- results -------------------------------------------------------------
     def get_result(self, result_id: str) -> TaskResult[Any, Any]:
-        """The current state of job ``result_id`` (from any process)."""
+        """The current state of job ``result_id`` (from any process).
+
+        ``result_id`` is a ``TaskResult.id``: the job id as a string. Anything
+        else (an int, ``" 7"``, ``"07"``, text) is no result's id.
+        """
+        if (
+            not isinstance(result_id, str)
+            or not RESULT_ID.fullmatch(result_id)
+            or int(result_id) > BIGINT_MAX
+        ):
+            raise TaskResultDoesNotExist(f"{result_id!r:.100} is not a result id of this backend")
         try:
             job = Job.objects.using(self.database).get(id=int(result_id))
-        except (Job.DoesNotExist, ValueError, TypeError):
+        except Job.DoesNotExist:
             raise TaskResultDoesNotExist(result_id) from None
         return self.result_for(job)
 
@@ -335,28 +368,6 @@ _NEW_JOB_DEFAULTS: dict[str, Any] = {
     "heartbeat_at": None,
     "result": None,
 }
-
-
-def resolve_task(kind: str) -> Task[Any, Any] | None:
-    """The ``Task`` object at dotted path ``kind``, or None.
-
-    Never imports a module outside the installed apps and ``AWA_TASK_MODULES``
-    (see :mod:`awa_django.taskpaths`).
-    """
-    try:
-        return load_task(kind)
-    except (TaskNotHere, TaskNotRunnable):
-        return None
-
-
-def require_runnable_here(task: Task[Any, Any]) -> None:
-    """Refuse to enqueue a task ``runtasks`` would never import."""
-    module = task.module_path.rpartition(".")[0]
-    if not is_allowed_module(module):
-        raise InvalidTask(
-            f"task {task.module_path!r}: its module is not in an installed app or AWA_TASK_MODULES, "
-            "so runtasks would not import it"
-        )
 
 
 def job_from_row(row: dict[str, Any]) -> Job:

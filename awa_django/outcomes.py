@@ -26,6 +26,7 @@ from . import jobs, metrics
 from .backend import AwaBackend
 from .completions import Completions, ReportAbandoned, Success
 from .conf import conf
+from .payloads import exception_text, storable_text
 from .taskpaths import TaskNotHere
 
 logger = logging.getLogger("awa_django.worker")
@@ -49,11 +50,21 @@ def retry_delay(attempt: int) -> float:
 
 
 def error_entry(exc: BaseException, attempt: int, worker_id: str) -> dict[str, Any]:
-    """The JSON stored in ``awa_jobs.errors`` for a failed attempt."""
+    """The JSON stored in ``awa_jobs.errors`` for a failed attempt.
+
+    Whatever the exception: its text may hold NUL or lone surrogates (written
+    visibly, see :func:`~awa_django.payloads.storable_text`), its ``__str__``
+    may raise (the class name stands in); storing the failure never fails.
+    """
     kind = type(exc)
+    class_path = storable_text(f"{kind.__module__}.{kind.__qualname__}")
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:  # e.g. a RecursionError on a pathological __cause__ chain
+        text = f"{class_path}: {exception_text(exc)}\n(the traceback could not be formatted)\n"
     return {
-        "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-        "traceback": "".join(traceback.format_exception(exc)),
+        "exception_class_path": class_path,
+        "traceback": storable_text(text),
         "attempt": attempt,
         "worker_id": worker_id,
     }
@@ -167,7 +178,7 @@ class Outcomes(Completions):
             attempt,
             state,
             entry["exception_class_path"],
-            exc,
+            exception_text(exc),  # never exc itself: its __str__ may raise in the log handler
             exc_info=not isinstance(exc, Exception),
             extra={"event": f"job.{state}", "job_id": job_id},
         )
@@ -199,7 +210,12 @@ class Outcomes(Completions):
             metrics.observe_finished(row, state)
             with self._lock:
                 self.failed += 1
-            logger.error("job %s failed: %s", job_id, exc, extra={"event": "job.failed", "job_id": job_id})
+            logger.error(
+                "job %s failed: %s",
+                job_id,
+                exception_text(exc),
+                extra={"event": "job.failed", "job_id": job_id},
+            )
         return state
 
     def release(self, row: Row, reason: TaskNotHere) -> str | None:

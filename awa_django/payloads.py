@@ -1,9 +1,10 @@
-"""What a job may store: task arguments and results as PostgreSQL jsonb takes them.
+"""What a job may store: task arguments, results and errors as PostgreSQL jsonb takes them.
 
 jsonb rejects NUL characters and lone surrogates that ``json.dumps`` lets
 through; checking here turns them into a clear error in the caller (the
 enqueuing code, or the task that returned the value) instead of a database
-error later.
+error later. An error's text cannot be refused (the failure must be
+recorded): :func:`storable_text` writes those characters out instead.
 """
 
 from __future__ import annotations
@@ -64,3 +65,23 @@ def unstorable_reason(value: Any) -> str | None:
             if reason:
                 return reason
     return None
+
+
+def storable_text(text: str) -> str:
+    """``text`` as PostgreSQL text and jsonb can store it: each NUL written ``\\x00``
+    and each lone surrogate ``\\udXXX``, visibly, instead of a database error."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or ``<unprintable ClassName>`` when the exception's own ``__str__`` raises."""
+    try:
+        return str(exc)
+    except BaseException:  # its __str__ is arbitrary code: it may raise anything, even SystemExit
+        return f"<unprintable {type(exc).__qualname__}>"

@@ -12,21 +12,26 @@ Two outcomes besides a task:
   so the worker hands the job back, for at most ``AWA_UNKNOWN_TASK_TIMEOUT``.
 * :class:`TaskNotRunnable`: the path can never name a task here (relative or
   malformed, importing it raises, no such attribute, not a ``@task``). The job
-  fails at once with this message.
+  fails at once with this message. A ``KeyboardInterrupt`` raised by the
+  import counts too, unless it may be a real Ctrl-C (:func:`may_be_ctrl_c`).
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+import signal
+import threading
 from typing import Any
 
 from django.apps import apps
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.tasks import Task
+from django.tasks.exceptions import InvalidTask
 
 from .conf import conf
+from .payloads import exception_text
 
 DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
@@ -80,15 +85,17 @@ def load_task(kind: Any) -> Task[Any, Any]:
     try:
         module = importlib.import_module(module_path)
     except ModuleNotFoundError as exc:
-        missing = exc.name or ""
+        missing = exc.name if isinstance(exc.name, str) else ""
         if missing and (module_path == missing or module_path.startswith(missing + ".")):
             raise TaskNotHere(f"task path {kind!r}: module {missing!r} does not exist here") from exc
-        raise TaskNotRunnable(f"task path {kind!r}: importing {module_path!r} failed: {exc}") from exc
+        raise TaskNotRunnable(
+            f"task path {kind!r}: importing {module_path!r} failed: {exception_text(exc)}"
+        ) from exc
     except BaseException as exc:  # module-level code may raise anything, even SystemExit
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, KeyboardInterrupt) and may_be_ctrl_c():
             raise
         raise TaskNotRunnable(
-            f"task path {kind!r}: importing {module_path!r} raised {type(exc).__name__}: {exc}"
+            f"task path {kind!r}: importing {module_path!r} raised {type(exc).__name__}: {exception_text(exc)}"
         ) from exc
     task = getattr(module, name, None)
     if task is None:
@@ -96,6 +103,22 @@ def load_task(kind: Any) -> Task[Any, Any]:
     if not isinstance(task, Task):
         raise TaskNotRunnable(f"task path {kind!r} is a {type(task).__name__}, not a @task")
     return task
+
+
+def may_be_ctrl_c() -> bool:
+    """Whether a ``KeyboardInterrupt`` here may be a real Ctrl-C rather than raised by code.
+
+    Python raises it for SIGINT only in the main thread, and only while its
+    default handler is installed. ``runtasks`` installs its own (a Ctrl-C asks
+    it to stop) and runs tasks in other threads: there, a module that raises
+    ``KeyboardInterrupt`` while imported is broken like any other, and its job
+    fails. In a shell it may be the user's Ctrl-C: it must interrupt, and not
+    fail the job for good.
+    """
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
 
 
 def call_arguments(args: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -113,3 +136,25 @@ def call_arguments(args: Any) -> tuple[list[Any], dict[str, Any]]:
     if not isinstance(keywords, dict):
         raise TaskNotRunnable(f"job args['kwargs'] must be an object, got {type(keywords).__name__}")
     return list(positional), dict(keywords)
+
+
+def resolve_task(kind: str) -> Task[Any, Any] | None:
+    """The ``Task`` object at dotted path ``kind``, or None.
+
+    Never imports a module outside the installed apps and ``AWA_TASK_MODULES``
+    (see :mod:`awa_django.taskpaths`).
+    """
+    try:
+        return load_task(kind)
+    except (TaskNotHere, TaskNotRunnable):
+        return None
+
+
+def require_runnable_here(task: Task[Any, Any]) -> None:
+    """Refuse to enqueue a task ``runtasks`` would never import."""
+    module = task.module_path.rpartition(".")[0]
+    if not is_allowed_module(module):
+        raise InvalidTask(
+            f"task {task.module_path!r}: its module is not in an installed app or AWA_TASK_MODULES, "
+            "so runtasks would not import it"
+        )

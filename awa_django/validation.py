@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .cronparse import _non_ascii
@@ -42,6 +43,13 @@ _MONTHS = {
     )
 }
 _DAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
+# A queue name, as for schedules: 1 to 200 characters (see name_problem).
+MAX_QUEUE_LENGTH = 200
+# run_after is stored as timestamptz, read back in UTC and shown in local time
+# zones (offsets under a day): a day inside Python's years 1-9999 keeps every
+# one of those conversions in range.
+RUN_AFTER_MIN = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+RUN_AFTER_MAX = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 _RANGE = re.compile(r"([0-9a-zA-Z]+)-([0-9a-zA-Z]+)")
 _DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
@@ -65,6 +73,33 @@ def name_problem(value: str) -> str | None:
     for char in value:
         if unicodedata.category(char) in _FORBIDDEN_NAME_CATEGORIES:
             return f"contains the control or format character U+{ord(char):04X}"
+    return None
+
+
+def queue_problem(value: Any) -> str | None:
+    """A queue name ``awa_jobs`` cannot store, or that would not print as itself."""
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    if not 1 <= len(value) <= MAX_QUEUE_LENGTH:
+        return f"must be 1 to {MAX_QUEUE_LENGTH} characters long"
+    return name_problem(value)
+
+
+def run_after_problem(value: datetime) -> str | None:
+    """A ``run_after`` outside :data:`RUN_AFTER_MIN` - :data:`RUN_AFTER_MAX` (UTC).
+
+    A naive value is compared as if it were UTC: the day of margin covers its zone.
+    """
+    try:
+        offset = value.utcoffset()
+        instant = value.replace(tzinfo=UTC) if offset is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):  # before year 1 or after year 9999 in UTC
+        instant = None
+    if instant is None or not RUN_AFTER_MIN <= instant <= RUN_AFTER_MAX:
+        return (
+            f"must be between {RUN_AFTER_MIN.isoformat()} and {RUN_AFTER_MAX.isoformat()}, so that "
+            "it can be read back and shown in any time zone"
+        )
     return None
 
 

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from awa_django.payloads import checked_payload, contains_nul, unstorable_reason
+from awa_django.payloads import (
+    checked_payload,
+    contains_nul,
+    exception_text,
+    storable_text,
+    unstorable_reason,
+)
 
 
 def test_checked_payload__normalises_arguments_and_returns_their_json_text() -> None:
@@ -71,3 +77,28 @@ def test_unstorable_reason__names_what_jsonb_rejects(value: Any, reason: str) ->
 @pytest.mark.parametrize("value", [None, 0, 1.5, True, "text é 😀", [], {}, {"a": [1, {"b": "c"}]}])
 def test_unstorable_reason__none_for_storable_values(value: Any) -> None:
     assert unstorable_reason(value) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("plain é", "plain é"),
+        ("a\x00b", "a\\x00b"),
+        ("half \ud800 pair", "half \\ud800 pair"),
+        ("\x00\udfff", "\\x00\\udfff"),
+        ("\U0001f600 is a real pair", "\U0001f600 is a real pair"),
+    ],
+)
+def test_storable_text__writes_nul_and_lone_surrogates_out_visibly(text: str, stored: str) -> None:
+    assert storable_text(text) == stored
+    assert unstorable_reason(storable_text(text)) is None
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise SystemExit("even this")
+
+
+def test_exception_text__falls_back_to_the_class_name_when_str_raises() -> None:
+    assert exception_text(ValueError("shown")) == "shown"
+    assert exception_text(_Unprintable()) == "<unprintable _Unprintable>"

@@ -106,3 +106,38 @@ def test_kind_problem__dotted_path_is_fine() -> None:
 def test_size_problem__limit_is_inclusive() -> None:
     assert validation.size_problem(100, 100) is None
     assert validation.size_problem(101, 100) == "is 101 bytes as JSON; the limit is AWA_MAX_ARGS_BYTES=100"
+
+
+@pytest.mark.parametrize(
+    ("queue", "ok"),
+    [
+        ("default", True),
+        ("é" * 200, True),
+        ("", False),
+        ("x" * 201, False),
+        ("a\x00", False),
+        ("\ud800", False),
+        ("a\tb", False),
+        (7, False),
+    ],
+)
+def test_queue_problem(queue: object, ok: bool) -> None:
+    assert (validation.queue_problem(queue) is None) is ok
+
+
+def test_run_after_problem__a_day_inside_pythons_years_in_utc() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    east, west = timezone(timedelta(hours=14)), timezone(timedelta(hours=-14))
+    assert validation.run_after_problem(datetime(1, 1, 2, tzinfo=UTC)) is None
+    assert validation.run_after_problem(datetime(9999, 12, 30, 23, 59, tzinfo=UTC)) is None
+    assert validation.run_after_problem(datetime(2030, 1, 1)) is None  # naive: compared as UTC
+    for bad in (
+        datetime(1, 1, 1, 23, 59, tzinfo=UTC),
+        datetime(1, 1, 2, 12, tzinfo=east),  # 0001-01-01 22:00 UTC
+        datetime(1, 1, 1, tzinfo=east),  # before year 1 in UTC
+        datetime(9999, 12, 31, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, tzinfo=west),  # after year 9999 in UTC
+        datetime(1, 1, 1),
+    ):
+        assert "must be between 0001-01-02" in (validation.run_after_problem(bad) or ""), bad

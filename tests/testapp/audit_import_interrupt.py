@@ -1,0 +1,3 @@
+"""A module whose import raises KeyboardInterrupt: module code, not a signal (worker audit)."""
+
+raise KeyboardInterrupt("raised by module-level code")
