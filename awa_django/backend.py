@@ -179,9 +179,12 @@ class AwaBackend(BaseTaskBackend):
     def get_result(self, result_id: str) -> TaskResult[Any, Any]:
         """The current state of job ``result_id`` (from any process).
 
-        ``result_id`` is a ``TaskResult.id``: the job id as a string. Anything
-        else (an int, ``" 7"``, ``"07"``, text) is no result's id.
+        ``result_id`` is a ``TaskResult.id``: the job id as a string (an int
+        job id is taken too, as earlier releases did). Anything else
+        (``True``, ``" 7"``, ``"07"``, text) is no result's id.
         """
+        if isinstance(result_id, int) and not isinstance(result_id, bool):
+            result_id = str(result_id)
         if (
             not isinstance(result_id, str)
             or not RESULT_ID.fullmatch(result_id)

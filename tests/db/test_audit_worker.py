@@ -352,7 +352,6 @@ def test_enqueue__queue_listed_in_queues_but_unstorable_is_invalid_task() -> Non
 
 
 WRONG_IDS: list[Callable[[int], Any]] = [
-    lambda i: i,  # an int: result ids are strings
     lambda i: float(i),
     lambda i: True,
     lambda i: str(i).encode(),
@@ -369,6 +368,8 @@ WRONG_IDS: list[Callable[[int], Any]] = [
     lambda i: f"{str(i)[:1]}_{str(i)[1:] or 0}",
     lambda i: "0",
     lambda i: "9223372036854775808",  # past bigint
+    lambda i: 9223372036854775808,
+    lambda i: -i,
     lambda i: "9" * 5000,
     lambda i: "1" * 1_000_000,
     lambda i: "0b1",

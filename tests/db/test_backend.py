@@ -445,12 +445,13 @@ def test_get_result__errors_written_by_awa_resolve_to_exception_classes() -> Non
         assert result.errors[-1].exception_class is exception_class
 
 
-def test_get_result__an_int_is_not_a_result_id() -> None:
-    # Result ids are strings (TaskResult.id), as in Django's own backends.
+def test_get_result__accepts_an_int_job_id() -> None:
+    # TaskResult.id is a string; an int job id (job.id) is taken as well.
     job = JobFactory(kind=ECHO)
     assert default_task_backend.get_result(str(job.id)).id == str(job.id)
+    assert default_task_backend.get_result(job.id).id == str(job.id)
     with pytest.raises(TaskResultDoesNotExist):
-        default_task_backend.get_result(job.id)
+        default_task_backend.get_result(True)
 
 
 @pytest.mark.parametrize("result_id", ["999999999", "abc", "", "1.5", "-1", "99999999999999999999", None])
