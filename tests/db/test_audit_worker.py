@@ -390,3 +390,14 @@ def test_get_result__wrong_shaped_id_does_not_exist(make_id: Callable[[int], Any
         record.get_result(wrong)
     with pytest.raises(TaskResultDoesNotExist):
         async_to_sync(backend.aget_result)(wrong)
+
+
+# -- runtasks --queue takes only names awa_jobs can hold ------------------------------
+
+
+@pytest.mark.parametrize("queue", ["a\x00b", "", "x" * 201, "tab\there", "\u202eevil"])
+def test_runtasks__unstorable_queue_name_is_a_usage_error(queue: str) -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="queue name"):
+        call_command("runtasks", "--burst", "--queue", queue)

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from awa_django import metrics
+from awa_django import metrics, validation
 from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 from awa_django.migrationstate import require_migrated
@@ -34,6 +34,15 @@ def worker_id(value: str) -> str:
     return value
 
 
+def queue_name(value: str) -> str:
+    # Refused here with a usage error: a name awa_jobs cannot hold (a NUL) would
+    # otherwise fail every claim statement of the running worker.
+    problem = validation.queue_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"queue name {value!r}: {problem}")
+    return value
+
+
 class Command(BaseCommand):
     help = "Run the awa_django task worker. Run any number of replicas."
 
@@ -41,6 +50,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--queue",
             action="append",
+            type=queue_name,
             dest="queues",
             metavar="QUEUE",
             help="only claim from this queue (repeatable; default: all queues)",
