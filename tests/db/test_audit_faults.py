@@ -1,0 +1,107 @@
+"""Fault isolation against values only raw SQL can write, and operator input
+out of range (the audit's findings, each re-verified here).
+
+Rows are edited with raw SQL in the operator context, as a hand edit or an old
+writer would leave them; every other schedule (and the bad row itself, as far
+as it can be) must keep working.
+"""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import psycopg
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
+from django.test.utils import override_settings
+
+from awa_django import connection_guards, evidence, operations, ownership, queues, reconciliation
+from awa_django.evaluator import evaluate
+from awa_django.leader import Leader
+from awa_django.models import CronJob, Job
+from awa_django.queues import prune_jobs
+from awa_django.worker import Worker
+from tests.conftest import operator_context, raw_connection
+from tests.factories import CronJobFactory, JobFactory
+from tests.reconcile_helpers import execute, job, publish
+from tests.testapp import tasks
+
+TIMESTAMPS = ("last_enqueued_at", "created_at", "updated_at", "paused_at", "retired_at")
+
+
+def set_columns(name: str, **values: str) -> None:
+    """``UPDATE awa_cron_jobs SET column = <SQL literal>`` in the operator context."""
+    assignments = ", ".join(f"{column} = {value}" for column, value in values.items())
+    with operator_context(), connection.cursor() as cursor:
+        cursor.execute(f"UPDATE awa_cron_jobs SET {assignments} WHERE name = %s", [name])
+
+
+def awa(*args: str) -> str:
+    out = StringIO()
+    call_command("awa", *args, stdout=out)
+    return out.getvalue()
+
+
+def parked(name: str) -> tuple[bool, str | None]:
+    row: tuple[bool, str | None] = execute(
+        "SELECT parked_at IS NOT NULL, parked_reason FROM awa_cron_jobs WHERE name = %s", [name]
+    )[0]
+    return row
+
+
+# -- 1. args with only some of its keys ---------------------------------------------
+
+
+PARTIAL_ARGS = {
+    "empty": ("{}", [], {}),
+    "args_only": ('{"args": ["positional"]}', ["positional"], {}),
+    "kwargs_only": ('{"kwargs": {"label": "keyword"}}', [], {"label": "keyword"}),
+}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_leader__args_missing_a_key_fire_a_job_the_worker_runs() -> None:
+    """The model's own default is ``{}``; the worker and the task backend read a
+    missing key as empty, so such rows fire instead of being parked."""
+    for name, (stored, _, _) in PARTIAL_ARGS.items():
+        CronJobFactory(name=name, cron_expr="* * * * * *", kind="tests.testapp.tasks.record")
+        set_columns(name, args=f"'{stored}'")
+    result = Leader(schedules=[]).run_once()
+    assert sorted(j["metadata"]["cron_name"] for j in result.jobs) == sorted(PARTIAL_ARGS)
+    assert all(parked(name) == (False, None) for name in PARTIAL_ARGS)
+    worker = Worker(burst=True)
+    worker.run()
+    assert worker.completed == len(PARTIAL_ARGS)
+    for name, (_, args, kwargs) in PARTIAL_ARGS.items():
+        row = Job.objects.get(metadata__cron_name=name)
+        assert row.state == "completed", (name, row.errors)
+        # record(label="", **extra) returns its label.
+        assert row.result == kwargs.get("label", args[0] if args else "")
+        view = tasks.record.get_result(str(row.id))
+        assert (view.args, view.kwargs) == (args, kwargs)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("stored", "reason"),
+    [
+        ('{"x": 1}', "it has the key 'x'"),
+        ('{"kwargs": {}, "extra": []}', "it has the key 'extra'"),
+        ('{"args": {}}', "its 'args' is a JSON object, not an array"),
+        ('{"kwargs": []}', "its 'kwargs' is a JSON array, not an object"),
+        ('{"kwargs": null}', "its 'kwargs' is a JSON null, not an object"),
+    ],
+)
+def test_evaluate__args_with_a_foreign_key_or_wrong_type_stay_parked(stored: str, reason: str) -> None:
+    CronJobFactory(name="healthy", cron_expr="* * * * * *")
+    CronJobFactory(name="bad", cron_expr="* * * * * *")
+    set_columns("bad", args=f"'{stored}'")
+    result = evaluate()
+    assert [j["metadata"]["cron_name"] for j in result.jobs] == ["healthy"]
+    is_parked, parked_reason = parked("bad")
+    assert parked_reason == f'args is not {{"args": [...], "kwargs": {{...}}}}: {reason}' and is_parked
+
+
