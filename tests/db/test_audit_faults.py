@@ -105,3 +105,32 @@ def test_evaluate__args_with_a_foreign_key_or_wrong_type_stay_parked(stored: str
     assert parked_reason == f'args is not {{"args": [...], "kwargs": {{...}}}}: {reason}' and is_parked
 
 
+# -- 2. reconciliation reads no timestamp it cannot convert -------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stored_rows__a_row_with_infinite_timestamps_is_read_like_any_other() -> None:
+    publish("billing", [job("a"), job("b")])
+    set_columns("b", **{column: "'infinity'" for column in TIMESTAMPS if column != "retired_at"})
+    set_columns("a", retired_at="'infinity'", retired_by="'ops'")
+    rows = {r.name: r for r in evidence.stored_rows("billing", [], "default")}
+    assert sorted(rows) == ["a", "b"]
+    assert rows["a"].retired and not rows["b"].retired
+    assert rows["b"].definition["args"] == {"args": [], "kwargs": {"label": "b", "nested": {"a": 1, "b": 2}}}
+    assert rows["b"].definition == json.loads(json.dumps(rows["b"].definition))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reconcile__an_infinite_timestamp_does_not_stop_the_owner_or_others() -> None:
+    billing = publish("billing", [job("keep"), job("drop")])
+    publish("shipping", [job("ship")])
+    set_columns("drop", **{column: "'infinity'" for column in TIMESTAMPS if column != "retired_at"})
+    # The runtime of billing no longer declares "drop": it is retired as usual.
+    publish("billing", [job("keep")], instance=billing)
+    plans = {p.owner_id: p for p in reconciliation.reconcile_all()}
+    assert sorted(plans) == ["billing", "shipping"]
+    assert plans["billing"].retirements == ["drop"] and plans["billing"].applied
+    assert execute("SELECT retired_by FROM awa_cron_jobs WHERE name = 'drop'") == [("billing",)]
+    assert not reconciliation.plan("billing").blockers
+
+
