@@ -51,11 +51,11 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
             data[f] = getattr(row, f"{f}_text")
     data["state"] = (
         "retired"
-        if row.retired_at
+        if row.is_retired
         else "paused"
-        if row.paused_at
+        if row.is_paused
         else "parked"
-        if row.parked_at
+        if row.is_parked
         else "active"
     )
     data["description"] = describe_cron(row.cron_expr)

@@ -134,3 +134,52 @@ def test_reconcile__an_infinite_timestamp_does_not_stop_the_owner_or_others() ->
     assert not reconciliation.plan("billing").blockers
 
 
+# -- 3. paused_at / retired_at = 'infinity' -------------------------------------------
+
+
+@pytest.mark.django_db
+def test_cli__infinite_pause_and_retirement_show_their_state_and_raw_text() -> None:
+    CronJobFactory(name="healthy")
+    CronJobFactory(name="held")
+    CronJobFactory(name="buried")
+    set_columns("held", paused_at="'infinity'", paused_by="'ops'")
+    set_columns("buried", retired_at="'infinity'", retired_by="'ops'")
+    listing = {line.split()[0]: line for line in awa("cron", "list").splitlines()[1:-1]}
+    assert "active" in listing["healthy"]
+    assert "paused" in listing["held"] and "retired" in listing["buried"]
+    by_name = {d["name"]: d for d in json.loads(awa("cron", "list", "--json"))}
+    assert (by_name["held"]["state"], by_name["held"]["paused_at"]) == ("paused", "infinity")
+    assert (by_name["buried"]["state"], by_name["buried"]["retired_at"]) == ("retired", "infinity")
+    shown = json.loads(awa("cron", "show", "buried", "--json", "--next", "3"))
+    assert shown["state"] == "retired" and shown["upcoming_fires"] == []
+    assert "retired_at: infinity" in awa("cron", "show", "buried")
+
+
+@pytest.mark.django_db
+def test_operations__act_on_rows_with_infinite_pause_or_retirement() -> None:
+    CronJobFactory(name="held")
+    CronJobFactory(name="buried")
+    set_columns("held", paused_at="'infinity'", paused_by="'ops'")
+    set_columns("buried", retired_at="'infinity'", retired_by="'ops'")
+    assert operations.pause("held", "eve").detail == "already paused by ops"
+    with pytest.raises(Exception, match="'buried' is retired"):
+        operations.pause("buried", "eve")
+    with pytest.raises(Exception, match="'buried' is retired"):
+        operations.remove("buried", "eve")
+    assert operations.resume("held", "eve").changed
+    assert CronJob.objects.get(name="held").paused_at is None
+    assert operations.remove("held", "eve").changed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ownership__verbs_on_a_row_with_infinite_retirement() -> None:
+    publish("billing", [job("a"), job("b")])
+    set_columns("a", retired_at="'infinity'", retired_by="'ops'")
+    assert ownership.retire("a", actor="eve").schedules == []  # already retired
+    assert ownership.restore("a", actor="eve").schedules == ["a"]
+    assert ownership.retire_owner("billing", actor="eve").schedules == ["b"]
+    assert ownership.restore_owner("billing", actor="eve").schedules == ["a"]
+    assert ownership.restore("a", actor="eve", apply=True).changed
+    assert execute("SELECT retired_at IS NULL FROM awa_cron_jobs WHERE name = 'a'") == [(True,)]
+
+
