@@ -183,3 +183,36 @@ def test_ownership__verbs_on_a_row_with_infinite_retirement() -> None:
     assert execute("SELECT retired_at IS NULL FROM awa_cron_jobs WHERE name = 'a'") == [(True,)]
 
 
+# -- 4, 5. the bounds of E061 and E062 are PostgreSQL's and the kernel's --------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bound_transaction_waits__the_largest_accepted_timeouts_are_valid_in_postgresql() -> None:
+    with override_settings(AWA_LOCK_TIMEOUT=2147483.647, AWA_STATEMENT_TIMEOUT=2147483.647):
+        with transaction.atomic(), connection.cursor() as cursor:
+            connection_guards.bound_transaction_waits(cursor)
+            cursor.execute("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')")
+            assert cursor.fetchone() == ("2147483647ms", "2147483647ms")
+    with override_settings(AWA_LOCK_TIMEOUT=2147483.648):
+        with pytest.raises(Exception, match="exceeds integer range"), transaction.atomic():
+            with connection.cursor() as cursor:
+                connection_guards.bound_transaction_waits(cursor)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("option", "largest"),
+    [("keepalives_idle", 32767), ("keepalives_interval", 32767), ("keepalives_count", 127)],
+)
+def test_keepalive_options__the_largest_accepted_values_connect(option: str, largest: int) -> None:
+    raw_connection().close()  # the test's own parameters connect
+    params = dict(connection.get_connection_params())
+    for key in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(key, None)
+    params.update(host="127.0.0.1", keepalives=1)
+    with psycopg.connect(**{**params, option: largest}) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(**{**params, option: largest + 1}).close()
+
+
