@@ -216,3 +216,59 @@ def test_keepalive_options__the_largest_accepted_values_connect(option: str, lar
         psycopg.connect(**{**params, option: largest + 1}).close()
 
 
+# -- 6. prune ages that fit ----------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["1e15", "1e300", "31536000001", "1e-300", "0.0000004"])
+def test_cli_jobs_prune__refuses_ages_out_of_range(value: str) -> None:
+    JobFactory(state="completed", finished_at=execute("SELECT clock_timestamp() - interval '1 hour'")[0][0])
+    with pytest.raises(CommandError, match="older-than.*31536000000"):
+        call_command("awa", "jobs", "prune", f"--older-than={value}")
+    assert Job.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_cli_jobs_prune__the_bounds_themselves_are_accepted() -> None:
+    done = JobFactory(
+        state="completed", finished_at=execute("SELECT clock_timestamp() - interval '1 hour'")[0][0]
+    )
+    assert json.loads(awa("jobs", "prune", "--older-than=31536000000", "--json")) == {
+        "action": "prune",
+        "deleted": 0,
+    }
+    assert json.loads(awa("jobs", "prune", "--older-than=0.000001", "--json"))["deleted"] == 1
+    assert not Job.objects.filter(id=done.id).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [1e15, 31536000001, 10**20])
+def test_prune_jobs__refuses_ages_out_of_range(value: Any) -> None:
+    with pytest.raises(ValueError, match="older_than must be .* <= 31536000000"):
+        prune_jobs(older_than=value)
+    assert queues.MAX_PRUNE_AGE.total_seconds() == 31536000000
+
+
+@pytest.mark.django_db
+def test_prune_jobs__a_retention_out_of_range_is_refused_by_name() -> None:
+    with override_settings(AWA_JOB_RETENTION=1e15):
+        with pytest.raises(ValueError, match="AWA_JOB_RETENTION"):
+            prune_jobs()
+
+
+# -- 7. show --next is bounded ---------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["-1", "1001", "10000000000", "x"])
+def test_cli_cron_show__next_out_of_range_is_refused(value: str) -> None:
+    CronJobFactory(name="daily")
+    with pytest.raises(CommandError, match="--next"):
+        call_command("awa", "cron", "show", "daily", f"--next={value}")
+
+
+@pytest.mark.django_db
+def test_cli_cron_show__next_bounds_are_accepted() -> None:
+    CronJobFactory(name="daily", cron_expr="0 2 * * *")
+    assert "upcoming_fires" not in json.loads(awa("cron", "show", "daily", "--json", "--next", "0"))
+    assert len(json.loads(awa("cron", "show", "daily", "--json", "--next", "1000"))["upcoming_fires"]) == 1000
