@@ -144,9 +144,9 @@ def prune_jobs(older_than: float | None = None, using: str = "default", *, dry_r
     finite number from 0 to :data:`MAX_PRUNE_AGE`. With ``dry_run`` nothing is
     deleted and the number of jobs that would be is returned.
     """
-    name, seconds = "older_than", older_than
-    if older_than is None:
-        name, seconds = "AWA_JOB_RETENTION", conf.JOB_RETENTION
+    name, seconds = (
+        ("older_than", older_than) if older_than is not None else ("AWA_JOB_RETENTION", conf.JOB_RETENTION)
+    )
     # Kind.RETENTION is the range check E020 enforces on the setting; a larger
     # age would overflow the timedelta (or the timestamp now - age) instead.
     if not Kind.RETENTION.accepts(seconds):
