@@ -59,7 +59,7 @@ HINTS = {
 # them): durations that may be 0 (no grace, retry at once, prune everything
 # finished, no drain) and intervals that drive loops, which must be > 0.
 DURATION_SETTINGS = tuple(
-    s.name for s in SETTINGS if s.check_id == "awa_django.E020" and s.kind is Kind.SECONDS
+    s.name for s in SETTINGS if s.check_id == "awa_django.E020" and s.kind in (Kind.SECONDS, Kind.RETENTION)
 )
 INTERVAL_SETTINGS = tuple(
     s.name for s in SETTINGS if s.check_id == "awa_django.E020" and s.kind is Kind.INTERVAL
@@ -224,8 +224,8 @@ HINTS["awa_django.E090"] = "The admin marks a schedule overdue when its next fir
 HINTS.update(
     {
         "awa_django.E060": "AWA_MAX_ARGS_BYTES is a whole number of bytes >= 1 (default 1048576).",
-        "awa_django.E061": "Timeouts are seconds >= 0 (0 disables one); defaults 5 and 60.",
-        "awa_django.E062": "TCP keepalive settings are whole numbers >= 1 (seconds, count).",
+        "awa_django.E061": "Timeouts are seconds from 0 (off) to 2147483.647 (PostgreSQL's limit); defaults 5, 60.",
+        "awa_django.E062": "Keepalive idle and interval are whole seconds 1-32767; the count is 1-127.",
     }
 )
 W060_HINT = "Set AWA_LOCK_TIMEOUT > 0 so a frozen peer cannot stall every process."

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import math
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from . import health, operations
+from .conf import MAX_RETENTION
 from .humanize import describe_cron
 from .models import CronJob, Job, JobState
 from .schedule_shape import DEFINITION_KEYS
@@ -30,6 +31,9 @@ ROW_FIELDS = (
     "parked_at",
     "parked_reason",
 )
+# The most upcoming fires ``awa cron show --next`` computes (one at a time,
+# in Python: a huge N would hold the command in a loop).
+MAX_UPCOMING = 1000
 
 
 def plain(value: Any) -> Any:
@@ -50,11 +54,11 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
             data[f] = getattr(row, f"{f}_text")
     data["state"] = (
         "retired"
-        if row.retired_at
+        if row.is_retired
         else "paused"
-        if row.paused_at
+        if row.is_paused
         else "parked"
-        if row.parked_at
+        if row.is_parked
         else "active"
     )
     data["description"] = describe_cron(row.cron_expr)
@@ -63,15 +67,39 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
     return data
 
 
+# The youngest age ``awa jobs prune --older-than`` takes: a microsecond, the
+# resolution of a timedelta and of PostgreSQL's timestamps (a smaller age is 0,
+# "everything finished", which the option refuses like -1).
+MIN_PRUNE_AGE = 0.000001
+
+
 def positive_seconds(value: str) -> float:
-    """argparse type: a finite number of seconds > 0 (``-1`` would prune everything)."""
+    """argparse type: a number of seconds from 1 µs to ``conf.MAX_RETENTION``
+    (``-1`` would prune everything; ``1e15`` overflows a timedelta)."""
     try:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {value!r}")
+    if not MIN_PRUNE_AGE <= seconds <= MAX_RETENTION:  # False for nan too
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds from {MIN_PRUNE_AGE:f} to {MAX_RETENTION}, got {value!r}"
+        )
     return seconds
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: a whole number from ``low`` to ``high``."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high}, got {value!r}")
+        return number
+
+    return parse
 
 
 def default_actor() -> str:
@@ -146,7 +174,13 @@ def add_schedule_verbs(groups: Any) -> None:
 
     verb("list", "List schedules.", needs_name=False)
     show = verb("show", "Show one schedule with its next fires.")
-    show.add_argument("--next", type=int, default=5, help="how many upcoming fires to show")
+    show.add_argument(
+        "--next",
+        type=bounded_int(0, MAX_UPCOMING),
+        default=5,
+        metavar="N",
+        help=f"how many upcoming fires to show (0-{MAX_UPCOMING})",
+    )
     verb("pause", "Pause automatic fires (manual triggers still work).", mutates=True)
     verb("resume", "Resume automatic fires.", mutates=True)
     verb("trigger", "Enqueue one job now, even while paused.", mutates=True)
@@ -224,7 +258,7 @@ def add_jobs_verbs(groups: Any) -> None:
         "--older-than",
         type=positive_seconds,
         metavar="SECONDS",
-        help="override AWA_JOB_RETENTION for this run (a finite number > 0)",
+        help=f"override AWA_JOB_RETENTION for this run ({MIN_PRUNE_AGE:f} to {MAX_RETENTION})",
     )
     jprune.add_argument(
         "--dry-run", action="store_true", help="count the jobs that would be deleted; delete nothing"

@@ -24,7 +24,8 @@ def _seconds(value: object) -> bool:
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
-        and math.isfinite(value)
+        # An int is finite (and math.isfinite raises OverflowError past 1e308).
+        and (isinstance(value, int) or math.isfinite(value))
         and value >= 0
     )
 
@@ -33,6 +34,24 @@ def _whole(value: object, low: int, high: int | None = None) -> bool:
     if isinstance(value, bool) or not isinstance(value, int):
         return False
     return value >= low and (high is None or value <= high)
+
+
+# Upper bounds PostgreSQL and the kernel enforce only when a value is used
+# (at the first transaction, or when a connection opens): the checks refuse
+# larger values at startup instead. lock_timeout and statement_timeout are
+# int32 milliseconds; Linux takes TCP_KEEPIDLE/TCP_KEEPINTVL up to 32767 s and
+# TCP_KEEPCNT up to 127 (libpq passes them to setsockopt, which refuses more).
+MAX_TIMEOUT = 2147483.647
+MAX_KEEPALIVE_SECONDS = 32767
+MAX_KEEPALIVE_COUNT = 127
+# The oldest age pruning takes (AWA_JOB_RETENTION, ``awa jobs prune
+# --older-than``): 1000 years of 365 days. Much larger ages overflow a
+# timedelta or, subtracted from now, PostgreSQL's timestamps (from 4713 BC).
+MAX_RETENTION = 365_000 * 24 * 3600
+
+
+def _at_most(value: object, high: float) -> bool:
+    return _seconds(value) and cast(float, value) <= high
 
 
 def _module_paths(value: object) -> bool:
@@ -49,6 +68,10 @@ class Kind(Enum):
     COUNT = "a whole number >= 1"
     ATTEMPTS = "a whole number 1-1000"
     SECONDS_OR_NONE = "None (off) or seconds > 0"
+    TIMEOUT = f"a number of seconds 0-{MAX_TIMEOUT}"
+    RETENTION = f"a number of seconds 0-{MAX_RETENTION}"
+    KEEPALIVE_SECONDS = f"a whole number 1-{MAX_KEEPALIVE_SECONDS}"
+    KEEPALIVE_COUNT = f"a whole number 1-{MAX_KEEPALIVE_COUNT}"
     MODULE_PATHS = "a list of module paths"
     BOOL = "a bool"
     # Validated by dedicated checks, because their validity depends on more
@@ -70,6 +93,14 @@ class Kind(Enum):
             return _whole(value, 1, 1000)
         if self is Kind.SECONDS_OR_NONE:
             return value is None or (_seconds(value) and cast(float, value) > 0)
+        if self is Kind.TIMEOUT:
+            return _at_most(value, MAX_TIMEOUT)
+        if self is Kind.RETENTION:
+            return _at_most(value, MAX_RETENTION)
+        if self is Kind.KEEPALIVE_SECONDS:
+            return _whole(value, 1, MAX_KEEPALIVE_SECONDS)
+        if self is Kind.KEEPALIVE_COUNT:
+            return _whole(value, 1, MAX_KEEPALIVE_COUNT)
         if self is Kind.MODULE_PATHS:
             return _module_paths(value)
         if self is Kind.BOOL:
@@ -138,7 +169,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AWA_HEARTBEAT_INTERVAL", 5.0, Kind.INTERVAL, "awa_django.E020"),
     Setting("AWA_RESCUE_AFTER", 60.0, Kind.INTERVAL, "awa_django.E020"),
     Setting("AWA_MAX_ATTEMPTS", 3, Kind.ATTEMPTS, "awa_django.E020"),
-    Setting("AWA_JOB_RETENTION", 7 * 24 * 3600.0, Kind.SECONDS, "awa_django.E020"),
+    Setting("AWA_JOB_RETENTION", 7 * 24 * 3600.0, Kind.RETENTION, "awa_django.E020"),
     # Worker: fallback poll when no NOTIFY arrives, retry backoff (base and cap),
     # and how long a stopping worker waits for running tasks.
     Setting("AWA_POLL_INTERVAL", 1.0, Kind.INTERVAL, "awa_django.E020"),
@@ -154,13 +185,13 @@ SETTINGS: tuple[Setting, ...] = (
     # Bounded waits: the longest wait for a lock another process holds (the
     # protocol lock, schedule rows) and the longest statement, in runcron and
     # awa sessions and in every process's snapshot transaction. 0 = no limit.
-    Setting("AWA_LOCK_TIMEOUT", 5.0, Kind.SECONDS, "awa_django.E061"),
-    Setting("AWA_STATEMENT_TIMEOUT", 60.0, Kind.SECONDS, "awa_django.E061"),
+    Setting("AWA_LOCK_TIMEOUT", 5.0, Kind.TIMEOUT, "awa_django.E061"),
+    Setting("AWA_STATEMENT_TIMEOUT", 60.0, Kind.TIMEOUT, "awa_django.E061"),
     # TCP keepalives on every connection the processes open (seconds, count):
     # a silently dead peer or partition is noticed after about 30 + 10 * 3 s.
-    Setting("AWA_TCP_KEEPALIVES_IDLE", 30, Kind.COUNT, "awa_django.E062"),
-    Setting("AWA_TCP_KEEPALIVES_INTERVAL", 10, Kind.COUNT, "awa_django.E062"),
-    Setting("AWA_TCP_KEEPALIVES_COUNT", 3, Kind.COUNT, "awa_django.E062"),
+    Setting("AWA_TCP_KEEPALIVES_IDLE", 30, Kind.KEEPALIVE_SECONDS, "awa_django.E062"),
+    Setting("AWA_TCP_KEEPALIVES_INTERVAL", 10, Kind.KEEPALIVE_SECONDS, "awa_django.E062"),
+    Setting("AWA_TCP_KEEPALIVES_COUNT", 3, Kind.KEEPALIVE_COUNT, "awa_django.E062"),
     # Worker (issue 9): module prefixes, besides installed apps, whose tasks
     # runtasks may import; how long a job whose task module is absent here is
     # handed back for another deployment before it fails (0: fail at once);

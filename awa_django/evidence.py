@@ -11,9 +11,10 @@ import json
 from datetime import datetime
 from typing import Any
 
+from django.db import connections
+
 from .decision import Agreement, Declaration, Evidence, StoredRow
-from .models import CronJob
-from .schedule_shape import row_definition
+from .schedule_shape import DEFINITION_KEYS
 
 # Freshness: a runtime row counts for max(30 s, 3 x its snapshot interval).
 FRESH_FOR = "make_interval(secs => GREATEST(30.0, r.snapshot_interval_ms * 0.003))"
@@ -89,14 +90,27 @@ def published_manifest(cursor: Any, owner: str, desired_hash: str) -> tuple[dict
     return tuple(json.loads(rows[0][0])) if rows else ()
 
 
+# The definition of a stored row as one JSON object, built in SQL: only text,
+# integer and jsonb columns, so a timestamp no Python datetime holds (a raw
+# 'infinity') cannot fail the read of the owner's rows (every owner's
+# reconciliation would fail on it), and the JSON comes back JSON-normal.
+_DEFINITION = "jsonb_build_object({})::text".format(
+    ", ".join(f"'{k}', {'COALESCE(tags, ARRAY[]::text[])' if k == 'tags' else k}" for k in DEFINITION_KEYS)
+)
+
+
 def stored_rows(owner: str, names: list[str], using: str) -> tuple[StoredRow, ...]:
     """The rows ``owner`` owns or ``names`` names, with their JSON-normal definitions."""
-    rows = CronJob.objects.using(using).filter(owner_id=owner) | CronJob.objects.using(using).filter(
-        name__in=names
-    )
+    with connections[using].cursor() as cursor:
+        rows = _fetch(
+            cursor,
+            f"SELECT name, owner_id, retired_at IS NOT NULL, {_DEFINITION} FROM awa_cron_jobs "
+            "WHERE owner_id = %s OR name = ANY(%s) ORDER BY name",
+            [owner, list(names)],
+        )
     return tuple(
-        StoredRow(r.name, r.owner_id, r.retired_at is not None, json.loads(json.dumps(row_definition(r))))
-        for r in rows
+        StoredRow(name, owner_id, retired, json.loads(definition))
+        for name, owner_id, retired, definition in rows
     )
 
 

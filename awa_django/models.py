@@ -125,13 +125,23 @@ class CronJob(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def _is_set(self, column: str) -> bool:
+        # Rows loaded by the operator views (operations.TIMESTAMP_COLUMNS) hold
+        # a timestamp no datetime can hold ('infinity' written by raw SQL) as
+        # None plus its text: the column is set all the same.
+        return getattr(self, column) is not None or getattr(self, f"{column}_text", None) is not None
+
     @property
     def is_paused(self) -> bool:
-        return self.paused_at is not None
+        return self._is_set("paused_at")
 
     @property
     def is_retired(self) -> bool:
-        return self.retired_at is not None
+        return self._is_set("retired_at")
+
+    @property
+    def is_parked(self) -> bool:
+        return self._is_set("parked_at")
 
 
 class JobState(models.TextChoices):

@@ -8,6 +8,7 @@ action records who did it (``actor``) and logs a stable event.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -109,7 +110,7 @@ def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = N
     Computed for paused rows too ("would fire at X if resumed"); empty for
     retired rows and for rows whose expression or zone is invalid.
     """
-    if schedule.retired_at is not None or schedule.parked_at is not None:
+    if schedule.is_retired or schedule.is_parked:
         return []
     if validation.expression_problem(schedule.cron_expr) or validation.timezone_problem(schedule.timezone):
         return []
@@ -138,9 +139,9 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
     actor = require_actor(actor)
     with transaction.atomic(using=using):
         row = _lock(name, using)
-        if row.retired_at is not None:
+        if row.retired:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
-        if row.paused_at is not None:
+        if row.paused:
             return ActionResult("pause", [], name=name, detail=f"already paused by {row.paused_by}")
         CronJob.objects.using(using).filter(name=name).update(
             paused_at=Now(), paused_by=actor, updated_at=Now()
@@ -159,9 +160,9 @@ def resume(name: str, actor: str, using: str = "default") -> ActionResult:
     actor = require_actor(actor)
     with transaction.atomic(using=using):
         row = _lock(name, using)
-        if row.retired_at is not None:
+        if row.retired:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
-        if row.paused_at is None:
+        if not row.paused:
             return ActionResult("resume", [], name=name, detail="not paused")
         CronJob.objects.using(using).filter(name=name).update(
             paused_at=None, paused_by=None, updated_at=Now()
@@ -212,7 +213,7 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
     actor = require_actor(actor)
     with transaction.atomic(using=using):
         row = _lock(name, using)
-        if row.retired_at is not None:
+        if row.retired:
             raise OperationRefused(f"schedule {name!r} is retired; its tombstone is kept")
         if row.owner_id is not None:
             raise OperationRefused(
@@ -228,18 +229,29 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
     return ActionResult("remove", [name], name=name)
 
 
-def _lock(name: str, using: str) -> CronJob:
-    """Lock and return the row (inside a transaction)."""
+@dataclass(frozen=True)
+class _Locked:
+    """The state of a locked row the actions decide on."""
+
+    paused: bool
+    paused_by: str | None
+    retired: bool
+    owner_id: str | None
+
+
+def _lock(name: str, using: str) -> _Locked:
+    """Lock the row and return its state (inside a transaction)."""
     with connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # the row may be held by a frozen peer
-    try:
-        # Only the columns the actions read: a poisoned timestamp elsewhere in
-        # the row must not stop an operator from pausing or removing it.
-        return (
-            CronJob.objects.using(using)
-            .select_for_update()
-            .only("name", "paused_at", "paused_by", "retired_at", "owner_id")
-            .get(name=name)
+        # Flags computed in SQL, no timestamp converted: a pause or retirement
+        # no datetime can hold ('infinity' by raw SQL) must not stop an
+        # operator from resuming or removing the row.
+        cursor.execute(
+            "SELECT paused_at IS NOT NULL, paused_by, retired_at IS NOT NULL, owner_id "
+            "FROM awa_cron_jobs WHERE name = %s FOR UPDATE",
+            [name],
         )
-    except CronJob.DoesNotExist:
-        raise ScheduleNotFound(name) from None
+        row = cursor.fetchone()
+    if row is None:
+        raise ScheduleNotFound(name)
+    return _Locked(*row)

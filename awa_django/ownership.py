@@ -28,7 +28,9 @@ from .validation import validate_label
 
 logger = logging.getLogger(__name__)
 
-Row = tuple[str, str | None, Any]  # name, owner_id, retired_at
+# name, owner_id, retired: a flag computed in SQL, so a retired_at no Python
+# datetime holds ('infinity' written by raw SQL) cannot fail a verb.
+Row = tuple[str, str | None, bool]
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class _Verb:
 def _by_name(name: str) -> Callable[[Any, bool], list[Row]]:
     def select(cursor: Any, lock: bool) -> list[Row]:
         cursor.execute(
-            "SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE name = %s ORDER BY name"
+            "SELECT name, owner_id, retired_at IS NOT NULL FROM awa_cron_jobs WHERE name = %s ORDER BY name"
             + (" FOR UPDATE" if lock else ""),
             [name],
         )
@@ -61,7 +63,7 @@ def _by_name(name: str) -> Callable[[Any, bool], list[Row]]:
 def _of_owner(owner_id: str, *, retired: bool) -> Callable[[Any, bool], list[Row]]:
     def select(cursor: Any, lock: bool) -> list[Row]:
         cursor.execute(
-            "SELECT name, owner_id, retired_at FROM awa_cron_jobs WHERE owner_id = %s AND retired_at "
+            "SELECT name, owner_id, retired_at IS NOT NULL FROM awa_cron_jobs WHERE owner_id = %s AND retired_at "
             + ("IS NOT NULL" if retired else "IS NULL")
             + " ORDER BY name"
             + (" FOR UPDATE" if lock else ""),
@@ -78,11 +80,11 @@ def _all(rows: list[Row]) -> list[str]:
 
 
 def _active(rows: list[Row]) -> list[str]:
-    return [r[0] for r in rows if r[2] is None]
+    return [r[0] for r in rows if not r[2]]
 
 
 def _retired(rows: list[Row]) -> list[str]:
-    return [r[0] for r in rows if r[2] is not None]
+    return [r[0] for r in rows if r[2]]
 
 
 def _retire_rows(actor: str) -> Callable[[Any, list[str]], None]:

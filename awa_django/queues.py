@@ -8,7 +8,6 @@ cron fires into a paused queue still enqueue, and run once it resumes.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -19,7 +18,7 @@ from django.db.models.functions import Now
 
 from . import jobs
 from .actions import ActionResult, require_actor
-from .conf import conf
+from .conf import MAX_RETENTION, Kind, conf
 from .connection_guards import bound_transaction_waits
 from .models import Job, QueueMeta
 
@@ -30,6 +29,8 @@ logger = logging.getLogger(__name__)
 CANCELLABLE = jobs.CANCELLABLE
 FINISHED = jobs.FINISHED
 PRUNE_BATCH = 5000
+# The oldest age prune_jobs takes (see conf.MAX_RETENTION).
+MAX_PRUNE_AGE = timedelta(seconds=MAX_RETENTION)
 
 
 # The job operations below validate their actor with the one validator too.
@@ -140,17 +141,18 @@ def prune_jobs(older_than: float | None = None, using: str = "default", *, dry_r
     """Delete finished jobs whose ``finished_at`` is older than the retention.
 
     ``older_than`` (seconds) overrides ``AWA_JOB_RETENTION`` and must be a
-    finite number >= 0. With ``dry_run`` nothing is deleted and the number of
-    jobs that would be is returned.
+    finite number from 0 to :data:`MAX_PRUNE_AGE`. With ``dry_run`` nothing is
+    deleted and the number of jobs that would be is returned.
     """
-    seconds = conf.JOB_RETENTION if older_than is None else older_than
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, (int, float))
-        or not math.isfinite(seconds)
-        or seconds < 0
-    ):
-        raise ValueError(f"older_than must be a finite number of seconds >= 0, got {seconds!r}")
+    name, seconds = (
+        ("older_than", older_than) if older_than is not None else ("AWA_JOB_RETENTION", conf.JOB_RETENTION)
+    )
+    # Kind.RETENTION is the range check E020 enforces on the setting; a larger
+    # age would overflow the timedelta (or the timestamp now - age) instead.
+    if not Kind.RETENTION.accepts(seconds):
+        raise ValueError(
+            f"{name} must be a finite number of seconds >= 0 and <= {MAX_RETENTION}, got {seconds!r}"
+        )
     age = timedelta(seconds=float(seconds))
     with connections[using].cursor() as cursor:
         if dry_run:

@@ -18,6 +18,10 @@ CHECKED_KINDS = (
     Kind.COUNT,
     Kind.ATTEMPTS,
     Kind.SECONDS_OR_NONE,
+    Kind.TIMEOUT,
+    Kind.RETENTION,
+    Kind.KEEPALIVE_SECONDS,
+    Kind.KEEPALIVE_COUNT,
     Kind.MODULE_PATHS,
     Kind.BOOL,
 )
@@ -76,6 +80,10 @@ def test_check_setting_limits__reports_each_row_out_of_range_with_its_id(setting
         (Kind.COUNT, [1, 50], [0, 1.5, True, None, "3"]),
         (Kind.ATTEMPTS, [1, 1000], [0, 1001, True, "3"]),
         (Kind.SECONDS_OR_NONE, [None, 0.5], [0, -1, True, float("nan"), "5"]),
+        (Kind.TIMEOUT, [0, 0.5, 2147483.647], [2147483.648, 1e30, 10**400, -1, float("inf"), "5"]),
+        (Kind.RETENTION, [0, 0.5, 31536000000], [31536000000.5, 1e15, 10**400, -1, float("nan"), "5"]),
+        (Kind.KEEPALIVE_SECONDS, [1, 32767], [0, 32768, 30.0, True, "30"]),
+        (Kind.KEEPALIVE_COUNT, [1, 127], [0, 128, 3.0, True, "3"]),
         (Kind.MODULE_PATHS, [[], ["a.b"], ("a",)], ["a.b", [".rel"], [""], [3]]),
         (Kind.BOOL, [True, False], [1, "yes", None]),
     ],
@@ -83,3 +91,25 @@ def test_check_setting_limits__reports_each_row_out_of_range_with_its_id(setting
 def test_kind__accepts_its_range_only(kind: Kind, good: list[Any], bad: list[Any]) -> None:
     assert all(kind.accepts(v) for v in good)
     assert not any(kind.accepts(v) for v in bad)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("AWA_LOCK_TIMEOUT", 2147483.648, "AWA_LOCK_TIMEOUT must be a number of seconds 0-2147483.647"),
+        ("AWA_STATEMENT_TIMEOUT", 10**12, "AWA_STATEMENT_TIMEOUT must be a number of seconds 0-2147483.647"),
+        ("AWA_TCP_KEEPALIVES_IDLE", 32768, "AWA_TCP_KEEPALIVES_IDLE must be a whole number 1-32767"),
+        ("AWA_TCP_KEEPALIVES_INTERVAL", 10**6, "AWA_TCP_KEEPALIVES_INTERVAL must be a whole number 1-32767"),
+        ("AWA_TCP_KEEPALIVES_COUNT", 128, "AWA_TCP_KEEPALIVES_COUNT must be a whole number 1-127"),
+        ("AWA_JOB_RETENTION", 1e15, "AWA_JOB_RETENTION must be a number of seconds 0-31536000000"),
+    ],
+)
+def test_check_setting_limits__values_past_postgresqls_limits_name_the_setting_and_bound(
+    setting: str, value: Any, message: str
+) -> None:
+    """PostgreSQL (int32 ms timeouts), the kernel (keepalives) and a timedelta
+    refuse these only when used; the checks refuse them at startup."""
+    with override_settings(**{setting: value}):
+        messages = checks.check_setting_limits()
+    assert [m.msg for m in messages] == [f"{message}, got {value!r}"]
+    assert messages[0].hint == checks.HINTS[messages[0].id]

@@ -51,9 +51,9 @@ def test_row_problem__none_for_a_row_a_declaration_could_write() -> None:
         ({"created_at": None, "created_text": "9999-12-31 23:59:00+00"}, "created_at '9999-12-31"),
         ({"args_type": "array"}, 'args is not {"args": [...], "kwargs": {...}}'),
         ({"args_args_type": "number"}, "args is not"),
-        ({"args_kwargs_type": None}, "args is not"),
+        ({"args_kwargs_type": "null"}, "args is not"),
         ({"args_keys": ["args", "kwargs", "x"]}, "args is not"),
-        ({"args_keys": None}, "args is not"),
+        ({"args_keys": ["x"], "args_args_type": None, "args_kwargs_type": None}, "args is not"),
         ({"metadata_type": "array"}, "metadata is a JSON array, not an object"),
         ({"kind": ".relative"}, "kind '.relative' is not an absolute dotted path"),
         ({"cron_expr": "*/61 * * * *"}, "cron_expr step '61'"),
@@ -64,6 +64,28 @@ def test_row_problem__none_for_a_row_a_declaration_could_write() -> None:
 def test_row_problem__names_the_first_bad_column(changes: dict[str, Any], expected: str) -> None:
     problem = row_problem(healthy(**changes))
     assert problem is not None and problem.startswith(expected), problem
+
+
+@pytest.mark.parametrize(
+    ("keys", "args_type", "kwargs_type"),
+    [(None, None, None), (["args"], "array", None), (["kwargs"], None, "object")],
+)
+def test_row_problem__args_may_miss_either_key(
+    keys: list[str] | None, args_type: str | None, kwargs_type: str | None
+) -> None:
+    # {} (the model's default), {"args": [...]} or {"kwargs": {...}}: the worker
+    # reads a missing key as empty (taskpaths.call_arguments).
+    row = healthy(args_keys=keys, args_args_type=args_type, args_kwargs_type=kwargs_type)
+    assert row_problem(row) is None
+
+
+def test_row_problem__args_names_the_key_or_type_at_fault() -> None:
+    shape = 'args is not {"args": [...], "kwargs": {...}}'
+    assert row_problem(healthy(args_type="array")) == f"{shape}: it is a JSON array"
+    assert row_problem(healthy(args_keys=["args", "kwargs", "x"])) == f"{shape}: it has the key 'x'"
+    assert row_problem(healthy(args_args_type="object")) == (
+        f"{shape}: its 'args' is a JSON object, not an array"
+    )
 
 
 def test_row_problem__reports_columns_in_order() -> None:

@@ -118,7 +118,7 @@ class Command(BaseCommand):
 
     def cron_show(self, options: dict[str, Any]) -> None:
         row = operations.get_schedule(options["name"])
-        data = schedule_dict(row, upcoming=max(0, options["next"]))
+        data = schedule_dict(row, upcoming=options["next"])
         lines = [
             f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else printable(v)}" for k, v in data.items()
         ]

@@ -1,0 +1,50 @@
+"""Out-of-range ``manage.py awa`` options in a real shell: a usage error, no traceback.
+
+The values are refused by the argument parser, before any database access;
+tests/db/test_audit_faults.py covers the same options through call_command.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings")
+    env.pop("AWA_TEST_SCHEDULES", None)
+    return subprocess.run(
+        [sys.executable, "-m", "django", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("jobs", "prune", "--older-than", "1e15"),
+            "argument --older-than: must be a number of seconds from 0.000001 to 31536000000, got '1e15'",
+        ),
+        (("jobs", "prune", "--older-than", "1e-300"), "argument --older-than: must be a number of seconds"),
+        (
+            ("cron", "show", "daily", "--next", "10000000000"),
+            "argument --next: must be a whole number from 0 to 1000, got '10000000000'",
+        ),
+        (("cron", "show", "daily", "--next=-1"), "argument --next: must be a whole number from 0 to 1000"),
+    ],
+)
+def test_awa_command__out_of_range_options_are_usage_errors(args: tuple[str, ...], message: str) -> None:
+    proc = run("awa", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
