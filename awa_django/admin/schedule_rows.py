@@ -63,7 +63,7 @@ def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str])
     info = RowInfo(now=now, leader=leader, queue_paused=row.queue in paused_queues)
     upcoming = operations.upcoming_fires(row, 1, after=now)
     info.next_fire = upcoming[0] if upcoming else None
-    if leader and row.paused_at is None and row.retired_at is None:
+    if leader and not row.is_paused and not row.is_retired:
         due = _due(row)
         if due is not None and due < now - timedelta(seconds=conf.OVERDUE_AFTER):
             info.overdue_since = due

@@ -150,10 +150,10 @@ class CronJobAdmin(ReadOnlyAdmin):
     @admin.display(description="next fire (local / UTC)")
     def next_fire(self, row: CronJob) -> SafeString | str:
         info: RowInfo = vars(row)["_awa"]
-        if row.retired_at is not None or info.next_fire is None:
+        if row.is_retired or info.next_fire is None:
             return "never"
         text = _local_and_utc(info.next_fire, zone_of(row))
-        if row.paused_at is not None:
+        if row.is_paused:
             return format_html("<i>would fire at</i> {} <i>if resumed</i>", text)
         return text
 
@@ -185,11 +185,13 @@ class CronJobAdmin(ReadOnlyAdmin):
 
     def _badges(self, row: CronJob, info: RowInfo) -> SafeString:
         items: list[str] = []
-        if row.retired_at is not None:
-            items.append(badge("retired", "retired", f"since {utc(row.retired_at)} by {row.retired_by}"))
-        if row.paused_at is not None:
-            items.append(badge(f"paused by {row.paused_by}", "paused", f"since {utc(row.paused_at)}"))
-        if row.parked_at is not None or getattr(row, "parked_at_text", None):
+        # is_retired / is_paused: a timestamp no datetime holds ('infinity',
+        # raw SQL) is loaded as None plus its text and still counts as set.
+        if row.is_retired:
+            items.append(badge("retired", "retired", f"since {_when(row, 'retired_at')} by {row.retired_by}"))
+        if row.is_paused:
+            items.append(badge(f"paused by {row.paused_by}", "paused", f"since {_when(row, 'paused_at')}"))
+        if row.is_parked:
             # The leader could not evaluate this row: it does not fire until fixed.
             items.append(badge("parked", "parked", row.parked_reason or "cannot be evaluated"))
         if info.queue_paused:
@@ -260,10 +262,10 @@ class CronJobAdmin(ReadOnlyAdmin):
         """The actions this user may run on this row, for buttons on the detail page."""
         allowed = self.get_actions(request)
         wanted = ["trigger_schedules"]
-        if row.retired_at is not None:
+        if row.is_retired:
             wanted = ["restore_schedules"]
         else:
-            wanted += ["resume_schedules" if row.paused_at else "pause_schedules", "retire_schedules"]
+            wanted += ["resume_schedules" if row.is_paused else "pause_schedules", "retire_schedules"]
         # Labels from the functions: get_actions() values differ between Django 6.0 and 6.1.
         return [(name, str(getattr(self, name).short_description)) for name in wanted if name in allowed]
 
@@ -356,3 +358,9 @@ RESTORE_TEXT = (
     "Restored schedules fire from now on: retired time is never replayed "
     "(last fire becomes now); a pause is kept."
 )
+
+
+def _when(row: CronJob, column: str) -> str:
+    """``column`` in UTC, or its raw text when no datetime can hold it."""
+    value = getattr(row, column)
+    return utc(value) if value is not None else str(getattr(row, f"{column}_text", None) or "-")

@@ -14,6 +14,7 @@ from django.urls import reverse
 from awa_django import operations
 from awa_django.evaluator import evaluate
 from awa_django.models import CronJob
+from tests.conftest import operator_context
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +64,26 @@ def test_with_safe_timestamps__loads_the_text_of_an_infinite_timestamp() -> None
     assert row.last_enqueued_at is None
     assert row.last_enqueued_at_text == "infinity"  # type: ignore[attr-defined]
     assert row.created_at is not None  # in range: loaded as usual
+
+
+@pytest.mark.parametrize(
+    ("column", "badge_class", "button"),
+    [
+        ("paused_at", "awa-paused", "resume_schedules"),
+        ("retired_at", "awa-retired", "restore_schedules"),
+    ],
+)
+def test_schedule_admin__an_infinite_paused_or_retired_at_still_shows_the_state(
+    admin_client: Client, column: str, badge_class: str, button: str
+) -> None:
+    CronJobFactory(name="healthy", cron_expr="* * * * * *")
+    CronJobFactory(name="poisoned", cron_expr="* * * * * *")
+    with operator_context():  # lifecycle columns change only under the operator context
+        poison("poisoned", column, "'infinity'")
+    page = admin_client.get(SCHEDULES)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert badge_class in html and "since infinity" in html
+    detail = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["poisoned"]))
+    assert detail.status_code == 200
+    assert button in detail.content.decode()
