@@ -15,6 +15,7 @@ from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable, NotMig
 from awa_django.leader import Leader
 from awa_django.migrationstate import require_migrated
 from awa_django.reconciliation import RegistrationConflict
+from awa_django.terminal import printable
 
 
 class Command(BaseCommand):
@@ -57,7 +58,10 @@ class Command(BaseCommand):
             self.stdout.write(f"evaluated {result.evaluated} schedule(s), enqueued {len(result.jobs)} job(s)")
             for job in result.jobs:
                 meta = job["metadata"]
-                self.stdout.write(f"  {meta['cron_name']} @ {meta['cron_fire_at']} -> job {job['id']}")
+                # The name comes from the row, which raw SQL may have written.
+                self.stdout.write(
+                    printable(f"  {meta['cron_name']} @ {meta['cron_fire_at']} -> job {job['id']}")
+                )
             return
         metrics.serve_from_options(options)
         leader.install_signal_handlers()

@@ -11,14 +11,20 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
+from django.tasks.exceptions import InvalidTaskBackend
 
 from awa_django import metrics, validation
+from awa_django.cli import bounded_int
 from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 from awa_django.migrationstate import require_migrated
 from awa_django.reconciliation import RegistrationConflict
 from awa_django.schedules import declared_schedules
 from awa_django.worker import Worker
+
+# Each task thread holds a database connection, and awa_claim_v1 takes the
+# number of free slots as an integer: a larger value fails every claim.
+MAX_CONCURRENCY = 1000
 
 
 def positive_int(value: str) -> int:
@@ -29,8 +35,11 @@ def positive_int(value: str) -> int:
 
 
 def worker_id(value: str) -> str:
-    if not value.strip() or len(value) > 200 or "\x00" in value:
-        raise argparse.ArgumentTypeError("a worker id is 1-200 characters, not blank, no NUL")
+    # Recorded in awa_jobs.worker_ids and shown to operators: no control characters.
+    if not value.strip() or len(value) > 200 or validation.name_problem(value):
+        raise argparse.ArgumentTypeError(
+            "a worker id is 1-200 characters, not blank, no NUL, control or format characters"
+        )
     return value
 
 
@@ -57,9 +66,9 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--concurrency",
-            type=positive_int,
+            type=bounded_int(1, MAX_CONCURRENCY),
             default=1,
-            help="tasks run at once, each in its own thread (default 1)",
+            help=f"tasks run at once, each in its own thread (1-{MAX_CONCURRENCY}, default 1)",
         )
         parser.add_argument(
             "--burst",
@@ -103,6 +112,10 @@ class Command(BaseCommand):
             )
         except InvalidSchedule as exc:
             raise CommandError(f"invalid schedule, not starting: {exc}") from exc
+        except InvalidTaskBackend as exc:  # its own message speaks of a "connection"
+            raise CommandError(
+                f"task backend {options['backend']!r} is not defined in settings.TASKS"
+            ) from exc
         except (ValueError, KeyError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
         try:
