@@ -9,11 +9,17 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from . import health, operations
+from django.db import DatabaseError
+
+from . import health, operations, validation
 from .conf import MAX_RETENTION
+from .connection_guards import privilege_error
+from .exceptions import NotMigrated
 from .humanize import describe_cron
+from .migrationstate import require_migrated
 from .models import CronJob, Job, JobState
 from .schedule_shape import DEFINITION_KEYS
+from .terminal import printable
 
 # The definition (as in a manifest), then the state columns.
 ROW_FIELDS = (
@@ -34,6 +40,13 @@ ROW_FIELDS = (
 # The most upcoming fires ``awa cron show --next`` computes (one at a time,
 # in Python: a huge N would hold the command in a loop).
 MAX_UPCOMING = 1000
+# undefined_table, undefined_function: what a database without awa_django's
+# migrations answers.
+UNDEFINED_OBJECT = frozenset({"42P01", "42883"})
+# The most jobs ``awa jobs list`` prints (``--limit``): a listing, not an export.
+MAX_JOBS_LISTED = 10000
+# The largest process id (pid_t is a 32-bit int) ``awa health --pid`` takes.
+MAX_PID = 2**31 - 1
 
 
 def plain(value: Any) -> Any:
@@ -102,11 +115,59 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def text_of(
+    what: str, problem: Callable[[Any], str | None] = validation.text_problem
+) -> Callable[[str], str]:
+    """argparse type: ``what`` (a schedule name, an owner, ...) that ``problem`` accepts.
+
+    By default, text PostgreSQL can store: a NUL or a lone surrogate would
+    otherwise fail deep in the driver, with an error naming no argument.
+    """
+
+    def parse(value: str) -> str:
+        found = problem(value)
+        if found:
+            raise argparse.ArgumentTypeError(f"{what} {value!r}: {found}")
+        return value
+
+    return parse
+
+
+# Names an operator types to reach rows: any stored text (raw SQL may have
+# written control characters; the row must stay reachable).
+schedule_name = text_of("schedule name")
+owner_name = text_of("owner")
+# Actors are recorded and shown to other operators: no control characters.
+actor_name = text_of("actor", validation.name_problem)
+
+
 def default_actor() -> str:
     try:
-        return f"cli:{getpass.getuser()}"
+        # Escaped: a login name with control characters would be recorded raw.
+        return f"cli:{printable(getpass.getuser())}"
     except Exception:  # no passwd entry in some containers
         return "cli"
+
+
+def add_actor(parser: Any, help_text: str = "operator recorded for audit (default: cli:<user>)") -> None:
+    """The ``--actor`` option of the verbs that change something."""
+    parser.add_argument("--actor", type=actor_name, default=default_actor(), help=help_text)
+
+
+def database_error(exc: DatabaseError) -> str:
+    """The operator's message for ``exc``: a missing grant, missing migrations
+    (instead of "relation ... does not exist" and a SQL excerpt), or the error."""
+    message = privilege_error(exc)
+    if message:
+        return message
+    if getattr(exc.__cause__, "sqlstate", None) in UNDEFINED_OBJECT:
+        try:
+            require_migrated()
+        except NotMigrated as missing:
+            return str(missing)
+        except DatabaseError:  # the check itself failed: report the first error
+            pass
+    return str(exc)
 
 
 def job_duration(job: Job, now: datetime | None) -> float | None:
@@ -164,11 +225,9 @@ def add_schedule_verbs(groups: Any) -> None:
     def verb(name: str, help_text: str, *, needs_name: bool = True, mutates: bool = False) -> Any:
         sub = verbs.add_parser(name, help=help_text)
         if needs_name:
-            sub.add_argument("name", help="schedule name")
+            sub.add_argument("name", type=schedule_name, help="schedule name")
         if mutates:
-            sub.add_argument(
-                "--actor", default=default_actor(), help="operator recorded for audit (default: cli:<user>)"
-            )
+            add_actor(sub)
         sub.add_argument("--json", action="store_true", help="machine-readable output")
         return sub
 
@@ -195,22 +254,25 @@ def add_lifecycle_verbs(verbs: Any) -> None:
     def lifecycle(name: str, help_text: str, *positionals: str) -> Any:
         sub = verbs.add_parser(name, help=help_text + " Dry run unless --apply.")
         for positional in positionals:
-            sub.add_argument(positional)
+            sub.add_argument(positional, type=schedule_name if positional == "name" else owner_name)
         sub.add_argument("--apply", action="store_true", help="perform the action (default: dry run)")
-        sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+        add_actor(sub)
         sub.add_argument("--json", action="store_true", help="machine-readable output")
         return sub
 
     adopt = lifecycle("adopt", "Give a schedule to an owner.", "name", "owner")
     adopt.add_argument(
-        "--expected-owner", default=None, help="the current owner you expect (default: unowned)"
+        "--expected-owner",
+        type=owner_name,
+        default=None,
+        help="the current owner you expect (default: unowned)",
     )
     lifecycle("retire", "Retire a schedule (durable tombstone; never fires).", "name")
     lifecycle("restore", "Restore a retired schedule from now on (no replay).", "name")
     lifecycle("retire-owner", "Retire every schedule of an owner.", "owner")
     lifecycle("restore-owner", "Restore every retired schedule of an owner.", "owner")
     plan = verbs.add_parser("plan", help="Explain what reconciliation of an owner would do (read-only).")
-    plan.add_argument("owner")
+    plan.add_argument("owner", type=owner_name)
     plan.add_argument(
         "--manifest",
         metavar="FILE",
@@ -232,8 +294,10 @@ def add_queue_verbs(groups: Any) -> None:
     ):
         sub = qverbs.add_parser(name, help=help_text)
         if name != "list":
-            sub.add_argument("name", help="queue name")
-            sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+            # Pause names a queue jobs can be in; resume reaches any stored pause.
+            problem = validation.queue_problem if name == "pause" else validation.text_problem
+            sub.add_argument("name", type=text_of("queue name", problem), help="queue name")
+            add_actor(sub)
         sub.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -243,14 +307,25 @@ def add_jobs_verbs(groups: Any) -> None:
     jverbs = jobs.add_subparsers(dest="verb", required=True, metavar="VERB")
     jlist = jverbs.add_parser("list", help="List recent jobs.")
     jlist.add_argument("--state", choices=JobState.values)
-    jlist.add_argument("--queue")
-    jlist.add_argument("--cron", metavar="NAME", help="only jobs of this schedule")
-    jlist.add_argument("--limit", type=int, default=50)
+    jlist.add_argument("--queue", type=text_of("queue name"))
+    jlist.add_argument("--cron", type=schedule_name, metavar="NAME", help="only jobs of this schedule")
+    jlist.add_argument(
+        "--limit",
+        type=bounded_int(0, MAX_JOBS_LISTED),
+        default=50,
+        metavar="N",
+        help=f"how many jobs to list, newest first (0-{MAX_JOBS_LISTED}, default 50)",
+    )
     jcancel = jverbs.add_parser(
         "cancel", help="Cancel one job by id, or the not-yet-running jobs of a schedule."
     )
     jcancel.add_argument("id", type=int, nargs="?", help="job id")
-    jcancel.add_argument("--cron", metavar="NAME", help="cancel every not-yet-running job of this schedule")
+    jcancel.add_argument(
+        "--cron",
+        type=schedule_name,
+        metavar="NAME",
+        help="cancel every not-yet-running job of this schedule",
+    )
     jretry = jverbs.add_parser("retry", help="Make a failed or cancelled job available again.")
     jretry.add_argument("id", type=int, help="job id")
     jprune = jverbs.add_parser("prune", help="Delete finished jobs older than AWA_JOB_RETENTION.")
@@ -266,7 +341,7 @@ def add_jobs_verbs(groups: Any) -> None:
     for sub in (jlist, jcancel, jretry, jprune):
         sub.add_argument("--json", action="store_true", help="machine-readable output")
     for sub in (jcancel, jretry):
-        sub.add_argument("--actor", default=default_actor(), help="operator recorded for audit")
+        add_actor(sub)
 
 
 def add_health(groups: Any) -> None:
@@ -281,5 +356,7 @@ def add_health(groups: Any) -> None:
     probe.add_argument(
         "--local", action="store_true", help="only check this host's process (a liveness probe); needs --role"
     )
-    probe.add_argument("--pid", type=int, help="only the process with this pid (with --role)")
+    probe.add_argument(
+        "--pid", type=bounded_int(1, MAX_PID), help="only the process with this pid (with --role)"
+    )
     probe.add_argument("--json", action="store_true", help="machine-readable output")

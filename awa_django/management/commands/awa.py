@@ -24,10 +24,10 @@ from awa_django.cli import (
     positive_seconds,
     schedule_dict,
 )
-from awa_django.connection_guards import privilege_error
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import Job
 from awa_django.terminal import printable
+from awa_django.validation import validate_label
 
 # Re-exported: the command's helpers lived here before awa_django.cli.
 __all__ = [
@@ -52,14 +52,15 @@ class Command(BaseCommand):
         handler = getattr(self, f"{options['group']}_{options['verb'].replace('-', '_')}")
         try:
             handler(options)
-        except ScheduleNotFound as exc:
-            raise CommandError(str(exc)) from exc
-        except (OperationRefused, ValueError, DatabaseError) as exc:
-            raise CommandError(privilege_error(exc) or str(exc)) from exc
+        except (ScheduleNotFound, OperationRefused, ValueError) as exc:
+            # Messages quote owners and names from the database: escaped.
+            raise CommandError(printable(exc)) from exc
+        except DatabaseError as exc:
+            raise CommandError(printable(cli.database_error(exc))) from exc
 
     def health_probe(self, options: dict[str, Any]) -> None:
         if (options["local"] or options["pid"] is not None) and not options["role"]:
-            raise CommandError("--local and --pid need --role cron or --role tasks")
+            raise CommandError("--local and --pid need --role cron or --role tasks", returncode=2)
         report = health.probe(options["role"], local_only=options["local"], pid=options["pid"])
         self.emit(options, report.as_json(), health.render(report))
         if not report.healthy:
@@ -215,7 +216,7 @@ class Command(BaseCommand):
                     f"malformed manifest {options['manifest']}: {type(exc).__name__}: {exc}"
                 ) from exc
         else:
-            result = reconciliation.plan(options["owner"])
+            result = reconciliation.plan(validate_label(options["owner"], "owner"))
         data = result.as_json()
         status = ", ".join(result.blockers) or (
             "converged; the leader retires the listed schedules at its next pass"
@@ -333,7 +334,7 @@ class Command(BaseCommand):
 
     def jobs_cancel(self, options: dict[str, Any]) -> None:
         if (options["id"] is None) == (options["cron"] is None):
-            raise CommandError("give a job id or --cron NAME (one of them)")
+            raise CommandError("give a job id or --cron NAME (one of them)", returncode=2)
         if options["id"] is not None:
             queues.cancel_job(options["id"], options["actor"])
             self.emit(
