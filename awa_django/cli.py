@@ -12,8 +12,8 @@ from typing import Any
 from django.db import DatabaseError
 
 from . import health, operations, validation
-from .conf import MAX_RETENTION
-from .connection_guards import privilege_error
+from .conf import MAX_RETENTION, conf
+from .connection_guards import lock_wait_timed_out, privilege_error
 from .exceptions import NotMigrated
 from .humanize import describe_cron
 from .migrationstate import require_migrated
@@ -160,6 +160,12 @@ def database_error(exc: DatabaseError) -> str:
     message = privilege_error(exc)
     if message:
         return message
+    if lock_wait_timed_out(exc):
+        first_line = (str(exc).strip().splitlines() or ["timeout"])[0]
+        return (
+            f"gave up waiting for another session ({first_line}; AWA_LOCK_TIMEOUT="
+            f"{conf.LOCK_TIMEOUT:g}s, AWA_STATEMENT_TIMEOUT={conf.STATEMENT_TIMEOUT:g}s); try again"
+        )
     if getattr(exc.__cause__, "sqlstate", None) in UNDEFINED_OBJECT:
         try:
             require_migrated()

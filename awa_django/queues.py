@@ -8,6 +8,8 @@ cron fires into a paused queue still enqueue, and run once it resumes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -35,6 +37,15 @@ MAX_PRUNE_AGE = timedelta(seconds=MAX_RETENTION)
 
 # The job operations below validate their actor with the one validator too.
 _actor = require_actor
+
+
+@contextmanager
+def _bounded(using: str) -> Iterator[Any]:
+    """A cursor in a transaction whose waits are bounded: a job's row may be
+    held by a worker or a session frozen inside its transaction."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)
+        yield cursor
 
 
 @dataclass(frozen=True)
@@ -87,11 +98,14 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
 def resume_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
     """Let workers claim from ``queue`` again; the result is false if it was not paused."""
     actor = require_actor(actor)
-    changed = (
-        QueueMeta.objects.using(using)
-        .filter(queue=queue, paused_at__isnull=False)
-        .update(paused_at=None, paused_by=None)
-    )
+    with transaction.atomic(using=using):
+        with connections[using].cursor() as cursor:
+            bound_transaction_waits(cursor)  # a frozen pause may hold the row
+        changed = (
+            QueueMeta.objects.using(using)
+            .filter(queue=queue, paused_at__isnull=False)
+            .update(paused_at=None, paused_by=None)
+        )
     if not changed:
         return ActionResult("resume_queue", [], name=queue, detail="not paused")
     logger.info(
@@ -110,7 +124,7 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
     "kill running work too?"). Pause the schedule first to stop new fires.
     """
     actor = _actor(actor)
-    with connections[using].cursor() as cursor:
+    with _bounded(using) as cursor:
         ids = jobs.cancel(cursor, actor, cron_name=cron_name)
     logger.info(
         "%d job(s) of schedule %s cancelled by %s",
@@ -125,7 +139,7 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
 def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
     """Make a failed or cancelled job available again (one more attempt)."""
     actor = _actor(actor)
-    with connections[using].cursor() as cursor:
+    with _bounded(using) as cursor:
         changed = jobs.retry(cursor, job_id)
     if changed:
         logger.info(
@@ -188,7 +202,7 @@ def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[
     running, finished and missing jobs are left alone and not returned.
     """
     actor = _actor(actor)
-    with connections[using].cursor() as cursor:
+    with _bounded(using) as cursor:
         ids = jobs.cancel(cursor, actor, ids=[int(i) for i in job_ids])
     if ids:
         logger.info(

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import getpass
 import json
+import threading
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, connections
+from django.test import override_settings
 from django.utils import timezone
 
-from awa_django.models import CronJob, QueueMeta
-from tests.conftest import operator_context
+from awa_django.models import CronJob, Job, QueueMeta
+from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory, JobFactory
 
 pytestmark = pytest.mark.django_db
@@ -166,3 +168,57 @@ def test_runtasks__worker_id_with_control_characters_is_a_usage_error(value: str
 def test_runtasks__unknown_backend_names_settings_tasks() -> None:
     with pytest.raises(CommandError, match=r"task backend 'nope' is not defined in settings.TASKS"):
         call_command("runtasks", "--burst", "--backend", "nope", stdout=StringIO())
+
+
+# -- bounded waits ------------------------------------------------------------------------
+
+
+def gives_up_on_the_lock(*args: str) -> str:
+    """``awa ARGS`` in a thread (its own connection): the error it stops with,
+    well within a generous deadline, while another session holds the lock."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            awa(*args)
+        except CommandError as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "still waiting on the lock"
+    assert len(errors) == 1, errors
+    return str(errors[0])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "verb",
+    ["jobs retry", "jobs cancel", "jobs cancel --cron", "queue resume"],
+    ids=lambda v: v.replace(" ", "-"),
+)
+def test_cli_job_and_queue_verbs__a_held_row_lock_is_waited_for_at_most_awa_lock_timeout(verb: str) -> None:
+    job = JobFactory(state="failed" if verb == "jobs retry" else "available", metadata={"cron_name": "s"})
+    QueueMeta.objects.create(queue="q", paused_at=timezone.now(), paused_by="eve")
+    args = {
+        "jobs retry": ("jobs", "retry", str(job.id)),
+        "jobs cancel": ("jobs", "cancel", str(job.id)),
+        "jobs cancel --cron": ("jobs", "cancel", "--cron", "s"),
+        "queue resume": ("queue", "resume", "q"),
+    }[verb]
+    holder = raw_connection(autocommit=False)
+    try:
+        holder.execute("SELECT 1 FROM awa_jobs FOR UPDATE")
+        holder.execute("SELECT 1 FROM awa_queue_meta FOR UPDATE")
+        with override_settings(AWA_LOCK_TIMEOUT=0.2):
+            message = gives_up_on_the_lock(*args)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert message.startswith("gave up waiting for another session (canceling statement due to lock timeout;")
+    assert "AWA_LOCK_TIMEOUT=0.2s" in message
+    assert Job.objects.get(id=job.id).state == job.state
+    assert QueueMeta.objects.get(queue="q").paused_by == "eve"
