@@ -33,6 +33,25 @@ def database_url() -> str:
     return f"postgres://{user}@{host}{port}/{s['NAME']}{query}"
 
 
+def manage(*args: str, **env: str | None) -> subprocess.CompletedProcess[str]:
+    """``python -m django ARGS`` with tests.settings from the project root, as a
+    shell user runs it. ``env`` overrides the environment (None removes a name)."""
+    environ = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings")
+    for name, value in env.items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+    return subprocess.run(
+        [sys.executable, "-m", "django", *args],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 @contextmanager
 def operator_context() -> Iterator[None]:
     """A transaction in which the schedule fence lets lifecycle columns change,

@@ -5,16 +5,14 @@ traceback or a SQL excerpt (the CLI audit's findings).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import psycopg
 import pytest
 from django.db import connection
 
-from tests.conftest import ROOT, database_url
+from tests.conftest import database_url, manage
 
 # One invocation of every verb that reads or writes the database.
 VERBS = [
@@ -38,16 +36,7 @@ VERBS = [
 
 
 def run(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=url)
-    env.pop("AWA_TEST_SCHEDULES", None)
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return manage(*args, DATABASE_URL=url, AWA_TEST_SCHEDULES=None)
 
 
 def server() -> psycopg.Connection[tuple[object, ...]]:

@@ -6,26 +6,15 @@ tests/db/test_audit_faults.py covers the same options through call_command.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import manage
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings")
-    env.pop("AWA_TEST_SCHEDULES", None)
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return manage(*args, AWA_TEST_SCHEDULES=None)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 
 from awa_django import checks
 from awa_django.models import CronJob, Job, JobState
-from tests.conftest import ROOT, database_url
+from tests.conftest import ROOT, database_url, manage
 from tests.factories import CronJobFactory, JobFactory
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -21,15 +21,7 @@ BAD_SCHEDULES = {"bad": {"cron": "nope", "task": "tests.testapp.tasks.record"}}
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     """``manage.py ARGS`` on the test database, as a shell user runs it."""
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", DATABASE_URL=database_url())
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return manage(*args, DATABASE_URL=database_url())
 
 
 @pytest.mark.django_db(transaction=True)

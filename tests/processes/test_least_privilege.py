@@ -10,13 +10,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from awa_django.models import Job
-from tests.conftest import ROOT, database_url, raw_connection
+from tests.conftest import ROOT, database_url, manage, raw_connection
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -58,20 +57,11 @@ def run(
     role: str, *args: str, schedules: dict[str, object] | None = None
 ) -> subprocess.CompletedProcess[str]:
     url = re.sub(r"^postgres://[^@]*@", f"postgres://{role}@", database_url())
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="tests.settings",
+    return manage(
+        *args,
         DATABASE_URL=url,
         AWA_TEST_SCHEDULES=json.dumps(schedules or {}),
         AWA_SHUTDOWN_TIMEOUT="5",
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
 
