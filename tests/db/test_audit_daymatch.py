@@ -3,8 +3,7 @@ non-ASCII digit, and the admin's overdue column for a schedule that never fired.
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django.core.checks import run_checks
@@ -13,7 +12,8 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from awa_django import db, evaluator
-from awa_django.models import CronJob, RuntimeInstance
+from awa_django.models import CronJob
+from tests.db.test_admin import live_leader
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -35,20 +35,6 @@ def test_check__non_ascii_digit_in_awa_schedules_names_the_cron_field(expr: str,
         messages = [m for m in run_checks() if (m.id or "").startswith("awa_django.")]
     assert len(messages) == 1, [str(m) for m in messages]
     assert "field 'cron'" in messages[0].msg and f"{field} field" in messages[0].msg
-
-
-def live_leader() -> None:
-    RuntimeInstance.objects.create(
-        instance_id=uuid.uuid4(),
-        hostname="box",
-        pid=42,
-        version="t",
-        role="runcron",
-        started_at=datetime.now(UTC),
-        snapshot_interval_ms=10_000,
-        leader=True,
-        cron_protocol=1,
-    )
 
 
 def test_schedule_list__never_fired_row_is_overdue_from_the_slot_the_leader_fires(
