@@ -18,7 +18,7 @@ from django.db.models.functions import Cast, Now
 from django.db.models.query import ModelIterable
 
 from . import cronexpr, validation
-from .actions import ActionResult, require_actor
+from .actions import ActionResult, require_actor, require_schedule_name
 from .backend import announce_fires
 from .connection_guards import bound_transaction_waits
 from .db import database_now
@@ -93,6 +93,7 @@ def with_safe_timestamps(queryset: QuerySet[CronJob]) -> QuerySet[CronJob]:
 
 def get_schedule(name: str, using: str = "default") -> CronJob:
     """The schedule row called ``name``, or :class:`ScheduleNotFound`."""
+    name = require_schedule_name(name, "get_schedule")
     rows = _safe_rows("WHERE name = %s", [name], using)
     if not rows:
         raise ScheduleNotFound(name)
@@ -137,6 +138,7 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
     ``paused_at`` stay: the audit trail names who paused it first).
     """
     actor = require_actor(actor)
+    name = require_schedule_name(name, "pause")
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired:
@@ -158,6 +160,7 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
 def resume(name: str, actor: str, using: str = "default") -> ActionResult:
     """Resume automatic fires; the missed-fire policy decides what fires now."""
     actor = require_actor(actor)
+    name = require_schedule_name(name, "resume")
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired:
@@ -183,6 +186,7 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
     schedule is unaffected. Retired schedules are refused.
     """
     actor = require_actor(actor)
+    name = require_schedule_name(name, "trigger")
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # FOR SHARE may wait on a frozen peer
         cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
@@ -211,6 +215,7 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
     from ``cron.py``/settings first. Retired rows are tombstones and refuse.
     """
     actor = require_actor(actor)
+    name = require_schedule_name(name, "remove")
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired:
