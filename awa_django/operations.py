@@ -105,12 +105,20 @@ def list_schedules(using: str = "default") -> list[CronJob]:
     return _safe_rows("", [], using)
 
 
+# The most fires upcoming_fires computes: one at a time, in Python, so a huge
+# count would hold the caller in a loop (the CLI's --next has the same bound).
+MAX_UPCOMING = 1000
+
+
 def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = None) -> list[datetime]:
     """The next ``count`` automatic fire times of ``schedule`` (UTC).
 
     Computed for paused rows too ("would fire at X if resumed"); empty for
-    retired rows and for rows whose expression or zone is invalid.
+    retired rows and for rows whose expression or zone is invalid. ``count``
+    is a whole number from 0 to :data:`MAX_UPCOMING`.
     """
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_UPCOMING:
+        raise ValueError(f"count must be a whole number from 0 to {MAX_UPCOMING}, got {count!r:.40}")
     if schedule.is_retired or schedule.is_parked:
         return []
     if validation.expression_problem(schedule.cron_expr) or validation.timezone_problem(schedule.timezone):

@@ -117,8 +117,13 @@ def _check_cron(name: str, cron: Any) -> cronexpr.CronExpression:
 
 
 def _check_timezone_and_policy(name: str, timezone: Any, missed_fire_policy: Any) -> None:
-    if isinstance(timezone, str):
-        _refuse(name, "timezone", validation.timezone_problem(timezone))
+    if not isinstance(timezone, str):  # e.g. a ZoneInfo: the row stores the zone's name
+        raise InvalidSchedule(
+            name,
+            "timezone",
+            f"must be an IANA zone name such as 'Europe/Berlin', got {type(timezone).__name__}",
+        )
+    _refuse(name, "timezone", validation.timezone_problem(timezone))
     try:
         cronexpr.parse_timezone(timezone)
     except cronexpr.CronError as exc:

@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.checks import run_checks
@@ -470,3 +471,25 @@ def test_design_section_1__both_examples_work_as_written(design_modules: None) -
     )
     assert report_row.args == {"args": [], "kwargs": {"fmt": "pdf"}}
     assert report_row.missed_fire_policy == "coalesce" and report_row.queue == "default"
+
+
+@pytest.mark.parametrize("count", [-1, 1001, 10**9, "3", 2.0, True], ids=repr)
+def test_upcoming_fires__count_out_of_range_is_a_value_error(count: Any) -> None:
+    row = CronJobFactory(name="nightly")
+    with pytest.raises(ValueError, match="count must be a whole number from 0 to 1000"):
+        operations.upcoming_fires(row, count=count)
+
+
+def test_upcoming_fires__count_bounds_are_accepted() -> None:
+    row = CronJobFactory(name="nightly", cron_expr="* * * * *")
+    after = datetime(2026, 1, 1, tzinfo=UTC)
+    assert operations.upcoming_fires(row, count=0, after=after) == []
+    assert len(operations.upcoming_fires(row, count=1000, after=after)) == 1000
+
+
+@pytest.mark.parametrize("zone", [None, b"UTC", 1, ZoneInfo("Europe/Berlin")], ids=repr)
+def test_declaration__a_timezone_that_is_not_a_string_is_named_with_its_type(zone: Any) -> None:
+    with pytest.raises(InvalidSchedule) as caught:
+        declare(timezone=zone)
+    assert (caught.value.schedule, caught.value.field) == ("decl", "timezone")
+    assert f"got {type(zone).__name__}" in caught.value.reason and "IANA" in caught.value.reason
