@@ -31,7 +31,7 @@ from django.tasks.signals import task_enqueued
 
 from .conf import conf
 from .models import Job, JobState
-from .payloads import checked_payload
+from .payloads import call_parts, checked_payload, enqueue_calls, naming_call
 from .taskpaths import require_runnable_here, resolve_task
 from .validation import queue_problem, run_after_problem
 
@@ -96,21 +96,24 @@ class AwaBackend(BaseTaskBackend):
     def enqueue_many(self, calls: Iterable[tuple[Task[Any, Any], Any, Any]]) -> list[TaskResult[Any, Any]]:
         """Enqueue many ``(task, args, kwargs)`` calls in one INSERT statement.
 
-        Every call is validated first, as by ``enqueue``: one bad call raises
-        and nothing is inserted. ``task_enqueued`` is sent for each on commit.
+        Every call is validated first, as by ``enqueue``: one bad call raises,
+        naming its position and task, and nothing is inserted.
+        ``task_enqueued`` is sent for each on commit.
         """
-        calls = list(calls)
+        calls = enqueue_calls(calls)
         if not calls:
             return []
         checked: set[int] = set()  # tasks validated already (by identity)
         jobs: list[Job] = []
         encoded: list[str] = []
-        for task, args, kwargs in calls:
-            if id(task) not in checked:
-                self.validate_task(task)
-                require_runnable_here(task)
-                checked.add(id(task))
-            payload, text = checked_payload(args, kwargs)
+        for index, call in enumerate(calls, 1):
+            with naming_call(index, len(calls), call):
+                task, args, kwargs = call_parts(call, self.alias)
+                if id(task) not in checked:
+                    self.validate_task(task)
+                    require_runnable_here(task)
+                    checked.add(id(task))
+                payload, text = checked_payload(args, kwargs)
             run_after = task.run_after
             jobs.append(
                 _unsaved_job(

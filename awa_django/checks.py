@@ -85,11 +85,15 @@ def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
     schedules, errors = settings_schedules()
     messages: list[CheckMessage] = [schedule_error(exc) for exc in errors]
     for schedule in schedules:
-        if schedule.name in registry:
+        twin = registry.lookalike(schedule.name)
+        if twin is not None:
+            also = (
+                "" if twin.name == schedule.name else f" (as {twin.name!r}: only case or Unicode form differ)"
+            )
             messages.append(
                 _error(
                     "awa_django.E002",
-                    f"schedule {schedule.name!r}: field 'name': declared in AWA_SCHEDULES and in a cron.py",
+                    f"schedule {schedule.name!r}: field 'name': declared in AWA_SCHEDULES and in a cron.py{also}",
                     obj=f"AWA_SCHEDULES[{schedule.name!r}]",
                 )
             )

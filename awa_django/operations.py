@@ -18,7 +18,7 @@ from django.db.models.functions import Cast, Now
 from django.db.models.query import ModelIterable
 
 from . import cronexpr, validation
-from .actions import ActionResult, require_actor
+from .actions import ActionResult, require_actor, require_schedule_name
 from .backend import announce_fires
 from .connection_guards import bound_transaction_waits
 from .db import database_now
@@ -93,6 +93,7 @@ def with_safe_timestamps(queryset: QuerySet[CronJob]) -> QuerySet[CronJob]:
 
 def get_schedule(name: str, using: str = "default") -> CronJob:
     """The schedule row called ``name``, or :class:`ScheduleNotFound`."""
+    name = require_schedule_name(name, "get_schedule")
     rows = _safe_rows("WHERE name = %s", [name], using)
     if not rows:
         raise ScheduleNotFound(name)
@@ -104,12 +105,20 @@ def list_schedules(using: str = "default") -> list[CronJob]:
     return _safe_rows("", [], using)
 
 
+# The most fires upcoming_fires computes: one at a time, in Python, so a huge
+# count would hold the caller in a loop (the CLI's --next has the same bound).
+MAX_UPCOMING = 1000
+
+
 def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = None) -> list[datetime]:
     """The next ``count`` automatic fire times of ``schedule`` (UTC).
 
     Computed for paused rows too ("would fire at X if resumed"); empty for
-    retired rows and for rows whose expression or zone is invalid.
+    retired rows and for rows whose expression or zone is invalid. ``count``
+    is a whole number from 0 to :data:`MAX_UPCOMING`.
     """
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_UPCOMING:
+        raise ValueError(f"count must be a whole number from 0 to {MAX_UPCOMING}, got {count!r:.40}")
     if schedule.is_retired or schedule.is_parked:
         return []
     if validation.expression_problem(schedule.cron_expr) or validation.timezone_problem(schedule.timezone):
@@ -137,6 +146,7 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
     ``paused_at`` stay: the audit trail names who paused it first).
     """
     actor = require_actor(actor)
+    name = require_schedule_name(name, "pause")
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired:
@@ -158,6 +168,7 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
 def resume(name: str, actor: str, using: str = "default") -> ActionResult:
     """Resume automatic fires; the missed-fire policy decides what fires now."""
     actor = require_actor(actor)
+    name = require_schedule_name(name, "resume")
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired:
@@ -183,6 +194,7 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
     schedule is unaffected. Retired schedules are refused.
     """
     actor = require_actor(actor)
+    name = require_schedule_name(name, "trigger")
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # FOR SHARE may wait on a frozen peer
         cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
@@ -211,6 +223,7 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
     from ``cron.py``/settings first. Retired rows are tombstones and refuse.
     """
     actor = require_actor(actor)
+    name = require_schedule_name(name, "remove")
     with transaction.atomic(using=using):
         row = _lock(name, using)
         if row.retired:

@@ -21,7 +21,7 @@ from typing import Any
 from django.db import connections, transaction
 
 from . import db
-from .actions import ActionResult, require_actor
+from .actions import ActionResult, require_actor, require_schedule_name
 from .connection_guards import bound_transaction_waits
 from .exceptions import OperationRefused, ScheduleNotFound
 from .validation import validate_label
@@ -109,12 +109,6 @@ def _restore_rows(cursor: Any, names: list[str]) -> None:
     )
 
 
-def _name(name: Any, action: str) -> str:
-    if not name or not isinstance(name, str):
-        raise ValueError(f"{action} needs a schedule name")
-    return name
-
-
 def adopt(
     name: str,
     owner_id: str,
@@ -127,7 +121,7 @@ def adopt(
     """Give ``name`` to ``owner_id`` if its current owner is ``expected_owner`` (None = unowned)."""
     actor = require_actor(actor)
     validate_label(owner_id, "owner")
-    name = _name(name, "adopt")
+    name = require_schedule_name(name, "adopt")
 
     def check(rows: list[Row]) -> None:
         if rows[0][1] != expected_owner:
@@ -157,14 +151,14 @@ def adopt(
 def retire(name: str, *, actor: str, apply: bool = False, using: str = "default") -> ActionResult:
     """Tombstone ``name``: it never fires again until restored."""
     actor = require_actor(actor)
-    name = _name(name, "retire")
+    name = require_schedule_name(name, "retire")
     return _run(_Verb("retire", _by_name(name), _active, _retire_rows(actor)), actor, apply, name, using)
 
 
 def restore(name: str, *, actor: str, apply: bool = False, using: str = "default") -> ActionResult:
     """Clear the tombstone of ``name``; ``last_enqueued_at`` becomes database now; pause is kept."""
     actor = require_actor(actor)
-    name = _name(name, "restore")
+    name = require_schedule_name(name, "restore")
     return _run(_Verb("restore", _by_name(name), _retired, _restore_rows), actor, apply, name, using)
 
 

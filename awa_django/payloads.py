@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from django.tasks import Task
+from django.tasks.exceptions import InvalidTask
 from django.utils.json import normalize_json
 
 from .validation import json_problem
@@ -85,3 +89,45 @@ def exception_text(exc: BaseException) -> str:
         return str(exc)
     except BaseException:  # its __str__ is arbitrary code: it may raise anything, even SystemExit
         return f"<unprintable {type(exc).__qualname__}>"
+
+
+def enqueue_calls(calls: Any) -> list[Any]:
+    """``AwaBackend.enqueue_many``'s calls as a list (each checked by :func:`call_parts`)."""
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
+        raise TypeError(f"enqueue_many takes a list of (task, args, kwargs) calls, got {calls!r:.80}")
+    return list(calls)
+
+
+def call_parts(call: Any, alias: str) -> tuple[Task[Any, Any], Any, Mapping[str, Any]]:
+    """One enqueue call as ``(task, args, kwargs)``, or the reason it is not one.
+
+    Refused rather than converted: text as ``args`` (one argument per
+    character), keyword names that are not strings, and a task bound to
+    another backend (its job would land in this backend's database).
+    """
+    if not isinstance(call, (tuple, list)) or len(call) != 3:
+        raise TypeError(f"a call is a (task, args, kwargs) tuple, got {call!r:.80}")
+    task, args, kwargs = call
+    if not isinstance(task, Task):
+        raise TypeError(f"{task!r:.80} is not a django.tasks Task")
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(f"args must be a list or tuple, got {type(args).__name__}")
+    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+        raise TypeError("kwargs must be a dict with string keys")
+    if task.backend != alias:
+        raise InvalidTask(f"task {task.module_path!r} uses task backend {task.backend!r}, not {alias!r}")
+    return task, args, kwargs
+
+
+@contextmanager
+def naming_call(index: int, total: int, call: Any) -> Iterator[None]:
+    """Re-raise a bad call's error naming it (position and task) when there are several."""
+    try:
+        yield
+    except (InvalidTask, TypeError, ValueError) as exc:
+        if total == 1:
+            raise
+        task = call[0] if isinstance(call, (tuple, list)) and call else None
+        what = task.module_path if isinstance(task, Task) else type(call).__name__
+        cls = next(c for c in (InvalidTask, TypeError, ValueError) if isinstance(exc, c))
+        raise cls(f"call {index} of {total} ({what}): {exception_text(exc)}") from exc

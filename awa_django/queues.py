@@ -8,7 +8,7 @@ cron fires into a paused queue still enqueue, and run once it resumes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -19,10 +19,12 @@ from django.db.models import Count, Q
 from django.db.models.functions import Now
 
 from . import jobs
-from .actions import ActionResult, require_actor
+from .actions import ActionResult, require_actor, require_schedule_name
 from .conf import MAX_RETENTION, Kind, conf
 from .connection_guards import bound_transaction_waits
+from .exceptions import OperationRefused, ScheduleNotFound
 from .models import Job, QueueMeta
+from .validation import queue_problem
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,28 @@ def _bounded(using: str) -> Iterator[Any]:
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)
         yield cursor
+
+
+def _queue(queue: Any) -> str:
+    """A queue name awa_jobs can hold, before any query (or ValueError naming it)."""
+    problem = queue_problem(queue)
+    if problem:
+        raise ValueError(f"queue {queue!r:.80} {problem}")
+    return str(queue)
+
+
+def _job_id(job_id: Any) -> int:
+    """A job id is a whole number: ``True``, ``1.0`` or ``"12"`` is a caller's mistake."""
+    if isinstance(job_id, bool) or not isinstance(job_id, int):
+        raise ValueError(f"a job id must be a whole number, got {job_id!r:.80}")
+    return job_id
+
+
+def _job_ids(job_ids: Any) -> list[int]:
+    # A string is iterable: "12" must not cancel jobs 1 and 2.
+    if isinstance(job_ids, (str, bytes)) or not isinstance(job_ids, Iterable):
+        raise ValueError(f"job ids must be a list of whole numbers, got {job_ids!r:.80}")
+    return [_job_id(i) for i in job_ids]
 
 
 @dataclass(frozen=True)
@@ -81,6 +105,7 @@ def is_queue_paused(queue: str, using: str = "default") -> bool:
 
 def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
     """Stop workers claiming from ``queue``; the result is false if it was already paused."""
+    queue = _queue(queue)
     actor = require_actor(actor)
     with transaction.atomic(using=using):
         with connections[using].cursor() as cursor:
@@ -97,6 +122,7 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
 
 def resume_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
     """Let workers claim from ``queue`` again; the result is false if it was not paused."""
+    queue = _queue(queue)
     actor = require_actor(actor)
     with transaction.atomic(using=using):
         with connections[using].cursor() as cursor:
@@ -124,6 +150,10 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
     "kill running work too?"). Pause the schedule first to stop new fires.
     """
     actor = _actor(actor)
+    try:
+        cron_name = require_schedule_name(cron_name, "cancel_cron_jobs")
+    except ScheduleNotFound:
+        return []  # no job can carry a name jsonb cannot hold
     with _bounded(using) as cursor:
         ids = jobs.cancel(cursor, actor, cron_name=cron_name)
     logger.info(
@@ -138,6 +168,7 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
 
 def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
     """Make a failed or cancelled job available again (one more attempt)."""
+    job_id = _job_id(job_id)
     actor = _actor(actor)
     with _bounded(using) as cursor:
         changed = jobs.retry(cursor, job_id)
@@ -201,9 +232,10 @@ def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[
     The per-job form of :func:`cancel_cron_jobs` (the admin's "Cancel" action):
     running, finished and missing jobs are left alone and not returned.
     """
+    job_ids = _job_ids(job_ids)
     actor = _actor(actor)
     with _bounded(using) as cursor:
-        ids = jobs.cancel(cursor, actor, ids=[int(i) for i in job_ids])
+        ids = jobs.cancel(cursor, actor, ids=job_ids)
     if ids:
         logger.info(
             "%d job(s) cancelled by %s",
@@ -220,9 +252,7 @@ def cancel_job(job_id: int, actor: str, using: str = "default") -> None:
     A running attempt belongs to its worker (cancelling under it would race its
     completion); ``AWA_TASK_TIMEOUT`` bounds how long it can run.
     """
-    from .exceptions import OperationRefused
-
-    if cancel_jobs([job_id], actor, using=using):
+    if cancel_jobs([_job_id(job_id)], actor, using=using):
         return
     found = Job.objects.using(using).filter(id=job_id).values_list("state", flat=True).first()
     if found is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set, ValuesView
 from typing import Any
 
 from django.tasks import Task
@@ -117,8 +117,13 @@ def _check_cron(name: str, cron: Any) -> cronexpr.CronExpression:
 
 
 def _check_timezone_and_policy(name: str, timezone: Any, missed_fire_policy: Any) -> None:
-    if isinstance(timezone, str):
-        _refuse(name, "timezone", validation.timezone_problem(timezone))
+    if not isinstance(timezone, str):  # e.g. a ZoneInfo: the row stores the zone's name
+        raise InvalidSchedule(
+            name,
+            "timezone",
+            f"must be an IANA zone name such as 'Europe/Berlin', got {type(timezone).__name__}",
+        )
+    _refuse(name, "timezone", validation.timezone_problem(timezone))
     try:
         cronexpr.parse_timezone(timezone)
     except cronexpr.CronError as exc:
@@ -156,17 +161,23 @@ def _check_max_attempts(name: str, max_attempts: Any) -> int:
     return _int_in_range(name, "max_attempts", max_attempts, *MAX_ATTEMPTS_RANGE)
 
 
+# Iterables refused where a list is expected: text would become one item per
+# character, and a set (or dict view) iterates in a per-process order (string
+# hashing is randomised), so replicas would declare different definitions.
+_NOT_A_LIST = (str, bytes, bytearray, Mapping, Set, ValuesView)
+
+
 def _check_arguments(name: str, args: Any, kwargs: Any) -> tuple[list[Any], dict[str, Any]]:
-    if isinstance(args, (str, bytes, Mapping)) or not isinstance(args, Iterable):
+    if isinstance(args, _NOT_A_LIST) or not isinstance(args, Iterable):
         raise InvalidSchedule(name, "args", f"must be a list or tuple, got {type(args).__name__}")
     args = list(args)
-    _refuse(name, "args", validation.json_problem(args))
+    _refuse(name, "args", validation.json_problem(args, string_keys=True))
     args_json = _json(args, name, "args")
     kwargs = {} if kwargs is None else kwargs
     if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
         raise InvalidSchedule(name, "kwargs", "must be a dict with string keys")
     kwargs = dict(kwargs)
-    _refuse(name, "kwargs", validation.json_problem(kwargs))
+    _refuse(name, "kwargs", validation.json_problem(kwargs, string_keys=True))
     kwargs_json = _json(kwargs, name, "kwargs")
     limit = _max_args_bytes(name)
     _refuse(
@@ -182,15 +193,15 @@ def _check_metadata(name: str, metadata: Any) -> dict[str, Any]:
     clash = RESERVED_METADATA_KEYS.intersection(metadata)
     if clash:
         raise InvalidSchedule(name, "metadata", f"keys {sorted(clash)} are reserved for the scheduler")
-    _refuse(name, "metadata", validation.json_problem(dict(metadata)))
+    _refuse(name, "metadata", validation.json_problem(dict(metadata), string_keys=True))
     metadata_json: dict[str, Any] = _json(dict(metadata), name, "metadata")
     _refuse(name, "metadata", validation.size_problem(_json_size(metadata_json), _max_args_bytes(name)))
     return metadata_json
 
 
 def _check_tags(name: str, tags: Any) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise InvalidSchedule(name, "tags", "must be a list of strings")
+    if isinstance(tags, _NOT_A_LIST) or not isinstance(tags, Iterable):
+        raise InvalidSchedule(name, "tags", f"must be a list of strings, got {type(tags).__name__}")
     tag_list = tuple(tags)
     if len(tag_list) > MAX_TAGS or not all(
         isinstance(t, str) and t and len(t) <= MAX_NAME_LENGTH and "\x00" not in t for t in tag_list

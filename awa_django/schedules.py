@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.dispatch import receiver
 from django.tasks import Task
 from django.utils.module_loading import autodiscover_modules
 
+from . import validation
 from .conf import conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
 from .schedule_builder import (
@@ -48,10 +50,28 @@ __all__ = [
     "build_schedule",
     "declared_schedules",
     "finite",
+    "name_identity",
     "periodic",
     "registry",
     "settings_schedules",
 ]
+
+
+def name_identity(name: str) -> str:
+    """What two names look like to a reader: Unicode NFKC, case folded.
+
+    ``'café'`` written precomposed or with a combining accent, ``'Nightly'``
+    and ``'nightly'``, ``'ﬁle'`` and ``'file'``: each pair shares an
+    identity. Declaring both is an error: in a listing, an operator could not
+    tell which one they pause.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+def _lookalike(name: str, other: str, where: str) -> InvalidSchedule:
+    return InvalidSchedule(
+        name, "name", f"differs from {other!r} ({where}) only in case or Unicode form; choose distinct names"
+    )
 
 
 class Registry:
@@ -59,9 +79,10 @@ class Registry:
 
     def __init__(self) -> None:
         self._schedules: dict[str, Schedule] = {}
+        self._identities: dict[str, str] = {}  # name_identity(name) -> name
 
     def add(self, schedule: Schedule) -> None:
-        """Register ``schedule``; a second declaration of its name is an error."""
+        """Register ``schedule``; a second declaration of its name (or a look-alike) is an error."""
         existing = self._schedules.get(schedule.name)
         if existing is not None:
             raise InvalidSchedule(
@@ -69,15 +90,32 @@ class Registry:
                 "name",
                 f"declared twice ({existing.source or 'first'} and {schedule.source or 'again'})",
             )
+        twin = self.lookalike(schedule.name)
+        if twin is not None:
+            raise _lookalike(schedule.name, twin.name, twin.source or "declared first")
         self._schedules[schedule.name] = schedule
+        self._identities[name_identity(schedule.name)] = schedule.name
+
+    def lookalike(self, name: str) -> Schedule | None:
+        """The registered schedule whose name has the identity of ``name`` (itself included)."""
+        identity = name_identity(name)
+        found = self._identities.get(identity)
+        stale = found is not None and found not in self._schedules
+        if stale or len(self._identities) != len(self._schedules):
+            # _schedules was edited directly (a test saving and restoring it): re-index.
+            self._identities = {name_identity(n): n for n in self._schedules}
+            found = self._identities.get(identity)
+        return None if found is None else self._schedules[found]
 
     def remove(self, name: str) -> None:
         """Forget a schedule (tests and interactive sessions)."""
-        self._schedules.pop(name, None)
+        if self._schedules.pop(name, None) is not None:
+            self._identities.pop(name_identity(name), None)
 
     def clear(self) -> None:
         """Forget every code-declared schedule (tests)."""
         self._schedules.clear()
+        self._identities.clear()
 
     def __iter__(self) -> Any:
         return iter(list(self._schedules.values()))
@@ -163,8 +201,13 @@ def _validate_settings(declared: Any) -> tuple[list[Schedule], list[InvalidSched
         return [], [InvalidSchedule(None, "AWA_SCHEDULES", "must be a dict of name -> options")]
     good: list[Schedule] = []
     errors: list[InvalidSchedule] = []
+    seen: dict[str, str] = {}  # name_identity -> the first name declared with it
     for name, options in declared.items():
         try:
+            if isinstance(name, str) and not validation.text_problem(name):
+                first = seen.setdefault(name_identity(name), name)
+                if first != name:
+                    raise _lookalike(name, first, "in AWA_SCHEDULES")
             if not isinstance(options, Mapping):
                 raise InvalidSchedule(name, "AWA_SCHEDULES", "options must be a dict")
             unknown = sorted(map(str, set(options) - SETTINGS_KEYS))
@@ -203,6 +246,9 @@ def declared_schedules() -> list[Schedule]:
                 "name",
                 f"declared in AWA_SCHEDULES and in code ({by_name[schedule.name].source})",
             )
+        twin = registry.lookalike(schedule.name)
+        if twin is not None:
+            raise _lookalike(schedule.name, twin.name, f"declared in code, {twin.source}")
         by_name[schedule.name] = schedule
     return [by_name[n] for n in sorted(by_name)]
 

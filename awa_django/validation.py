@@ -103,10 +103,13 @@ def run_after_problem(value: datetime) -> str | None:
     return None
 
 
-def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH, *, string_keys: bool = False) -> str | None:
     """The first string (key or value) that cannot be stored, or too deep nesting.
 
-    Iterative, so a hostile depth cannot overflow the interpreter's stack.
+    With ``string_keys``, also a dict key that is not a string: JSON would
+    turn ``1`` into ``"1"`` (and ``{1: a, "1": b}`` into one key), so the task
+    would not get what was declared. Iterative, so a hostile depth cannot
+    overflow the interpreter's stack.
     """
     stack: list[tuple[Any, int, str]] = [(value, 0, "")]
     while stack:
@@ -121,6 +124,8 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
             return f"{where or 'a value'} is {item!r} (not JSON)"
         elif isinstance(item, dict):
             for key, child in item.items():
+                if string_keys and not isinstance(key, str):
+                    return f"{where + ': ' if where else ''}key {key!r:.40} is not a string (JSON keys are strings)"
                 if isinstance(key, str):
                     problem = text_problem(key)
                     if problem:
@@ -202,7 +207,10 @@ def size_problem(size: int, limit: int) -> str | None:
 
 
 def validate_label(value: Any, what: str) -> str:
-    """Owner ids and revisions: non-blank, at most 200 bytes, no NUL."""
-    if not isinstance(value, str) or not value.strip() or len(value.encode()) > 200 or "\x00" in value:
-        raise ValueError(f"{what} must be a non-blank string of at most 200 bytes without NUL, got {value!r}")
+    """Owner ids and revisions: non-blank, at most 200 bytes, no NUL or lone surrogate."""
+    if not isinstance(value, str) or not value.strip() or text_problem(value) or len(value.encode()) > 200:
+        raise ValueError(
+            f"{what} must be a non-blank string of at most 200 bytes without NUL or lone surrogates, "
+            f"got {value!r:.100}"
+        )
     return value
