@@ -24,7 +24,7 @@ from .conf import MAX_RETENTION, Kind, conf
 from .connection_guards import bound_transaction_waits
 from .exceptions import OperationRefused, ScheduleNotFound
 from .models import Job, QueueMeta
-from .validation import queue_problem
+from .validation import queue_problem, text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +50,18 @@ def _bounded(using: str) -> Iterator[Any]:
         yield cursor
 
 
-def _queue(queue: Any) -> str:
-    """A queue name awa_jobs can hold, before any query (or ValueError naming it)."""
-    problem = queue_problem(queue)
+def _queue(queue: Any, *, stored: bool = False) -> str:
+    """A queue name awa_jobs can hold, before any query (or ValueError naming it).
+
+    ``stored``: any text PostgreSQL can hold, so that a pause written by raw
+    SQL under an odd name (a control character) can still be resumed.
+    """
+    if stored:
+        problem = (
+            text_problem(queue) if isinstance(queue, str) else f"must be a string, not {type(queue).__name__}"
+        )
+    else:
+        problem = queue_problem(queue)
     if problem:
         raise ValueError(f"queue {queue!r:.80} {problem}")
     return str(queue)
@@ -122,7 +131,7 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
 
 def resume_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
     """Let workers claim from ``queue`` again; the result is false if it was not paused."""
-    queue = _queue(queue)
+    queue = _queue(queue, stored=True)
     actor = require_actor(actor)
     with transaction.atomic(using=using):
         with connections[using].cursor() as cursor:
