@@ -222,3 +222,13 @@ def test_cli_job_and_queue_verbs__a_held_row_lock_is_waited_for_at_most_awa_lock
     assert "AWA_LOCK_TIMEOUT=0.2s" in message
     assert Job.objects.get(id=job.id).state == job.state
     assert QueueMeta.objects.get(queue="q").paused_by == "eve"
+
+
+def test_cli_jobs_list__escaped_values_keep_the_columns_aligned() -> None:
+    JobFactory(queue="q\x1bx")
+    JobFactory(queue="plain")
+    lines = awa("jobs", "list").splitlines()
+    assert "\x1b" not in "".join(lines)
+    # TASK, the column after QUEUE and ATTEMPT, starts at one offset on every line.
+    starts = {line.index(" ", line.index("/") + 1) for line in lines[1:]}
+    assert len(starts) == 1, lines

@@ -314,22 +314,21 @@ class Command(BaseCommand):
                     if d["triggered_manually"] or not d["cron_fire_at"]
                     else f"{d['cron_name']} @ {d['cron_fire_at']}"
                 )
-            table.append(
-                (
-                    str(d["id"]),
-                    d["state"],
-                    d["queue"],
-                    f"{d['attempt']}/{d['max_attempts']}",
-                    d["kind"],
-                    schedule,
-                    format_duration(d["duration_seconds"]),
-                    d["last_error"] or "-",
-                )
+            # Escaped cell by cell, before the widths are measured, so a
+            # value shown as \x1b keeps its column aligned.
+            cells = (
+                str(d["id"]),
+                d["state"],
+                d["queue"],
+                f"{d['attempt']}/{d['max_attempts']}",
+                d["kind"],
+                schedule,
+                format_duration(d["duration_seconds"]),
+                d["last_error"] or "-",
             )
+            table.append(tuple(printable(cell) for cell in cells))
         widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-        lines = [
-            printable("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()) for r in table
-        ]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
         self.emit(options, data, "\n".join(lines))
 
     def jobs_cancel(self, options: dict[str, Any]) -> None:
