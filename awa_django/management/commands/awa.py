@@ -305,7 +305,7 @@ class Command(BaseCommand):
             self.emit(options, data, "No jobs found.")
             return
         header = ("ID", "STATE", "QUEUE", "ATTEMPT", "TASK", "SCHEDULE", "DURATION", "LAST ERROR")
-        table = [header]
+        table: list[tuple[str, ...]] = [header]
         for d in data:
             schedule = "-"
             if d["cron_name"]:
