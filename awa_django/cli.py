@@ -37,9 +37,9 @@ ROW_FIELDS = (
     "parked_at",
     "parked_reason",
 )
-# The most upcoming fires ``awa cron show --next`` computes (one at a time,
-# in Python: a huge N would hold the command in a loop).
-MAX_UPCOMING = 1000
+# The most upcoming fires ``awa cron show --next`` computes: the bound of
+# operations.upcoming_fires (one at a time, in Python).
+MAX_UPCOMING = operations.MAX_UPCOMING
 # undefined_table, undefined_function: what a database without awa_django's
 # migrations answers.
 UNDEFINED_OBJECT = frozenset({"42P01", "42883"})

@@ -4,8 +4,8 @@
 the manifest keys (:data:`DEFINITION_KEYS`), the ``AWA_SCHEDULES`` options
 (:data:`SETTINGS_KEYS`), the SQL recordset columns and the compared columns
 of the upsert (:mod:`.upsert`), :meth:`Schedule.definition`, the definition
-of a stored row (:func:`row_definition`) and the CLI's ``ROW_FIELDS`` are all
-derived from it.
+of a stored row (built in SQL by :mod:`.evidence`) and the CLI's ``ROW_FIELDS``
+are all derived from it.
 """
 
 from __future__ import annotations
@@ -48,11 +48,6 @@ COMPARED_KEYS = DEFINITION_KEYS[1:]
 SETTINGS_KEYS = frozenset(option for f in FIELDS for option in f.settings)
 # The column list of ``jsonb_to_recordset(...) AS d(...)`` reading definitions.
 RECORDSET_COLUMNS = ", ".join(f"{f.key} {f.sql_type}" for f in FIELDS)
-
-
-def row_definition(row: Any) -> dict[str, Any]:
-    """The definition of a stored ``CronJob`` row, keyed as in a manifest."""
-    return {k: list(row.tags or []) if k == "tags" else getattr(row, k) for k in DEFINITION_KEYS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from awa_django import cronexpr, upsert
 from awa_django.cli import ROW_FIELDS
 from awa_django.manifest import DEFINITION_KEYS as MANIFEST_KEYS
@@ -14,7 +12,6 @@ from awa_django.schedule_shape import (
     RECORDSET_COLUMNS,
     SETTINGS_KEYS,
     Schedule,
-    row_definition,
 )
 from awa_django.schedules import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
 
@@ -55,7 +52,7 @@ def test_the_derived_keys_agree() -> None:
     } == SETTINGS_KEYS
 
 
-def test_schedule_definition_and_row_definition_have_the_manifest_keys() -> None:
+def test_schedule_definition_has_the_manifest_keys() -> None:
     definition = schedule().definition()
     assert tuple(definition) == DEFINITION_KEYS
     assert definition["cron_expr"] == "0 3 * * *" and definition["args"] == {
@@ -63,8 +60,6 @@ def test_schedule_definition_and_row_definition_have_the_manifest_keys() -> None
         "kwargs": {"k": "v"},
     }
     assert definition["tags"] == ["a"]
-    row = SimpleNamespace(**{**definition, "tags": ("a",)})
-    assert row_definition(row) == definition
 
 
 def test_the_upsert_statements_use_the_shape() -> None:

@@ -14,7 +14,7 @@ from django.db import DatabaseError
 from django.tasks.exceptions import InvalidTaskBackend
 
 from awa_django import metrics, validation
-from awa_django.cli import bounded_int
+from awa_django.cli import bounded_int, text_of
 from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 from awa_django.migrationstate import require_migrated
@@ -43,15 +43,6 @@ def worker_id(value: str) -> str:
     return value
 
 
-def queue_name(value: str) -> str:
-    # Refused here with a usage error: a name awa_jobs cannot hold (a NUL) would
-    # otherwise fail every claim statement of the running worker.
-    problem = validation.queue_problem(value)
-    if problem:
-        raise argparse.ArgumentTypeError(f"queue name {value!r}: {problem}")
-    return value
-
-
 class Command(BaseCommand):
     help = "Run the awa_django task worker. Run any number of replicas."
 
@@ -59,7 +50,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--queue",
             action="append",
-            type=queue_name,
+            # A usage error: a name awa_jobs cannot hold (a NUL) would
+            # otherwise fail every claim statement of the running worker.
+            type=text_of("queue name", validation.queue_problem),
             dest="queues",
             metavar="QUEUE",
             help="only claim from this queue (repeatable; default: all queues)",
