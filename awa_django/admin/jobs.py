@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.utils import quote
 from django.core.paginator import Paginator
 from django.db import connections
@@ -25,7 +24,7 @@ from django.utils.safestring import SafeString
 
 from .. import queues
 from ..models import CronJob, Job, QueueMeta
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, run_each
 
 # Above this many matching rows the list says "more than N" instead of counting.
 COUNT_CAP = 10_000
@@ -204,13 +203,7 @@ class JobAdmin(ReadOnlyAdmin):
             if not done:
                 return None
             # The admin's history, in one insert however many jobs were cancelled.
-            LogEntry.objects.log_actions(
-                # admin_view only lets logged-in staff users in: pk is set.
-                user_id=cast(int, request.user.pk),
-                queryset=Job.objects.filter(id__in=done).only("id"),
-                action_flag=CHANGE,
-                change_message="cancelled",
-            )
+            log_changes(request, Job.objects.filter(id__in=done).only("id"), "cancelled")
             return f"cancelled {len(done)} job(s)" + (
                 f"; {skipped} running or finished left alone" if skipped else ""
             )

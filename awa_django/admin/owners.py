@@ -3,17 +3,15 @@ and the adopt/transfer form (which names the owner the operator expects)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Model, QuerySet
+from django.db.models import Count, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -24,7 +22,15 @@ from .. import ownership, reconciliation
 from ..actions import ActionResult
 from ..models import CronJob, CronOwner
 from ..validation import validate_label
-from .common import OPERATOR_ERRORS, ReadOnlyAdmin, actor, badge, confirmation, has_awa_perm
+from .common import (
+    OPERATOR_ERRORS,
+    ReadOnlyAdmin,
+    actor,
+    badge,
+    confirmation,
+    has_awa_perm,
+    log_changes,
+)
 
 
 def schedules(names: list[str]) -> QuerySet[CronJob]:
@@ -177,16 +183,6 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             )
         return super().change_view(request, object_id, form_url, context)
 
-    def _log(self, request: HttpRequest, rows: Iterable[Model], message: str) -> None:
-        """A change in the admin history (LogEntry) of each row, in one insert."""
-        LogEntry.objects.log_actions(
-            # admin_view only lets logged-in staff users in: pk is set.
-            user_id=cast(int, request.user.pk),
-            queryset=rows,
-            action_flag=CHANGE,
-            change_message=message,
-        )
-
     def _require_retire(self, request: HttpRequest) -> None:
         if not has_awa_perm(request, "retire_cronjob"):
             raise PermissionDenied
@@ -213,8 +209,8 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             return HttpResponseRedirect(back)
         if apply:
             if result.schedules:
-                self._log(request, [owner], f"{verb}d owner {owner_id}: " + ", ".join(result.schedules))
-                self._log(request, schedules(result.schedules), f"{verb}d with owner {owner_id}")
+                log_changes(request, [owner], f"{verb}d owner {owner_id}: " + ", ".join(result.schedules))
+                log_changes(request, schedules(result.schedules), f"{verb}d with owner {owner_id}")
             self.message_user(
                 request,
                 f"{verb}d {len(result.schedules)} schedule(s) of {owner_id}: "
@@ -265,10 +261,10 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             else:
                 if apply:
                     was = data["expected_owner"] or "unowned"
-                    self._log(
+                    log_changes(
                         request, schedules(plan.schedules), f"adopted by owner {data['owner']} (was {was})"
                     )
-                    self._log(
+                    log_changes(
                         request,
                         CronOwner.objects.filter(owner_id=data["owner"]),
                         f"adopted {', '.join(plan.schedules)} (was {was})",
