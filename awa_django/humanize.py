@@ -11,6 +11,7 @@ fields are worded here from the parsed fields.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from cron_descriptor import ExpressionDescriptor, Options
@@ -40,6 +41,9 @@ def _descriptor(fields: tuple[str, ...]) -> ExpressionDescriptor:
     return ExpressionDescriptor(" ".join((*fields, "*")), _options())
 
 
+# A list (admin page, ``awa cron list``) shows the same few texts on many
+# rows: each is described once per process.
+@functools.lru_cache(maxsize=4096)
 def describe_cron(expression: str) -> str:
     """A sentence describing ``expression`` (5 fields, 6 seconds-first, or a macro).
 
