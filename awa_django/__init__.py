@@ -14,14 +14,14 @@ __all__ = ["InvalidSchedule", "periodic"]
 __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
-    from .schedules import periodic
+    from .schedules.declaration import periodic
 
 
 def __getattr__(name: str) -> Any:
     # ``periodic`` imports django.tasks, which needs configured settings; load it
     # lazily so ``import awa_django`` works before ``django.setup()``.
     if name == "periodic":
-        from .schedules import periodic
+        from .schedules.declaration import periodic
 
         return periodic
     raise AttributeError(name)

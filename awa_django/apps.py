@@ -15,6 +15,6 @@ class AwaDjangoConfig(AppConfig):
         # cron.py that declares an invalid schedule raises InvalidSchedule here,
         # so every management command fails at startup, before any write.
         from . import checks  # noqa: F401
-        from .schedules import autodiscover
+        from .schedules.declaration import autodiscover
 
         autodiscover()

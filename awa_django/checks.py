@@ -10,7 +10,7 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from .conf import SETTINGS, Kind, conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
-from .schedules import finite, registry, settings_schedules
+from .schedules.declaration import finite, registry, settings_schedules
 
 # Field of an invalid schedule -> check id. One id per kind of mistake so
 # operators can silence or grep them precisely.
@@ -149,7 +149,7 @@ def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
 @register(Tags.compatibility)
 def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Authoritative mode has a valid owner and revision."""
-    from .reconciliation import validate_label
+    from .reconciliation.persistence import validate_label
 
     if conf.AUTHORITATIVE is not True:
         return []  # a non-bool is reported by check_setting_limits (E042)
@@ -178,7 +178,7 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
     from django.db import connections
     from django.db.migrations.recorder import MigrationRecorder
 
-    from .sqlfiles import body_hash, migration_sql_files, shipped_function_hashes
+    from .db.sqlfiles import body_hash, migration_sql_files, shipped_function_hashes
 
     messages: list[CheckMessage] = []
     for alias in databases or ():
@@ -268,7 +268,7 @@ def check_migrations_applied(
     from django.core.checks import Warning as CheckWarning
     from django.db import DatabaseError, connections
 
-    from .migrationstate import unapplied_migrations
+    from .db.migration_state import unapplied_migrations
 
     messages: list[CheckMessage] = []
     for alias in databases or ():
@@ -298,8 +298,8 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     from django.tasks import task_backends
     from django.utils.module_loading import import_string
 
-    from .backend import AwaBackend
-    from .schedules import registry
+    from .schedules.declaration import registry
+    from .tasks.backend import AwaBackend
 
     schedules, _ = settings_schedules()  # invalid ones are reported by check_schedules
     schedules = [*schedules, *registry]
@@ -320,7 +320,7 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 f"{len(schedules)} schedule(s) declared but no TASKS backend is an AwaBackend",
             )
         ]
-    from .taskpaths import is_allowed_module
+    from .tasks.paths import is_allowed_module
 
     messages: list[CheckMessage] = []
     for schedule in sorted(schedules, key=lambda s: s.name):
@@ -367,7 +367,7 @@ def check_changed_day_rules(app_configs: Any = None, **kwargs: Any) -> list[Chec
     """
     from django.core.checks import Warning
 
-    from .cronexpr import legacy_difference
+    from .cron.search import legacy_difference
 
     schedules = {s.name: s for s in settings_schedules()[0]}
     schedules.update({s.name: s for s in registry})

@@ -11,14 +11,16 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from . import health, operations, validation
+from . import health
+from .actions import schedules
 from .conf import MAX_RETENTION, conf
-from .connection_guards import lock_wait_timed_out, privilege_error
+from .cron.describe import describe_cron
+from .db.guards import lock_wait_timed_out, privilege_error
+from .db.migration_state import require_migrated
 from .exceptions import NotMigrated
-from .humanize import describe_cron
-from .migrationstate import require_migrated
 from .models import CronJob, Job, JobState
-from .schedule_shape import DEFINITION_KEYS
+from .schedules import validation
+from .schedules.shape import DEFINITION_KEYS
 from .terminal import printable
 
 # The definition (as in a manifest), then the state columns.
@@ -39,7 +41,7 @@ ROW_FIELDS = (
 )
 # The most upcoming fires ``awa cron show --next`` computes: the bound of
 # operations.upcoming_fires (one at a time, in Python).
-MAX_UPCOMING = operations.MAX_UPCOMING
+MAX_UPCOMING = schedules.MAX_UPCOMING
 # undefined_table, undefined_function: what a database without awa_django's
 # migrations answers.
 UNDEFINED_OBJECT = frozenset({"42P01", "42883"})
@@ -76,7 +78,7 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
     )
     data["description"] = describe_cron(row.cron_expr)
     if upcoming:
-        data["upcoming_fires"] = [f.isoformat() for f in operations.upcoming_fires(row, upcoming)]
+        data["upcoming_fires"] = [f.isoformat() for f in schedules.upcoming_fires(row, upcoming)]
     return data
 
 

@@ -24,7 +24,7 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from . import jobcontext
+from .tasks import context
 
 # Attributes every LogRecord has; anything else came from ``extra=``.
 _STANDARD = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "", None, None))) | {
@@ -68,10 +68,10 @@ class JsonFormatter(logging.Formatter):
         }
         with _process_lock:
             data.update(_process_fields)
-        job = jobcontext.current_job()
+        job = context.current_job()
         if job is not None:
             data.update({"job_id": job.id, "attempt": job.attempt, "queue": job.queue})
-            fire = jobcontext.current_fire()
+            fire = context.current_fire()
             if fire is not None:
                 data["schedule"] = fire.schedule
                 if fire.fire_at is not None:

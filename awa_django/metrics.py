@@ -33,9 +33,9 @@ from .conf import conf
 if TYPE_CHECKING:
     from django.http import HttpRequest, HttpResponse
 
-    from .evaluator import PassResult
-    from .leader import Leader
-    from .worker import Worker
+    from .scheduler.evaluator import PassResult
+    from .scheduler.leader import Leader
+    from .tasks.worker import Worker
 
 logger = logging.getLogger(__name__)
 

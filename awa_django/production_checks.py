@@ -43,7 +43,7 @@ def _served_aliases() -> list[str]:
 @register(Tags.compatibility)
 def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Session-bound connections (leader lock, LISTEN) avoid transaction poolers."""
-    from .connections import leader_alias, listen_alias, pooler_warning
+    from .db.aliases import leader_alias, listen_alias, pooler_warning
 
     def warn(check_id: str, msg: str) -> Warning:
         return Warning(msg, hint=POOLER_HINTS[check_id], id=check_id)
@@ -115,7 +115,7 @@ def check_pgbouncer_sessions(
     mode is the one PgBouncer applies to the alias's database and user (per
     user, per database, then global), not only the global ``pool_mode``.
     """
-    from .connections import leader_alias, listen_alias, probe_pgbouncer
+    from .db.aliases import leader_alias, listen_alias, probe_pgbouncer
 
     requested = set(databases or ())
     if not requested:

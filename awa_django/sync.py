@@ -1,67 +1,10 @@
-"""Additive definition sync: code-declared schedules -> ``awa_cron_jobs``.
+"""Public path of the additive definition sync, for tests of your schedules, as the documentation names it.
 
-UPSERT only (the one upsert of :mod:`.upsert`). It never deletes (several
-deployments may share one database and each declares only its own schedules),
-never touches ``last_enqueued_at``, pause or lifecycle columns, and skips rows
-whose definition is unchanged.
+The code lives in :mod:`awa_django.schedules.sync`; this module only re-exports it.
 """
 
-from __future__ import annotations
+from .schedules.sync import (
+    sync_schedules,
+)
 
-import logging
-from collections.abc import Iterable
-
-from django.db import DataError, IntegrityError, InternalError, connections, transaction
-
-from . import db, upsert
-from .connection_guards import bound_transaction_waits
-from .schedules import Schedule
-
-logger = logging.getLogger(__name__)
-
-
-# Errors a value in one definition can cause; anything else (connection,
-# privilege, timeout) is not a row's fault and fails the sync as a whole.
-ROW_FAULTS = (IntegrityError, DataError, InternalError, UnicodeEncodeError)
-
-
-def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> list[str]:
-    """Upsert ``schedules``; return the names that were inserted or changed."""
-    definitions = [s.definition() for s in sorted(schedules, key=lambda s: s.name)]
-    if not definitions:
-        return []
-    with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        bound_transaction_waits(cursor)  # rows may be locked by a frozen peer
-        try:
-            with db.savepoint_if_nested(using):
-                outcomes = upsert.sync_additive(cursor, definitions)
-        except ROW_FAULTS as exc:
-            # One row's value failed the set-based upsert: sync the rest one
-            # by one, so every other schedule is still written.
-            logger.warning(
-                "sync statement failed (%s); syncing row by row", exc, extra={"event": "cron.sync_isolated"}
-            )
-            outcomes = []
-            for definition in definitions:
-                try:
-                    with db.savepoint_if_nested(using):
-                        outcomes.extend(upsert.sync_additive(cursor, [definition]))
-                except ROW_FAULTS as row_exc:
-                    logger.error(
-                        "schedule %s cannot be synced: %s",
-                        definition["name"],
-                        row_exc,
-                        extra={"event": "cron.sync_failed", "schedule": definition["name"]},
-                    )
-    changed = sorted(name for name, outcome in outcomes if outcome == "written")
-    for name in changed:
-        logger.info("schedule %s synced", name, extra={"event": "cron.synced", "schedule": name})
-    for name in sorted(name for name, outcome in outcomes if outcome == "owned"):
-        # Owned rows change only through their owner's manifest or an operator.
-        logger.error(
-            "schedule %s is owned by an authoritative deployment; this additive "
-            "declaration is ignored (adopt it, or remove it from this deployment)",
-            name,
-            extra={"event": "cron.sync_conflict", "schedule": name},
-        )
-    return changed
+__all__ = ["sync_schedules"]

@@ -441,7 +441,7 @@ class Campaign:
         return any(w[1] is None for w in self.record.paused[name] + self.record.retired[name])
 
     def fault_pause_schedule(self, _target: str, name: str) -> Any:
-        from awa_django import operations
+        from awa_django.actions import schedules as operations
 
         if self._open_window(name):
             return None  # one pause or retirement of a schedule at a time
@@ -461,11 +461,11 @@ class Campaign:
         return resume
 
     def fault_retire(self, _target: str, name: str) -> Any:
-        from awa_django import ownership
+        from awa_django.actions import owners
 
         if self._open_window(name):
             return None
-        self.admin(ownership.retire, actor="chaos", apply=True, name=name)
+        self.admin(owners.retire, actor="chaos", apply=True, name=name)
         self.event("retire", name)
         retired_at, last = self.sql(
             "SELECT extract(epoch FROM retired_at)::float8, last_enqueued_at "
@@ -477,7 +477,7 @@ class Campaign:
 
         def restore() -> None:
             window[1] = self.db_now()
-            self.admin(ownership.restore, actor="chaos", apply=True, name=name)
+            self.admin(owners.restore, actor="chaos", apply=True, name=name)
             restored = self.sql("SELECT last_enqueued_at FROM awa_cron_jobs WHERE name = %s", [name])[0][0]
             # Restore never replays retired time: slots in (last, restored] are skipped.
             self.record.skipped[name].append((last, restored))
@@ -486,7 +486,7 @@ class Campaign:
         return restore
 
     def fault_trigger(self, _target: str, name: str) -> None:
-        from awa_django import operations
+        from awa_django.actions import schedules as operations
         from awa_django.exceptions import OperationRefused
 
         try:
@@ -496,7 +496,7 @@ class Campaign:
             pass  # retired right now
 
     def fault_pause_queue(self, _target: str, _name: str) -> Any:
-        from awa_django import queues
+        from awa_django.actions import queues
 
         self.admin(queues.pause_queue, "default", "chaos")
         at = self.event("pause queue")

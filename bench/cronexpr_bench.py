@@ -10,7 +10,7 @@ import timeit
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from awa_django.cronexpr import next_fire, parse_cron
+from awa_django.cron.search import next_fire, parse_cron
 
 EXPRESSIONS = [
     "0 0 1 1 *",  # yearly: the normal case

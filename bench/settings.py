@@ -18,7 +18,7 @@ TIME_ZONE = "UTC"
 INSTALLED_APPS = ["django.contrib.contenttypes", "awa_django", "bench.benchapp"]
 DATABASES = {"default": env.db("BENCH_DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/awa_bench")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-TASKS = {"default": {"BACKEND": "awa_django.backend.AwaBackend"}}
+TASKS = {"default": {"BACKEND": "awa_django.tasks.backend.AwaBackend"}}
 AWA_TASK_MODULES = ["bench.benchapp.tasks"]
 # W5 (start-up) declares BENCH_DECLARED schedules in settings; the others none.
 # Every expression differs (minute, hour and day, up to 40,320), so caches keyed

@@ -17,9 +17,9 @@ from django.db import connections
 from django.tasks import Task
 from django.tasks.base import TaskResult
 
-from awa_django.backend import AwaBackend
-from awa_django.evaluator import job_row
-from awa_django.worker import Worker
+from awa_django.scheduler.evaluator import job_row
+from awa_django.tasks.backend import AwaBackend
+from awa_django.tasks.worker import Worker
 
 # One claim of one job by id, like awa_claim_v1 for a single row: a test must
 # not run another test's leftover jobs.

@@ -61,7 +61,7 @@ TASKS = {
     "default": {
         # Jobs (cron fires and Task.enqueue()) live in awa_jobs; run them
         # with `manage.py runtasks`.
-        "BACKEND": "awa_django.backend.AwaBackend",
+        "BACKEND": "awa_django.tasks.backend.AwaBackend",
         "QUEUES": ["default", "reports"],
     }
 }

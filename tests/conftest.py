@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
-from awa_django.schedules import registry
+from awa_django.schedules.declaration import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -218,7 +218,7 @@ def runtasks(_processes: list[Runcron]) -> Callable[..., Runtasks]:
 
 def leader_pid() -> int | None:
     """The pid of the backend session holding the runcron leader lock, if any."""
-    from awa_django.leader import LEADER_LOCK_KEY
+    from awa_django.scheduler.leader import LEADER_LOCK_KEY
 
     key = LEADER_LOCK_KEY & 0xFFFFFFFFFFFFFFFF
     with raw_connection() as conn:

@@ -1,7 +1,7 @@
 """Helpers for the reconciliation tests: simulated runtimes, raw evidence, locks.
 
 A "runtime" here is what ``runcron``/``runtasks`` does every snapshot interval:
-one :class:`~awa_django.runtime.RuntimeReporter` transaction (protocol lock,
+one :class:`~awa_django.reconciliation.snapshots.RuntimeReporter` transaction (protocol lock,
 snapshot with ``cron_protocol = 1``, manifest and declaration). Several
 instances of one owner are several reporters; a runtime that republishes a new
 manifest keeps its instance id. Legacy (pre-protocol) writers are raw SQL.
@@ -22,9 +22,9 @@ import psycopg
 from django.db import connection, connections
 
 from awa_django.models import CronJob
-from awa_django.reconciliation import ReconciliationConfig
-from awa_django.runtime import RuntimeReporter
-from awa_django.schedules import Schedule, build_schedule
+from awa_django.reconciliation.persistence import ReconciliationConfig
+from awa_django.reconciliation.snapshots import RuntimeReporter
+from awa_django.schedules.declaration import Schedule, build_schedule
 from tests.conftest import raw_connection, wait_for
 
 TASK = "tests.testapp.tasks.record"

@@ -57,7 +57,7 @@ DATABASES = {
 
 TASKS = {
     "default": {
-        "BACKEND": "awa_django.backend.AwaBackend",
+        "BACKEND": "awa_django.tasks.backend.AwaBackend",
         "QUEUES": ["default", "mail", "reports"],
     }
 }

@@ -26,8 +26,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
-from ..evidence import FRESH_FOR
 from ..exceptions import OperationRefused, ScheduleNotFound
+from ..reconciliation.evidence import FRESH_FOR
 
 logger = logging.getLogger(__name__)
 

@@ -9,22 +9,23 @@ from zoneinfo import ZoneInfo
 from django.db.models.fields.json import KT
 from django.urls import reverse
 
-from .. import cronexpr, operations
+from ..actions import schedules
+from ..cron import search
 from ..models import CronJob, Job
 from .common import utc
 
 
 def zone_of(row: CronJob) -> ZoneInfo | None:
     try:
-        return cronexpr.parse_timezone(row.timezone)
-    except cronexpr.CronError:
+        return search.parse_timezone(row.timezone)
+    except search.CronError:
         return None
 
 
 def dst_marked_fires(row: CronJob, now: datetime, count: int = 10) -> list[dict[str, Any]]:
     """The next ``count`` fires in local time and UTC; a fire after a UTC offset change is marked."""
     zone = zone_of(row)
-    fires = operations.upcoming_fires(row, count, after=now)
+    fires = schedules.upcoming_fires(row, count, after=now)
     out: list[dict[str, Any]] = []
     previous = now.astimezone(zone).utcoffset() if zone else None
     for fire in fires:

@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .. import queues
+from ..actions import queues
 from ..models import CronJob, Job, QueueMeta
 from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, run_each
 

@@ -18,10 +18,11 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .. import ownership, reconciliation
-from ..actions import ActionResult
+from ..actions import owners
+from ..actions.common import ActionResult
 from ..models import CronJob, CronOwner
-from ..validation import validate_label
+from ..reconciliation import persistence
+from ..schedules.validation import validate_label
 from .common import (
     OPERATOR_ERRORS,
     ReadOnlyAdmin,
@@ -37,10 +38,10 @@ def schedules(names: list[str]) -> QuerySet[CronJob]:
     return CronJob.objects.filter(name__in=names).order_by("name")
 
 
-def plan_for(owner_id: str, using: str = "default") -> reconciliation.Plan | str:
+def plan_for(owner_id: str, using: str = "default") -> persistence.Plan | str:
     """The live plan of ``owner_id``, or the error text when it cannot be computed."""
     try:
-        return reconciliation.plan(owner_id, using=using)
+        return persistence.plan(owner_id, using=using)
     except OPERATOR_ERRORS as exc:
         return str(exc)
 
@@ -63,7 +64,7 @@ class OwnerChangeList(ChangeList):
             owner._awa_count = counts.get(owner.owner_id, 0)
 
 
-def plan_status(plan: reconciliation.Plan | str) -> SafeString | str:
+def plan_status(plan: persistence.Plan | str) -> SafeString | str:
     if isinstance(plan, str):
         return badge("error", "overdue", plan)
     if not plan.blockers:
@@ -71,9 +72,9 @@ def plan_status(plan: reconciliation.Plan | str) -> SafeString | str:
     return format_html_join(" ", "{}", ((badge(b, "paused"),) for b in plan.blockers))
 
 
-def _plan_of(owner: CronOwner) -> reconciliation.Plan | str:
+def _plan_of(owner: CronOwner) -> persistence.Plan | str:
     """The plan :class:`OwnerChangeList` attached to a listed owner."""
-    plan: reconciliation.Plan | str = vars(owner)["_awa_plan"]
+    plan: persistence.Plan | str = vars(owner)["_awa_plan"]
     return plan
 
 
@@ -202,7 +203,7 @@ class CronOwnerAdmin(ReadOnlyAdmin):
         verb = "retire" if action == "retire_owner" else "restore"
         apply = request.method == "POST" and request.POST.get("post") == "yes"
         try:
-            verb_function = ownership.retire_owner if action == "retire_owner" else ownership.restore_owner
+            verb_function = owners.retire_owner if action == "retire_owner" else owners.restore_owner
             result = verb_function(owner_id, actor=actor(request), apply=apply)
         except OPERATOR_ERRORS as exc:
             self.message_user(request, f"{verb} owner {owner_id}: {exc}", messages.ERROR)
@@ -248,7 +249,7 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             data = form.cleaned_data
             apply = request.POST.get("post") == "yes"
             try:
-                plan = ownership.adopt(
+                plan = owners.adopt(
                     data["name"],
                     data["owner"],
                     actor=actor(request),

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .. import queues
+from ..actions import queues
 from ..models import Queue
 from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, utc
 

@@ -11,8 +11,10 @@ from django.contrib.admin.views.main import ChangeList
 from django.db import connections
 from django.http import HttpRequest
 
-from .. import cronexpr, db, operations
+from ..actions import schedules
 from ..conf import conf
+from ..cron import search
+from ..db import sessions
 from ..models import CronJob, QueueMeta
 from .common import live_leader
 from .fires import zone_of
@@ -52,16 +54,16 @@ def _due(row: CronJob) -> datetime | None:
     zone = zone_of(row)
     if row.created_at is None or zone is None:
         return None
-    since = cronexpr.search_start(row.last_enqueued_at, row.created_at)
+    since = search.search_start(row.last_enqueued_at, row.created_at)
     try:
-        return cronexpr.next_fire(cronexpr.parse_cron(row.cron_expr), zone, since)
-    except cronexpr.CronError:
+        return search.next_fire(search.parse_cron(row.cron_expr), zone, since)
+    except search.CronError:
         return None
 
 
 def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str]) -> RowInfo:
     info = RowInfo(now=now, leader=leader, queue_paused=row.queue in paused_queues)
-    upcoming = operations.upcoming_fires(row, 1, after=now)
+    upcoming = schedules.upcoming_fires(row, 1, after=now)
     info.next_fire = upcoming[0] if upcoming else None
     if leader and not row.is_paused and not row.is_retired:
         due = _due(row)
@@ -72,7 +74,7 @@ def row_info(row: CronJob, now: datetime, leader: bool, paused_queues: set[str])
 
 def annotate_page(rows: list[CronJob], using: str = "default") -> None:
     """Attach a :class:`RowInfo` to every row: a fixed number of queries per page."""
-    now = db.database_now(using)
+    now = sessions.database_now(using)
     leader = live_leader(using) is not None
     queues = sorted({r.queue for r in rows})
     paused = (

@@ -18,11 +18,11 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .. import operations, ownership
-from ..actions import ActionResult
-from ..humanize import describe_cron
+from ..actions import owners, schedules
+from ..actions.common import ActionResult
+from ..cron.describe import describe_cron
 from ..models import CronJob
-from ..schedules import registry
+from ..schedules.declaration import registry
 from .common import (
     OPERATOR_ERRORS,
     ReadOnlyAdmin,
@@ -128,7 +128,7 @@ class CronJobAdmin(ReadOnlyAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[CronJob]:
         # A row written by raw SQL with an 'infinity' timestamp must show up
         # (parked, with its reason), never fail the page for every row.
-        return operations.with_safe_timestamps(super().get_queryset(request))
+        return schedules.with_safe_timestamps(super().get_queryset(request))
 
     # -- columns ---------------------------------------------------------------
     @admin.display(description="schedule", ordering="cron_expr")
@@ -273,7 +273,7 @@ class CronJobAdmin(ReadOnlyAdmin):
     @admin.action(description="Pause", permissions=["pause"])
     def pause_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> None:
         def pause(row: CronJob) -> str | None:
-            result = operations.pause(row.name, actor(request))
+            result = schedules.pause(row.name, actor(request))
             return f"paused {row.name}" if result.changed else None
 
         run_each(self, request, queryset.order_by("name"), pause, str)
@@ -281,7 +281,7 @@ class CronJobAdmin(ReadOnlyAdmin):
     @admin.action(description="Resume", permissions=["pause"])
     def resume_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> None:
         def resume(row: CronJob) -> str | None:
-            result = operations.resume(row.name, actor(request))
+            result = schedules.resume(row.name, actor(request))
             return f"resumed {row.name}" if result.changed else None
 
         run_each(self, request, queryset.order_by("name"), resume, str)
@@ -289,7 +289,7 @@ class CronJobAdmin(ReadOnlyAdmin):
     @admin.action(description="Trigger now", permissions=["trigger"])
     def trigger_schedules(self, request: HttpRequest, queryset: QuerySet[CronJob]) -> None:
         def trigger(row: CronJob) -> str:
-            job = operations.trigger(row.name, actor(request))
+            job = schedules.trigger(row.name, actor(request))
             return f"triggered {row.name}: job {job['id']} on queue {job['queue']}"
 
         run_each(self, request, queryset.order_by("name"), trigger, str)
@@ -346,7 +346,7 @@ class CronJobAdmin(ReadOnlyAdmin):
 
 def _verb(action: str) -> Callable[..., ActionResult]:
     """The lifecycle verb of a retire/restore action (looked up at call time)."""
-    verb: Callable[..., ActionResult] = ownership.retire if action == "retire" else ownership.restore
+    verb: Callable[..., ActionResult] = owners.retire if action == "retire" else owners.restore
     return verb
 
 

@@ -6,7 +6,7 @@ import django.db.models.functions.text
 import django.db.models.lookups
 from django.db import migrations, models
 
-from awa_django.sqlfiles import run_sql_file
+from ..db.sqlfiles import run_sql_file
 
 # Lock order (ADR-007 "Consequences"): the fire statement locks an awa_cron_jobs
 # row and then inserts into awa_jobs, so a migration must take awa_cron_jobs

@@ -6,7 +6,7 @@ applied it keep a consistent history.)"""
 
 from django.db import migrations
 
-from awa_django.sqlfiles import run_sql_file
+from ..db.sqlfiles import run_sql_file
 
 
 class Migration(migrations.Migration):

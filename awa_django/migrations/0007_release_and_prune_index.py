@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-from awa_django.sqlfiles import run_sql_file
+from ..db.sqlfiles import run_sql_file
 
 
 class Migration(migrations.Migration):

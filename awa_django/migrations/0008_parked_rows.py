@@ -4,7 +4,7 @@ fence that lets the leader write them on owned rows, and awa_cron_fire_v3
 
 from django.db import migrations, models
 
-from awa_django.sqlfiles import run_sql_file
+from ..db.sqlfiles import run_sql_file
 
 
 class Migration(migrations.Migration):

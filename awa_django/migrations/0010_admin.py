@@ -3,7 +3,7 @@
 import django.db.models.fields.json
 from django.db import migrations, models
 
-from awa_django.sqlfiles import run_sql_file
+from ..db.sqlfiles import run_sql_file
 
 
 class Migration(migrations.Migration):

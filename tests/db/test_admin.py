@@ -19,7 +19,8 @@ from django.db import DatabaseError, connection
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from awa_django import operations, ownership, periodic, queues
+from awa_django import periodic
+from awa_django.actions import owners, queues, schedules
 from awa_django.admin.fires import dst_marked_fires
 from awa_django.models import CronJob, CronOwner, Job, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
@@ -85,7 +86,7 @@ def live_leader() -> None:
 
 def test_schedule_list__columns_description_owner_and_last_job(admin_client: Client) -> None:
     CronJobFactory(name="digest", cron_expr="0 9 * * 1-5", timezone="Europe/Berlin", owner_id="web")
-    job = operations.trigger("digest", "alice")
+    job = schedules.trigger("digest", "alice")
     page = admin_client.get(SCHEDULES).content.decode()
     assert "digest" in page and "<code>0 9 * * 1-5</code>" in page
     assert "At 09:00, Monday through Friday" in page
@@ -100,8 +101,8 @@ def test_schedule_list__badges_paused_retired_queue_paused_and_active(admin_clie
     CronJobFactory(name="gone")
     CronJobFactory(name="mailer", queue="mail")
     CronJobFactory(name="fine")
-    operations.pause("quiet", "alice")
-    ownership.retire(actor="bob", apply=True, name="gone")
+    schedules.pause("quiet", "alice")
+    owners.retire(actor="bob", apply=True, name="gone")
     queues.pause_queue("mail", "carol")
     page = admin_client.get(SCHEDULES).content.decode()
     assert "paused by alice" in page
@@ -128,8 +129,8 @@ def test_schedule_list__filters_and_search(admin_client: Client) -> None:
     CronJobFactory(name="alpha", owner_id="web", queue="mail")
     CronJobFactory(name="beta")
     CronJobFactory(name="gamma")
-    operations.pause("beta", "x")
-    ownership.retire(actor="x", apply=True, name="gamma")
+    schedules.pause("beta", "x")
+    owners.retire(actor="x", apply=True, name="gamma")
 
     def names(query: str) -> list[str]:
         response = admin_client.get(SCHEDULES + query)
@@ -149,7 +150,7 @@ def test_schedule_list__filters_and_search(admin_client: Client) -> None:
 
 def test_schedule_detail__read_only_with_next_and_last_fires(admin_client: Client) -> None:
     CronJobFactory(name="daily", cron_expr="30 2 * * *", timezone="Europe/Berlin")
-    jobs = [operations.trigger("daily", "alice") for _ in range(22)]
+    jobs = [schedules.trigger("daily", "alice") for _ in range(22)]
     Job.objects.filter(id=jobs[-1]["id"]).update(
         state="completed",
         attempted_at=datetime(2026, 1, 1, tzinfo=UTC),
@@ -250,7 +251,7 @@ def test_actions__retire_and_restore_confirm_with_the_dry_run_plan(
 ) -> None:
     CronJobFactory(name="old")
     CronJobFactory(name="already")
-    ownership.retire(actor="x", apply=True, name="already")
+    owners.retire(actor="x", apply=True, name="already")
     page = act(admin_client, SCHEDULES, "retire_schedules", "old", "already")
     assert page.templates[0].name == "admin/awa_django/confirm_action.html"
     assert page.context["changes"] == ["old"] and page.context["unchanged"] == ["already"]
@@ -272,7 +273,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
 ) -> None:
     CronJobFactory(name="tomb")
     CronJobFactory(name="ok")
-    ownership.retire(actor="x", apply=True, name="tomb")
+    owners.retire(actor="x", apply=True, name="tomb")
     response = act(admin_client, SCHEDULES, "pause_schedules", "tomb", "ok")
     assert response.status_code == 200
     assert "tomb: schedule 'tomb' is retired; restore it first" in texts(response)
@@ -283,7 +284,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise DatabaseError("could not obtain lock on row")
 
-    monkeypatch.setattr(operations, "resume", broken)
+    monkeypatch.setattr(schedules, "resume", broken)
     response = act(admin_client, SCHEDULES, "resume_schedules", "ok")
     assert response.status_code == 200
     assert texts(response) == ["ok: could not obtain lock on row"]
@@ -318,8 +319,8 @@ def test_actions__each_needs_its_permission_and_is_not_offered_without_it() -> N
 def test_jobs__filters_by_state_queue_kind_and_cron_name(admin_client: Client) -> None:
     CronJobFactory(name="a")
     CronJobFactory(name="b", queue="mail")
-    ja = operations.trigger("a", "x")
-    jb = operations.trigger("b", "x")
+    ja = schedules.trigger("a", "x")
+    jb = schedules.trigger("b", "x")
     other = JobFactory(kind="tests.testapp.tasks.other", state="failed")
 
     def ids(query: str) -> set[int]:
@@ -540,7 +541,7 @@ def test_errors_on_every_page_are_messages_not_500(
     monkeypatch.setattr(queues, "retry_job", broken)
     monkeypatch.setattr(queues, "cancel_jobs", broken)
     for verb in ("adopt", "retire", "restore", "retire_owner", "restore_owner"):
-        monkeypatch.setattr(ownership, verb, broken)
+        monkeypatch.setattr(owners, verb, broken)
     responses = [
         act(admin_client, QUEUES, "pause_queues", "mail"),
         act(admin_client, JOBS, "retry_jobs", job.id),
@@ -586,7 +587,7 @@ def test_schedule_list__overdue_uses_the_stored_next_fire_or_creation(admin_clie
 def test_schedule_names_with_url_characters_work_everywhere(admin_client: Client, admin_user: User) -> None:
     name = "reports/v2 ü?x=1&y_2"
     CronJobFactory(name=name)
-    job = operations.trigger(name, "x")
+    job = schedules.trigger(name, "x")
     page = admin_client.get(SCHEDULES).content.decode()
     url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
     assert url in page

@@ -18,7 +18,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from awa_django import operations
+from awa_django.actions import schedules
 from tests.conftest import raw_connection
 
 pytestmark = pytest.mark.django_db
@@ -170,7 +170,7 @@ def test_admin_actions__bounded_queries_per_selected_row(
     names = [f"sched-{i:05d}" for i in range(1, 21) if i % 10]
     with django_assert_max_num_queries(MAX_QUERIES + 6 * len(names)):
         queries_for(admin_client, changelist("cronjob"), action="pause_schedules", _selected_action=names)
-    assert operations.get_schedule("sched-00001").paused_by == "admin"
+    assert schedules.get_schedule("sched-00001").paused_by == "admin"
 
 
 @pytest.mark.slow

@@ -11,9 +11,9 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from awa_django import operations
-from awa_django.evaluator import evaluate
+from awa_django.actions import schedules
 from awa_django.models import CronJob
+from awa_django.scheduler.evaluator import evaluate
 from tests.conftest import operator_context
 from tests.factories import CronJobFactory
 
@@ -60,7 +60,7 @@ def test_schedule_list__a_row_with_an_unloadable_timestamp_shows_parked(
 def test_with_safe_timestamps__loads_the_text_of_an_infinite_timestamp() -> None:
     CronJobFactory(name="poisoned")
     poison("poisoned", "last_enqueued_at", "'infinity'")
-    row = operations.with_safe_timestamps(CronJob.objects.filter(name="poisoned")).get()
+    row = schedules.with_safe_timestamps(CronJob.objects.filter(name="poisoned")).get()
     assert row.last_enqueued_at is None
     assert row.last_enqueued_at_text == "infinity"  # type: ignore[attr-defined]
     assert row.created_at is not None  # in range: loaded as usual

@@ -23,12 +23,18 @@ from django.tasks import task, task_backends
 from django.tasks.exceptions import InvalidTask
 from django.test import override_settings
 
-from awa_django import InvalidSchedule, operations, ownership, queues
-from awa_django.backend import AwaBackend
+from awa_django import InvalidSchedule
+from awa_django.actions import owners, queues, schedules
 from awa_django.exceptions import ScheduleNotFound
 from awa_django.models import CronJob, Job, QueueMeta
-from awa_django.schedules import build_schedule, declared_schedules, periodic, registry
-from awa_django.sync import sync_schedules
+from awa_django.schedules.declaration import (
+    build_schedule,
+    declared_schedules,
+    periodic,
+    registry,
+)
+from awa_django.schedules.sync import sync_schedules
+from awa_django.tasks.backend import AwaBackend
 from tests.factories import CronJobFactory, JobFactory
 from tests.testapp.backend_tasks import echo, report
 
@@ -60,11 +66,11 @@ def test_schedule_actions__unstorable_or_unprintable_actor_is_refused_and_nothin
     CronJobFactory(name="nightly")
     actor = BAD_ACTORS[case]
     with transaction.atomic():
-        for action in (operations.pause, operations.trigger, operations.remove):
+        for action in (schedules.pause, schedules.trigger, schedules.remove):
             with pytest.raises(ValueError, match="actor"):
                 action("nightly", actor)
         with pytest.raises(ValueError, match="actor"):
-            ownership.retire("nightly", actor=actor, apply=True)
+            owners.retire("nightly", actor=actor, apply=True)
         with pytest.raises(ValueError, match="actor"):
             queues.pause_queue("default", actor)
         assert transaction_still_usable()
@@ -75,7 +81,7 @@ def test_schedule_actions__unstorable_or_unprintable_actor_is_refused_and_nothin
 
 def test_schedule_actions__an_actor_of_200_characters_is_recorded() -> None:
     CronJobFactory(name="nightly")
-    assert operations.pause("nightly", "a" * 200).changed
+    assert schedules.pause("nightly", "a" * 200).changed
     assert CronJob.objects.get(name="nightly").paused_by == "a" * 200
 
 
@@ -84,14 +90,14 @@ def test_schedule_actions__an_actor_of_200_characters_is_recorded() -> None:
 
 def _schedule_actions() -> dict[str, Callable[[Any], Any]]:
     return {
-        "pause": lambda name: operations.pause(name, "ops"),
-        "resume": lambda name: operations.resume(name, "ops"),
-        "trigger": lambda name: operations.trigger(name, "ops"),
-        "remove": lambda name: operations.remove(name, "ops"),
-        "get_schedule": operations.get_schedule,
-        "retire": lambda name: ownership.retire(name, actor="ops", apply=True),
-        "restore": lambda name: ownership.restore(name, actor="ops"),
-        "adopt": lambda name: ownership.adopt(name, "billing", actor="ops", apply=True),
+        "pause": lambda name: schedules.pause(name, "ops"),
+        "resume": lambda name: schedules.resume(name, "ops"),
+        "trigger": lambda name: schedules.trigger(name, "ops"),
+        "remove": lambda name: schedules.remove(name, "ops"),
+        "get_schedule": schedules.get_schedule,
+        "retire": lambda name: owners.retire(name, actor="ops", apply=True),
+        "restore": lambda name: owners.restore(name, actor="ops"),
+        "adopt": lambda name: owners.adopt(name, "billing", actor="ops", apply=True),
         "cancel_cron_jobs": lambda name: queues.cancel_cron_jobs(name, "ops"),
     }
 
@@ -123,9 +129,9 @@ def test_schedule_actions__a_name_that_is_not_text_is_a_value_error(action: str,
 def test_ownership__an_owner_with_a_lone_surrogate_is_a_value_error() -> None:
     CronJobFactory(name="nightly")
     with pytest.raises(ValueError, match="owner"):
-        ownership.adopt("nightly", "bill\ud800ing", actor="ops")
+        owners.adopt("nightly", "bill\ud800ing", actor="ops")
     with pytest.raises(ValueError, match="owner"):
-        ownership.retire_owner("bill\ud800ing", actor="ops")
+        owners.retire_owner("bill\ud800ing", actor="ops")
 
 
 # --- queues and jobs --------------------------------------------------------------------
@@ -384,8 +390,8 @@ def test_enqueue_many__empty_list_and_generators() -> None:
 
 
 OTHER_BACKEND_TASKS = {
-    "default": {"BACKEND": "awa_django.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
-    "other": {"BACKEND": "awa_django.backend.AwaBackend", "QUEUES": ["default"]},
+    "default": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
+    "other": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default"]},
 }
 
 
@@ -431,7 +437,7 @@ def design_modules() -> Iterator[None]:
 DESIGN_SETTINGS = {
     # The example's task modules live in installed apps; here, outside them.
     "AWA_TASK_MODULES": ["reports", "myapp"],
-    "TASKS": {"default": {"BACKEND": "awa_django.backend.AwaBackend", "QUEUES": ["default", "mail"]}},
+    "TASKS": {"default": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail"]}},
     "AWA_SCHEDULES": {
         "nightly-report": {
             "cron": "0 2 * * *",
@@ -486,14 +492,14 @@ def test_design_section_1__both_examples_work_as_written(design_modules: None) -
 def test_upcoming_fires__count_out_of_range_is_a_value_error(count: Any) -> None:
     row = CronJobFactory(name="nightly")
     with pytest.raises(ValueError, match="count must be a whole number from 0 to 1000"):
-        operations.upcoming_fires(row, count=count)
+        schedules.upcoming_fires(row, count=count)
 
 
 def test_upcoming_fires__count_bounds_are_accepted() -> None:
     row = CronJobFactory(name="nightly", cron_expr="* * * * *")
     after = datetime(2026, 1, 1, tzinfo=UTC)
-    assert operations.upcoming_fires(row, count=0, after=after) == []
-    assert len(operations.upcoming_fires(row, count=1000, after=after)) == 1000
+    assert schedules.upcoming_fires(row, count=0, after=after) == []
+    assert len(schedules.upcoming_fires(row, count=1000, after=after)) == 1000
 
 
 @pytest.mark.parametrize("zone", [None, b"UTC", 1, ZoneInfo("Europe/Berlin")], ids=repr)

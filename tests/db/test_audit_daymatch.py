@@ -11,8 +11,9 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from awa_django import db, evaluator
+from awa_django.db import sessions
 from awa_django.models import CronJob
+from awa_django.scheduler import evaluator
 from tests.db.test_admin import live_leader
 from tests.factories import CronJobFactory
 
@@ -43,7 +44,7 @@ def test_schedule_list__never_fired_row_is_overdue_from_the_slot_the_leader_fire
     """Created 30 s after its daily slot, ten minutes ago: the leader fires that slot (60 s
     look-back), so the row is overdue since then, not due tomorrow."""
     live_leader()
-    slot = (db.database_now() - timedelta(minutes=10)).replace(second=0, microsecond=0)
+    slot = (sessions.database_now() - timedelta(minutes=10)).replace(second=0, microsecond=0)
     CronJobFactory(name="daily", cron_expr=f"{slot.minute} {slot.hour} * * *", timezone="UTC")
     with connection.cursor() as cursor:
         cursor.execute(

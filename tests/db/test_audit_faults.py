@@ -18,12 +18,14 @@ from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
-from awa_django import connection_guards, evidence, operations, ownership, queues, reconciliation
-from awa_django.evaluator import evaluate
-from awa_django.leader import Leader
+from awa_django.actions import owners, queues, schedules
+from awa_django.actions.queues import prune_jobs
+from awa_django.db import guards
 from awa_django.models import CronJob, Job
-from awa_django.queues import prune_jobs
-from awa_django.worker import Worker
+from awa_django.reconciliation import evidence, persistence
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.scheduler.leader import Leader
+from awa_django.tasks.worker import Worker
 from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory, JobFactory
 from tests.reconcile_helpers import execute, job, publish
@@ -127,11 +129,11 @@ def test_reconcile__an_infinite_timestamp_does_not_stop_the_owner_or_others() ->
     set_columns("drop", **{column: "'infinity'" for column in TIMESTAMPS if column != "retired_at"})
     # The runtime of billing no longer declares "drop": it is retired as usual.
     publish("billing", [job("keep")], instance=billing)
-    plans = {p.owner_id: p for p in reconciliation.reconcile_all()}
+    plans = {p.owner_id: p for p in persistence.reconcile_all()}
     assert sorted(plans) == ["billing", "shipping"]
     assert plans["billing"].retirements == ["drop"] and plans["billing"].applied
     assert execute("SELECT retired_by FROM awa_cron_jobs WHERE name = 'drop'") == [("billing",)]
-    assert not reconciliation.plan("billing").blockers
+    assert not persistence.plan("billing").blockers
 
 
 # -- 3. paused_at / retired_at = 'infinity' -------------------------------------------
@@ -161,25 +163,25 @@ def test_operations__act_on_rows_with_infinite_pause_or_retirement() -> None:
     CronJobFactory(name="buried")
     set_columns("held", paused_at="'infinity'", paused_by="'ops'")
     set_columns("buried", retired_at="'infinity'", retired_by="'ops'")
-    assert operations.pause("held", "eve").detail == "already paused by ops"
+    assert schedules.pause("held", "eve").detail == "already paused by ops"
     with pytest.raises(Exception, match="'buried' is retired"):
-        operations.pause("buried", "eve")
+        schedules.pause("buried", "eve")
     with pytest.raises(Exception, match="'buried' is retired"):
-        operations.remove("buried", "eve")
-    assert operations.resume("held", "eve").changed
+        schedules.remove("buried", "eve")
+    assert schedules.resume("held", "eve").changed
     assert CronJob.objects.get(name="held").paused_at is None
-    assert operations.remove("held", "eve").changed
+    assert schedules.remove("held", "eve").changed
 
 
 @pytest.mark.django_db(transaction=True)
 def test_ownership__verbs_on_a_row_with_infinite_retirement() -> None:
     publish("billing", [job("a"), job("b")])
     set_columns("a", retired_at="'infinity'", retired_by="'ops'")
-    assert ownership.retire("a", actor="eve").schedules == []  # already retired
-    assert ownership.restore("a", actor="eve").schedules == ["a"]
-    assert ownership.retire_owner("billing", actor="eve").schedules == ["b"]
-    assert ownership.restore_owner("billing", actor="eve").schedules == ["a"]
-    assert ownership.restore("a", actor="eve", apply=True).changed
+    assert owners.retire("a", actor="eve").schedules == []  # already retired
+    assert owners.restore("a", actor="eve").schedules == ["a"]
+    assert owners.retire_owner("billing", actor="eve").schedules == ["b"]
+    assert owners.restore_owner("billing", actor="eve").schedules == ["a"]
+    assert owners.restore("a", actor="eve", apply=True).changed
     assert execute("SELECT retired_at IS NULL FROM awa_cron_jobs WHERE name = 'a'") == [(True,)]
 
 
@@ -190,13 +192,13 @@ def test_ownership__verbs_on_a_row_with_infinite_retirement() -> None:
 def test_bound_transaction_waits__the_largest_accepted_timeouts_are_valid_in_postgresql() -> None:
     with override_settings(AWA_LOCK_TIMEOUT=2147483.647, AWA_STATEMENT_TIMEOUT=2147483.647):
         with transaction.atomic(), connection.cursor() as cursor:
-            connection_guards.bound_transaction_waits(cursor)
+            guards.bound_transaction_waits(cursor)
             cursor.execute("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')")
             assert cursor.fetchone() == ("2147483647ms", "2147483647ms")
     with override_settings(AWA_LOCK_TIMEOUT=2147483.648):
         with pytest.raises(Exception, match="exceeds integer range"), transaction.atomic():
             with connection.cursor() as cursor:
-                connection_guards.bound_transaction_waits(cursor)
+                guards.bound_transaction_waits(cursor)
 
 
 @pytest.mark.django_db

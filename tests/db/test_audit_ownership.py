@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from awa_django import ownership
+from awa_django.actions import owners
 from awa_django.models import CronJob, CronOwner
 from tests.factories import CronJobFactory
 
@@ -48,13 +48,13 @@ def billing() -> None:
     """``invoice`` active and ``statement`` retired, both owned by billing."""
     CronJobFactory(name="invoice", owner_id="billing")
     CronJobFactory(name="statement", owner_id="billing")
-    ownership.retire("statement", actor="ops", apply=True)
+    owners.retire("statement", actor="ops", apply=True)
 
 
 @pytest.mark.usefixtures("billing")
 def test_retire__an_already_retired_row_keeps_the_owner_clock() -> None:
     before = agreed_owner("billing")
-    result = ownership.retire("statement", actor="ops", apply=True)
+    result = owners.retire("statement", actor="ops", apply=True)
     assert result.applied and result.schedules == []
     assert clock("billing") == before
     assert CronJob.objects.get(name="statement").retired_by == "ops"
@@ -64,7 +64,7 @@ def test_retire__an_already_retired_row_keeps_the_owner_clock() -> None:
 def test_restore__an_active_row_keeps_the_owner_clock() -> None:
     before = agreed_owner("billing")
     last = CronJob.objects.get(name="invoice").last_enqueued_at
-    result = ownership.restore("invoice", actor="ops", apply=True)
+    result = owners.restore("invoice", actor="ops", apply=True)
     assert result.applied and result.schedules == []
     assert clock("billing") == before
     assert CronJob.objects.get(name="invoice").last_enqueued_at == last  # fire clock untouched too
@@ -72,18 +72,18 @@ def test_restore__an_active_row_keeps_the_owner_clock() -> None:
 
 def test_retire_owner__with_nothing_active_keeps_the_owner_clock() -> None:
     CronJobFactory(name="statement", owner_id="billing")
-    ownership.retire_owner("billing", actor="ops", apply=True)
+    owners.retire_owner("billing", actor="ops", apply=True)
     before = agreed_owner("billing")
-    result = ownership.retire_owner("billing", actor="ops", apply=True)
+    result = owners.retire_owner("billing", actor="ops", apply=True)
     assert result.applied and result.schedules == []
     assert clock("billing") == before
 
 
 @pytest.mark.usefixtures("billing")
 def test_restore_owner__with_nothing_retired_keeps_the_owner_clock() -> None:
-    ownership.restore_owner("billing", actor="ops", apply=True)
+    owners.restore_owner("billing", actor="ops", apply=True)
     before = agreed_owner("billing")
-    result = ownership.restore_owner("billing", actor="ops", apply=True)
+    result = owners.restore_owner("billing", actor="ops", apply=True)
     assert result.applied and result.schedules == []
     assert clock("billing") == before
 
@@ -93,7 +93,7 @@ def test_retire__a_change_still_resets_only_its_owner() -> None:
     CronJobFactory(name="reminder", owner_id="mail")
     agreed_owner("billing")
     mail = agreed_owner("mail")
-    assert ownership.retire("invoice", actor="ops", apply=True).schedules == ["invoice"]
+    assert owners.retire("invoice", actor="ops", apply=True).schedules == ["invoice"]
     assert clock("billing") == (None, None, None, None)
     assert clock("mail") == mail
 
@@ -101,7 +101,7 @@ def test_retire__a_change_still_resets_only_its_owner() -> None:
 @pytest.mark.usefixtures("billing")
 def test_restore__a_change_resets_its_owner() -> None:
     agreed_owner("billing")
-    assert ownership.restore("statement", actor="ops", apply=True).schedules == ["statement"]
+    assert owners.restore("statement", actor="ops", apply=True).schedules == ["statement"]
     assert clock("billing") == (None, None, None, None)
 
 
@@ -109,7 +109,7 @@ def test_restore__a_change_resets_its_owner() -> None:
 def test_adopt__to_the_owner_it_already_has_changes_nothing() -> None:
     before = agreed_owner("billing")
     updated = CronJob.objects.get(name="invoice").updated_at
-    result = ownership.adopt("invoice", "billing", actor="ops", expected_owner="billing", apply=True)
+    result = owners.adopt("invoice", "billing", actor="ops", expected_owner="billing", apply=True)
     assert result.applied and result.schedules == []
     assert clock("billing") == before
     assert CronJob.objects.get(name="invoice").updated_at == updated
@@ -119,7 +119,7 @@ def test_adopt__to_the_owner_it_already_has_changes_nothing() -> None:
 def test_adopt__a_real_transfer_still_resets_both_owners() -> None:
     agreed_owner("billing")
     agreed_owner("payroll")
-    result = ownership.adopt("invoice", "payroll", actor="ops", expected_owner="billing", apply=True)
+    result = owners.adopt("invoice", "payroll", actor="ops", expected_owner="billing", apply=True)
     assert result.schedules == ["invoice"]
     assert clock("billing") == (None, None, None, None)
     assert clock("payroll") == (None, None, None, None)

@@ -24,7 +24,7 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.test import override_settings
 
 from awa_django.models import Job
-from awa_django.worker import Worker
+from awa_django.tasks.worker import Worker
 from tests.testapp import audit_tasks
 from tests.testapp.audit_tasks import UNSTORABLE_MESSAGES
 from tests.testapp.tasks import record
@@ -32,8 +32,8 @@ from tests.testapp.tasks import record
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NO_BACKOFF = {"AWA_RETRY_BACKOFF": 0.0, "AWA_POLL_INTERVAL": 0.05}
-AWA = "awa_django.backend.AwaBackend"
-NOT_RUNNABLE = "awa_django.taskpaths.TaskNotRunnable"
+AWA = "awa_django.tasks.backend.AwaBackend"
+NOT_RUNNABLE = "awa_django.tasks.paths.TaskNotRunnable"
 SANITISED = {
     "nul": "before\\x00after",
     "surrogate": "half \\ud800 pair",

@@ -17,10 +17,10 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskRes
 from django.tasks.signals import task_enqueued
 from django.test import override_settings
 
-from awa_django.backend import AwaBackend
+from awa_django.actions.queues import cancel_cron_jobs
 from awa_django.exceptions import JobCancelled, WorkerLost
 from awa_django.models import Job, JobState
-from awa_django.queues import cancel_cron_jobs
+from awa_django.tasks.backend import AwaBackend
 from tests.factories import JobFactory
 from tests.testapp import backend_tasks
 from tests.testapp.backend_tasks import async_echo, echo, report
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.django_db
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ECHO = "tests.testapp.backend_tasks.echo"
-BACKEND = "awa_django.backend.AwaBackend"
+BACKEND = "awa_django.tasks.backend.AwaBackend"
 QUEUES = ["default", "mail", "reports"]
 
 

@@ -13,7 +13,7 @@ from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from awa_django import checks
-from awa_django.schedules import periodic
+from awa_django.schedules.declaration import periodic
 from tests.conftest import ROOT
 
 RECORD = "tests.testapp.tasks.record"
@@ -417,7 +417,7 @@ def test_backend_check__e030_non_postgresql_database(tmp_path: Any) -> None:
         with override_settings(
             TASKS={
                 "default": {
-                    "BACKEND": "awa_django.backend.AwaBackend",
+                    "BACKEND": "awa_django.tasks.backend.AwaBackend",
                     "QUEUES": ["default", "mail", "reports"],
                     "OPTIONS": {"DATABASE": "sqlite"},
                 }
@@ -499,7 +499,7 @@ def test_check_sql_objects__e050_reports_a_body_replaced_by_hand_with_the_same_c
 def test_check_sql_objects__a_faithful_install_matches_every_shipped_body() -> None:
     from django.db import connection
 
-    from awa_django.sqlfiles import (
+    from awa_django.db.sqlfiles import (
         SQL_DIR,
         body_hash,
         declared_functions,

@@ -11,19 +11,19 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from awa_django import db
+from awa_django.db import sessions
 
 DEADLINE = 60.0
 
 
 def _notify(channel: str) -> None:
-    with db.dedicated_connection("default", "test notifier") as conn:
+    with sessions.dedicated_connection("default", "test notifier") as conn:
         conn.execute(f"NOTIFY {channel}")
 
 
 @pytest.mark.django_db(transaction=True)
 def test_dedicated_connection__is_autocommit_and_names_its_role_and_pid() -> None:
-    with db.dedicated_connection("default", "test role") as conn:
+    with sessions.dedicated_connection("default", "test role") as conn:
         assert conn.autocommit
         name = conn.execute("SELECT current_setting('application_name')").fetchone()
         assert name is not None
@@ -32,7 +32,9 @@ def test_dedicated_connection__is_autocommit_and_names_its_role_and_pid() -> Non
 
 @pytest.mark.django_db(transaction=True)
 def test_listener__returns_true_on_notify_and_false_on_timeout() -> None:
-    listener = db.Listener("awa_test_chan", lambda: db.dedicated_connection("default", "test listener"))
+    listener = sessions.Listener(
+        "awa_test_chan", lambda: sessions.dedicated_connection("default", "test listener")
+    )
     try:
         assert listener.wait(0.01) is False
         _notify("awa_test_chan")
@@ -44,8 +46,8 @@ def test_listener__returns_true_on_notify_and_false_on_timeout() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_listener__notify_received_during_another_command_is_not_lost() -> None:
-    conn = db.dedicated_connection("default", "test lock")
-    listener = db.Listener.on(conn, "awa_test_backlog")
+    conn = sessions.dedicated_connection("default", "test lock")
+    listener = sessions.Listener.on(conn, "awa_test_backlog")
     try:
         _notify("awa_test_backlog")
         conn.execute("SELECT pg_sleep(0.05)")  # the notify arrives while this runs
@@ -57,7 +59,9 @@ def test_listener__notify_received_during_another_command_is_not_lost() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_listener__wake_from_another_thread_ends_a_long_wait() -> None:
-    listener = db.Listener("awa_test_wake", lambda: db.dedicated_connection("default", "test listener"))
+    listener = sessions.Listener(
+        "awa_test_wake", lambda: sessions.dedicated_connection("default", "test listener")
+    )
     result: list[bool] = []
     waiter = threading.Thread(target=lambda: result.append(listener.wait(3600)))
     try:
@@ -80,7 +84,7 @@ def test_listener__stop_event_ends_a_wait_without_a_connection() -> None:
         calls.append(1)
         raise psycopg.OperationalError("refused (test)")
 
-    listener = db.Listener("awa_test_stop", refuse, retry_after=3600)
+    listener = sessions.Listener("awa_test_stop", refuse, retry_after=3600)
     stop = threading.Event()
     stop.set()
     try:
@@ -94,7 +98,7 @@ def test_listener__stop_event_ends_a_wait_without_a_connection() -> None:
 
 
 def test_listener__wake_after_close_is_harmless() -> None:
-    listener = db.Listener("awa_test_closed", None)
+    listener = sessions.Listener("awa_test_closed", None)
     listener.close()
     listener.wake()
     listener.close()
@@ -102,8 +106,8 @@ def test_listener__wake_after_close_is_harmless() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_listener__owned_connection_errors_propagate_to_the_owner() -> None:
-    conn = db.dedicated_connection("default", "test lock")
-    listener = db.Listener.on(conn, "awa_test_owned")
+    conn = sessions.dedicated_connection("default", "test lock")
+    listener = sessions.Listener.on(conn, "awa_test_owned")
     pid = conn.info.backend_pid
     try:
         with connection.cursor() as cursor:
@@ -122,11 +126,11 @@ def test_listener__its_own_broken_connection_is_dropped_and_reopened_later() -> 
     opened: list[psycopg.Connection[Any]] = []
 
     def connect() -> psycopg.Connection[Any]:
-        conn = db.dedicated_connection("default", "test listener")
+        conn = sessions.dedicated_connection("default", "test listener")
         opened.append(conn)
         return conn
 
-    listener = db.Listener("awa_test_drop", connect, retry_after=0.0)
+    listener = sessions.Listener("awa_test_drop", connect, retry_after=0.0)
     try:
         first = listener.connection()
         assert first is not None
@@ -148,25 +152,25 @@ def test_listener__its_own_broken_connection_is_dropped_and_reopened_later() -> 
 
 @pytest.mark.django_db
 def test_dict_rows_and_fetch_dicts__key_rows_by_column() -> None:
-    assert db.fetch_dicts("SELECT 1 AS a, 'x' AS b UNION ALL SELECT 2, 'y' ORDER BY 1") == [
+    assert sessions.fetch_dicts("SELECT 1 AS a, 'x' AS b UNION ALL SELECT 2, 'y' ORDER BY 1") == [
         {"a": 1, "b": "x"},
         {"a": 2, "b": "y"},
     ]
     with connection.cursor() as cursor:
         cursor.execute("SELECT 3 AS c WHERE false")
-        assert db.dict_rows(cursor) == []
+        assert sessions.dict_rows(cursor) == []
 
 
 @pytest.mark.django_db(transaction=True)
 def test_read_only_snapshot__is_repeatable_read_and_refuses_writes() -> None:
-    with db.read_only_snapshot(), connection.cursor() as cursor:
+    with sessions.read_only_snapshot(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')"
         )
         assert cursor.fetchone() == ("repeatable read", "on")
     with (
         pytest.raises(DatabaseError, match="read-only"),
-        db.read_only_snapshot(),
+        sessions.read_only_snapshot(),
         connection.cursor() as cursor,
     ):
         cursor.execute("CREATE TEMP TABLE awa_should_not_exist (x int)")
@@ -176,7 +180,7 @@ def test_read_only_snapshot__is_repeatable_read_and_refuses_writes() -> None:
 def test_read_only_snapshot__inside_a_caller_transaction_keeps_its_rules() -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT 1")  # the caller's transaction has started
-        with db.read_only_snapshot():
+        with sessions.read_only_snapshot():
             cursor.execute("SELECT current_setting('transaction_read_only')")
             assert cursor.fetchone() == ("off",)
 
@@ -188,17 +192,17 @@ def test_operator_and_owner_contexts__are_set_inside_and_cleared_after() -> None
         return str(cursor.fetchone()[0])
 
     with transaction.atomic(), connection.cursor() as cursor:
-        with db.operator_context(cursor):
+        with sessions.operator_context(cursor):
             assert setting(cursor, "awa.cron_admin") == "on"
         assert setting(cursor, "awa.cron_admin") == ""
-        with db.owner_context(cursor, "billing"):
+        with sessions.owner_context(cursor, "billing"):
             assert setting(cursor, "awa.cron_owner") == "billing"
         assert setting(cursor, "awa.cron_owner") == ""
 
 
 @pytest.mark.django_db
 def test_database_now__is_the_database_clock() -> None:
-    now = db.database_now()
+    now = sessions.database_now()
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement_timestamp()")
         later = cursor.fetchone()[0]
@@ -211,7 +215,7 @@ def test_reconnect_on_error__logs_drops_the_connection_and_records_the_error(cap
     log = logging.getLogger("awa_django.test")
     connection.ensure_connection()
     with caplog.at_level(logging.ERROR, logger="awa_django.test"):
-        with db.reconnect_on_error("default", "probe", log, "test.error") as guard:
+        with sessions.reconnect_on_error("default", "probe", log, "test.error") as guard:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT 1/0")
     assert isinstance(guard.error, DatabaseError)
@@ -227,14 +231,17 @@ def test_reconnect_on_error__logs_drops_the_connection_and_records_the_error(cap
 def test_reconnect_on_error__inside_a_transaction_propagates() -> None:
     log = logging.getLogger("awa_django.test")
     with pytest.raises(DatabaseError), transaction.atomic():
-        with db.reconnect_on_error("default", "probe", log, "test.error"), connection.cursor() as cursor:
+        with (
+            sessions.reconnect_on_error("default", "probe", log, "test.error"),
+            connection.cursor() as cursor,
+        ):
             cursor.execute("SELECT 1/0")
 
 
 def test_reconnect_on_error__other_errors_propagate_untouched() -> None:
     log = logging.getLogger("awa_django.test")
     with pytest.raises(ZeroDivisionError):
-        with db.reconnect_on_error("default", "probe", log, "test.error") as guard:
+        with sessions.reconnect_on_error("default", "probe", log, "test.error") as guard:
             raise ZeroDivisionError
     assert guard.error is None
 
@@ -245,7 +252,7 @@ def test_reconnect_on_error__also_handles_the_errors_named_by_the_caller(caplog:
 
     log = logging.getLogger("awa_django.test")
     with caplog.at_level(logging.ERROR, logger="awa_django.test"):
-        with db.reconnect_on_error("default", "report", log, "test.error", also=(GaveUp,)) as guard:
+        with sessions.reconnect_on_error("default", "report", log, "test.error", also=(GaveUp,)) as guard:
             raise GaveUp("retries exhausted")
     assert isinstance(guard.error, GaveUp)
     assert [r.getMessage() for r in caplog.records] == ["report failed: retries exhausted"]
@@ -254,7 +261,7 @@ def test_reconnect_on_error__also_handles_the_errors_named_by_the_caller(caplog:
 @pytest.mark.django_db
 def test_savepoint_if_nested__a_failed_statement_leaves_the_callers_transaction_usable() -> None:
     with transaction.atomic(), connection.cursor() as cursor:
-        with pytest.raises(DatabaseError), db.savepoint_if_nested():
+        with pytest.raises(DatabaseError), sessions.savepoint_if_nested():
             cursor.execute("SELECT 1/0")
         cursor.execute("SELECT 1")  # the outer transaction was not aborted
         assert cursor.fetchone() == (1,)
@@ -263,4 +270,4 @@ def test_savepoint_if_nested__a_failed_statement_leaves_the_callers_transaction_
 def test_savepoint_if_nested__outside_a_transaction_adds_nothing() -> None:
     from contextlib import nullcontext
 
-    assert isinstance(db.savepoint_if_nested(), nullcontext)
+    assert isinstance(sessions.savepoint_if_nested(), nullcontext)

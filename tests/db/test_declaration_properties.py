@@ -12,11 +12,12 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from awa_django import InvalidSchedule, cronexpr
-from awa_django.evaluator import evaluate
+from awa_django import InvalidSchedule
+from awa_django.cron import search
 from awa_django.models import CronJob, Job
-from awa_django.schedules import build_schedule
-from awa_django.sync import sync_schedules
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.schedules.declaration import build_schedule
+from awa_django.schedules.sync import sync_schedules
 
 pytestmark = pytest.mark.django_db
 
@@ -144,8 +145,8 @@ def test_declarations__are_refused_or_fire_correctly(
     result = evaluate()
     row = CronJob.objects.get(name=schedule.name)
     assert row.parked_reason is None, row.parked_reason
-    expression = cronexpr.parse_cron(row.cron_expr)
-    zone = cronexpr.parse_timezone(row.timezone)
+    expression = search.parse_cron(row.cron_expr)
+    zone = search.parse_timezone(row.timezone)
     jobs = [j for j in result.jobs if j["metadata"]["cron_name"] == schedule.name]
     assert len(jobs) <= 1  # a first registration fires at most once (coalesced)
     lower = row.created_at - timedelta(seconds=60, microseconds=1)
@@ -155,9 +156,9 @@ def test_declarations__are_refused_or_fire_correctly(
         assert jobs[0]["metadata"]["cron_fire_at"] == fire_at.astimezone(UTC).strftime(
             "%Y-%m-%dT%H:%M:%S+00:00"
         )
-        assert cronexpr.next_fire(expression, zone, fire_at - timedelta(microseconds=1)) == fire_at
+        assert search.next_fire(expression, zone, fire_at - timedelta(microseconds=1)) == fire_at
         assert jobs[0]["args"] == as_jsonb({"args": schedule.args, "kwargs": schedule.kwargs})
         lower = fire_at
-    expected_next = cronexpr.next_fire(expression, zone, lower)
+    expected_next = search.next_fire(expression, zone, lower)
     if expected_next is not None and row.next_fire_at is not None and row.next_fire_at.year < 9999:
         assert row.next_fire_at == expected_next

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from awa_django import election
+from awa_django.scheduler import election
 from tests.conftest import raw_connection, wait_for
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from django.tasks.signals import task_enqueued
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from awa_django.backend import AwaBackend
 from awa_django.models import Job, JobState
+from awa_django.tasks.backend import AwaBackend
 from tests.testapp.backend_tasks import echo, report
 
 pytestmark = pytest.mark.django_db

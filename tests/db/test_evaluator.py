@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
-from awa_django.evaluator import evaluate
 from awa_django.models import CronJob, Job
+from awa_django.scheduler.evaluator import evaluate
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -173,7 +173,7 @@ def test_evaluate__next_due_in_tracks_the_earliest_schedule() -> None:
 
 
 def test_evaluate__due_rows_are_found_through_the_partial_index() -> None:
-    from awa_django.evaluator import SELECT_DUE
+    from awa_django.scheduler.evaluator import SELECT_DUE
 
     CronJobFactory.create_batch(20, cron_expr="0 0 1 1 *")
     with connection.cursor() as cursor:
@@ -186,7 +186,7 @@ def test_evaluate__due_rows_are_found_through_the_partial_index() -> None:
 
 
 def test_evaluate__a_large_due_set_fires_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    from awa_django import evaluator
+    from awa_django.scheduler import evaluator
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     for i in range(5):
@@ -210,7 +210,7 @@ def test_evaluate__rows_left_pending_are_not_read_twice_in_one_pass(
 ) -> None:
     """A row whose next_fire_at stays NULL after its batch (lost CAS) must not
     make the keyset loop spin: each row is read at most once per pass."""
-    from awa_django import evaluator
+    from awa_django.scheduler import evaluator
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 1)
     for i in range(3):
@@ -223,7 +223,7 @@ def test_evaluate__rows_left_pending_are_not_read_twice_in_one_pass(
 
 
 def test_evaluate__due_batches_are_found_through_the_partial_index() -> None:
-    from awa_django.evaluator import SELECT_DUE_BATCH
+    from awa_django.scheduler.evaluator import SELECT_DUE_BATCH
 
     CronJobFactory.create_batch(20, cron_expr="0 0 1 1 *")
     with connection.cursor() as cursor:
@@ -240,11 +240,12 @@ def test_evaluate__due_batches_are_found_through_the_partial_index() -> None:
 def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django import cronexpr, evaluator
+    from awa_django.cron import search
+    from awa_django.scheduler import evaluator
 
     evaluator._parsed_expression.cache_clear()
     calls: list[str] = []
-    real = cronexpr.parse_cron
+    real = search.parse_cron
 
     def counting(text: str) -> Any:
         calls.append(text)
@@ -252,7 +253,7 @@ def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
 
     for i in range(4):
         make(f"cached-{i}", cron_expr="*/1 * * * * *")
-    monkeypatch.setattr(cronexpr, "parse_cron", counting)
+    monkeypatch.setattr(search, "parse_cron", counting)
     evaluate()
     with connection.cursor() as cursor:
         cursor.execute("UPDATE awa_cron_jobs SET next_fire_at = NULL")
@@ -264,20 +265,20 @@ def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
 def test_evaluate__rows_with_the_same_inputs_share_one_fire_computation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django import cronexpr
+    from awa_django.cron import search
 
     now = db_now()
     for i in range(4):
         make(f"same-{i}", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 3))
     make("other", cron_expr="0 0 * * *", last_enqueued_at=midnight(now, 1))
     calls: list[Any] = []
-    real = cronexpr.due_fires
+    real = search.due_fires
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(kwargs["last_enqueued_at"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cronexpr, "due_fires", counting)
+    monkeypatch.setattr(search, "due_fires", counting)
     evaluate()
     assert len(calls) == 2  # one per distinct (expression, zone, policy, last fire, now)
     assert [fired(f"same-{i}") for i in range(4)] == [[iso(midnight(now))]] * 4
@@ -289,7 +290,7 @@ def test_evaluate__rows_with_the_same_inputs_share_one_fire_computation(
 def test_evaluate__on_fired_gets_each_batch_and_the_pass_keeps_no_jobs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django import evaluator
+    from awa_django.scheduler import evaluator
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     for i in range(5):

@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
-from awa_django import evidence
-from awa_django.decision import Agreement
+from awa_django.reconciliation import evidence
+from awa_django.reconciliation.decision import Agreement
 from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory
 from tests.reconcile_helpers import age_evidence, execute, job, legacy_runtime, publish, shut_down

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from awa_django.evaluator import job_row
 from awa_django.models import CronJob, Job
+from awa_django.scheduler.evaluator import job_row
 from tests.conftest import operator_context
 from tests.factories import CronJobFactory
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from django.db import ProgrammingError, connection, transaction
 
-from awa_django import evaluator, firing
 from awa_django.models import CronJob, Job
+from awa_django.scheduler import evaluator, firing
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db

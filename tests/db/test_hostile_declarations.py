@@ -16,10 +16,10 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 from awa_django import InvalidSchedule
-from awa_django.leader import Leader
 from awa_django.models import CronJob, Job
-from awa_django.schedules import build_schedule
-from awa_django.sync import sync_schedules
+from awa_django.scheduler.leader import Leader
+from awa_django.schedules.declaration import build_schedule
+from awa_django.schedules.sync import sync_schedules
 from tests.testapp.tasks import record
 
 RECORD = "tests.testapp.tasks.record"
@@ -108,13 +108,13 @@ def test_check__hostile_awa_schedules_entry_is_reported_by_manage_py_check(case:
 
 
 def test_build_schedule__a_200kb_expression_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from awa_django import cronexpr
+    from awa_django.cron import search
 
     def never(text: str) -> None:
         raise AssertionError("a 200 kB expression reached the parser")
 
     # Refused by its length before the parser sees it (no duration measured).
-    monkeypatch.setattr(cronexpr, "parse_cron", never)
+    monkeypatch.setattr(search, "parse_cron", never)
     with pytest.raises(InvalidSchedule, match="limit is 256"):
         build_schedule("big", "0 0 * * " + ",".join(["1"] * 100_000), RECORD)
 

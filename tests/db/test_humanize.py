@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from awa_django.humanize import describe_cron
+from awa_django.cron.describe import describe_cron
 from tests.factories import CronJobFactory
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from awa_django import jobs
 from awa_django.models import Job, QueueMeta
+from awa_django.tasks import jobs
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import logging
 import sys
 from typing import Any
 
-from awa_django import jobcontext
 from awa_django.jsonlog import JsonFormatter, bind_process, json_logging
+from awa_django.tasks import context
 
 
 def record(msg: str = "hello %s", args: tuple[Any, ...] = ("world",), **extra: Any) -> logging.LogRecord:
@@ -33,7 +33,7 @@ def test_json_formatter__one_line_with_extras_and_standard_fields() -> None:
 
 
 def test_json_formatter__inside_a_task_adds_the_job_and_its_fire() -> None:
-    job = jobcontext.JobInfo(
+    job = context.JobInfo(
         id=42,
         attempt=2,
         max_attempts=3,
@@ -41,7 +41,7 @@ def test_json_formatter__inside_a_task_adds_the_job_and_its_fire() -> None:
         kind="x.y",
         metadata={"cron_name": "hourly", "cron_fire_at": "2026-03-29T01:00:00+00:00"},
     )
-    with jobcontext.running(job):
+    with context.running(job):
         data = json.loads(JsonFormatter().format(record()))
     assert (data["job_id"], data["attempt"], data["queue"]) == (42, 2, "mail")
     assert data["schedule"] == "hourly" and data["fire_at"] == "2026-03-29T01:00:00+00:00"

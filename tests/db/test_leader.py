@@ -14,9 +14,9 @@ from django.db import connections
 from django.test.utils import override_settings
 
 from awa_django.exceptions import LeadershipUnavailable
-from awa_django.leader import LEADER_LOCK_KEY, Leader
 from awa_django.models import CronJob, Job
-from awa_django.schedules import build_schedule
+from awa_django.scheduler.leader import LEADER_LOCK_KEY, Leader
+from awa_django.schedules.declaration import build_schedule
 from tests.conftest import leader_pid, wait_for
 from tests.factories import CronJobFactory
 
@@ -258,7 +258,7 @@ def test_leader__a_hung_task_enqueued_receiver_never_stops_the_fires(
 ) -> None:
     from django.tasks.signals import task_enqueued
 
-    from awa_django import announcer
+    from awa_django.scheduler import announcer
 
     monkeypatch.setattr(announcer, "STUCK_AFTER", 0.5)
     release = threading.Event()

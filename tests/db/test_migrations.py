@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from awa_django.sqlfiles import SQL_DIR, migration_sql_files, run_sql_file
+from awa_django.db.sqlfiles import SQL_DIR, migration_sql_files, run_sql_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

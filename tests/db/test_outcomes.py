@@ -15,12 +15,12 @@ from django.tasks.base import TaskResultStatus
 from django.tasks.signals import task_finished
 from django.test.utils import CaptureQueriesContext
 
-from awa_django import jobs
-from awa_django.backend import job_from_row
 from awa_django.models import Job
-from awa_django.outcomes import Success
-from awa_django.taskpaths import load_task
-from awa_django.worker import Worker
+from awa_django.tasks import jobs
+from awa_django.tasks.backend import job_from_row
+from awa_django.tasks.outcomes import Success
+from awa_django.tasks.paths import load_task
+from awa_django.tasks.worker import Worker
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db

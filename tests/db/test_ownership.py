@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from awa_django import ownership
-from awa_django.actions import ActionResult
+from awa_django.actions import owners
+from awa_django.actions.common import ActionResult
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import CronJob
 from tests.factories import CronJobFactory
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def test_dry_run_selects_and_changes_nothing() -> None:
     CronJobFactory(name="nightly")
-    plan = ownership.retire("nightly", actor="ops")
+    plan = owners.retire("nightly", actor="ops")
     assert plan == ActionResult("retire", ["nightly"], False)
     assert plan.as_json() == {"action": "retire", "schedules": ["nightly"], "applied": False}
     assert CronJob.objects.get(name="nightly").retired_at is None
@@ -23,9 +23,9 @@ def test_dry_run_selects_and_changes_nothing() -> None:
 
 def test_retire_then_restore_a_schedule() -> None:
     CronJobFactory(name="nightly")
-    assert ownership.retire("nightly", actor="ops", apply=True).applied
+    assert owners.retire("nightly", actor="ops", apply=True).applied
     assert CronJob.objects.get(name="nightly").retired_at is not None
-    ownership.restore("nightly", actor="ops", apply=True)
+    owners.restore("nightly", actor="ops", apply=True)
     row = CronJob.objects.get(name="nightly")
     assert row.retired_at is None and row.last_enqueued_at is not None  # restored from now
 
@@ -33,8 +33,8 @@ def test_retire_then_restore_a_schedule() -> None:
 def test_adopt_checks_the_expected_owner() -> None:
     CronJobFactory(name="nightly")
     with pytest.raises(OperationRefused):
-        ownership.adopt("nightly", "billing", expected_owner="someone", actor="ops", apply=True)
-    ownership.adopt("nightly", "billing", expected_owner=None, actor="ops", apply=True)
+        owners.adopt("nightly", "billing", expected_owner="someone", actor="ops", apply=True)
+    owners.adopt("nightly", "billing", expected_owner=None, actor="ops", apply=True)
     assert CronJob.objects.get(name="nightly").owner_id == "billing"
 
 
@@ -42,7 +42,7 @@ def test_retire_owner_selects_every_schedule_of_the_owner() -> None:
     CronJobFactory(name="b1", owner_id="billing")
     CronJobFactory(name="b2", owner_id="billing")
     CronJobFactory(name="other", owner_id="shop")
-    plan = ownership.retire_owner("billing", actor="ops", apply=True)
+    plan = owners.retire_owner("billing", actor="ops", apply=True)
     assert plan.schedules == ["b1", "b2"]
     assert sorted(CronJob.objects.filter(retired_at__isnull=False).values_list("name", flat=True)) == [
         "b1",
@@ -52,6 +52,6 @@ def test_retire_owner_selects_every_schedule_of_the_owner() -> None:
 
 def test_missing_name_and_unknown_schedule() -> None:
     with pytest.raises(ValueError, match="retire needs a schedule name"):
-        ownership.retire("", actor="ops")
+        owners.retire("", actor="ops")
     with pytest.raises(ScheduleNotFound):
-        ownership.retire("ghost", actor="ops")
+        owners.retire("ghost", actor="ops")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
-from awa_django import evaluator
 from awa_django.models import CronJob, Job
+from awa_django.scheduler import evaluator
 from tests.factories import CronJobFactory
 
 # The second connection sees only committed rows: no test transaction.
@@ -74,7 +74,7 @@ def _fires_per_slot() -> dict[tuple[str, str], int]:
 def test_prepared_batches__side_by_side_on_two_connections_never_early(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django import prefire
+    from awa_django.scheduler import prefire
     from tests.db.test_prefire import prepared_for
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
@@ -113,7 +113,7 @@ def test_kept_connection__pipelines_of_one_leader_share_one_connection_until_it_
 ) -> None:
     from django.db import connection
 
-    from awa_django import pipeline
+    from awa_django.scheduler import pipeline
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     real = evaluator.fire_plan
@@ -134,7 +134,7 @@ def test_kept_connection__pipelines_of_one_leader_share_one_connection_until_it_
 def test_kept_connection__a_failed_fire_closes_it_and_the_next_pipeline_reconnects(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django import pipeline
+    from awa_django.scheduler import pipeline
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     real = evaluator.fire_plan
@@ -178,7 +178,7 @@ def test_kept_connection__one_killed_while_idle_is_replaced_before_the_next_batc
 ) -> None:
     from django.db import connection
 
-    from awa_django import pipeline
+    from awa_django.scheduler import pipeline
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     real = evaluator.fire_plan

@@ -16,10 +16,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import override_settings
 
-from awa_django import evaluator
-from awa_django.evaluator import evaluate
-from awa_django.leader import Leader
 from awa_django.models import CronJob, Job
+from awa_django.scheduler import evaluator
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.scheduler.leader import Leader
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -173,21 +173,21 @@ def test_leader_maintain__a_row_parked_by_a_leader_that_could_not_evaluate_it_co
 ) -> None:
     """A leader whose tz database lacks the zone parks the row; the next leader
     that has it (here: the same process, fixed) fires it after maintenance."""
-    from awa_django import cronexpr
+    from awa_django.cron import search
 
     CronJobFactory(name="berlin", cron_expr="* * * * * *", timezone="Europe/Berlin")
-    real = cronexpr.parse_timezone
+    real = search.parse_timezone
 
     def without_berlin(name: str) -> Any:
         if name == "Europe/Berlin":
-            raise cronexpr.CronError(f"unknown timezone {name!r}")
+            raise search.CronError(f"unknown timezone {name!r}")
         return real(name)
 
-    monkeypatch.setattr(cronexpr, "parse_timezone", without_berlin)
+    monkeypatch.setattr(search, "parse_timezone", without_berlin)
     evaluate()
     assert parked("berlin") == (True, "unknown timezone 'Europe/Berlin'")
     assert evaluate().evaluated == 0  # parked: not re-read every pass
-    monkeypatch.setattr(cronexpr, "parse_timezone", real)
+    monkeypatch.setattr(search, "parse_timezone", real)
     Leader(schedules=[]).maintain()  # at election and every AWA_SYNC_INTERVAL
     evaluate()
     assert fired("berlin") == 1

@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from awa_django import prefire
 from awa_django.models import CronJob, Job
+from awa_django.scheduler import prefire
 from tests.conftest import operator_context
 from tests.factories import CronJobFactory
 
@@ -64,7 +64,7 @@ def test_prepare__reads_only_active_rows_of_the_earliest_slot_in_batches(
         CronJobFactory(name=name, cron_expr=EVERY_SECOND)
     with operator_context():
         CronJob.objects.filter(name="paused").update(paused_at=timezone.now())
-    monkeypatch.setattr("awa_django.evaluator.FIRE_BATCH_SIZE", 2)
+    monkeypatch.setattr("awa_django.scheduler.evaluator.FIRE_BATCH_SIZE", 2)
     set_slot(["later"], 20)
     prepared = prepared_for([*names, "paused"], rows_limit=4)
     assert prepared.evaluated == 4

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.test import override_settings
 
-from awa_django.connections import listen_alias, pooler_warning
+from awa_django.db.aliases import listen_alias, pooler_warning
 from awa_django.production_checks import check_poolers
 
 
@@ -89,7 +89,7 @@ def test_check_setting_limits__e020_for_non_positive_observability_durations() -
 
 
 def test_check_pgbouncer_sessions__postgresql_itself_is_not_a_pgbouncer(db: Any) -> None:
-    from awa_django.connections import probe_pgbouncer
+    from awa_django.db.aliases import probe_pgbouncer
     from awa_django.production_checks import check_pgbouncer_sessions
 
     assert probe_pgbouncer("default") is None

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection, connections
 
+from awa_django.actions.queues import prune_jobs
 from awa_django.models import Job
-from awa_django.queues import prune_jobs
 from tests.conftest import raw_connection, wait_for
 from tests.factories import JobFactory
 

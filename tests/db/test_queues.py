@@ -14,10 +14,8 @@ from django.core.management import CommandError, call_command
 from django.db import close_old_connections, connection
 from django.test import override_settings
 
-from awa_django.actions import ActionResult
-from awa_django.management.commands.awa import default_actor
-from awa_django.models import Job, JobState, QueueMeta
-from awa_django.queues import (
+from awa_django.actions.common import ActionResult
+from awa_django.actions.queues import (
     QueueStatus,
     cancel_cron_jobs,
     is_queue_paused,
@@ -27,6 +25,8 @@ from awa_django.queues import (
     resume_queue,
     retry_job,
 )
+from awa_django.management.commands.awa import default_actor
+from awa_django.models import Job, JobState, QueueMeta
 from tests.conftest import raw_connection, wait_for
 from tests.factories import JobFactory
 

@@ -19,23 +19,30 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import override_settings
 
-from awa_django import evidence, operations, ownership, reconciliation, runtime
-from awa_django.actions import ActionResult
-from awa_django.evaluator import evaluate
+from awa_django.actions import owners as ownership
+from awa_django.actions import schedules as operations
+from awa_django.actions.common import ActionResult
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
-from awa_django.leader import Leader
-from awa_django.manifest import DEFINITION_KEYS, InvalidManifest, build_manifest, manifest_for
 from awa_django.models import CronDeclaration, CronJob, CronManifest, CronOwner, Job, RuntimeInstance
-from awa_django.reconciliation import (
+from awa_django.reconciliation import evidence, persistence, snapshots
+from awa_django.reconciliation.manifest import (
+    DEFINITION_KEYS,
+    InvalidManifest,
+    build_manifest,
+    manifest_for,
+)
+from awa_django.reconciliation.persistence import (
     CRON_PROTOCOL_VERSION,
     ReconciliationConfig,
     RegistrationConflict,
     configured,
     validate_label,
 )
-from awa_django.runtime import RuntimeReporter
-from awa_django.schedules import build_schedule
-from awa_django.sync import sync_schedules
+from awa_django.reconciliation.snapshots import RuntimeReporter
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.scheduler.leader import Leader
+from awa_django.schedules.declaration import build_schedule
+from awa_django.schedules.sync import sync_schedules
 from tests.conftest import raw_connection
 from tests.reconcile_helpers import (
     PLAN_KEYS,
@@ -61,9 +68,9 @@ from tests.testapp.tasks import record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-plan = reconciliation.plan
-preview = reconciliation.preview
-reconcile = reconciliation.reconcile
+plan = persistence.plan
+preview = persistence.preview
+reconcile = persistence.reconcile
 
 UNOWNED_CONFLICT = "{}: owned by <unowned>; explicit adoption/transfer required"
 OWNED_CONFLICT = "{}: owned by {}; explicit adoption/transfer required"
@@ -612,7 +619,7 @@ def test_plan__unknown_owner_is_blocked_and_nothing_is_written() -> None:
     assert result.blockers == ["zero_live_declarations"] and not result.applied
     assert plan("nobody").blockers == ["zero_live_declarations"]
     assert not CronOwner.objects.exists()
-    assert reconciliation.owners() == []
+    assert persistence.owners() == []
 
 
 def test_plan__reads_one_repeatable_read_snapshot_without_the_protocol_lock(
@@ -703,7 +710,7 @@ def test_plan__plans_previews_and_dry_runs_do_not_wait_for_a_protocol_lock_holde
                 preview("billing", [job("invoice").definition()]),
                 ownership.retire_owner(actor="ops", owner_id="billing"),
                 ownership.restore(actor="ops", name="invoice"),
-                reconciliation.owners(),
+                persistence.owners(),
             )
         )
         assert reader.done_within(2.0), "a read-only plan waited for the protocol lock"
@@ -1024,7 +1031,7 @@ def test_cleanup__snapshots_older_than_a_day_go_with_their_declarations() -> Non
         "WHERE instance_id = ANY(%s::uuid[])",
         [[old, legacy]],
     )
-    assert runtime.cleanup_snapshots() == 2
+    assert snapshots.cleanup_snapshots() == 2
     assert [str(i) for i in RuntimeInstance.objects.values_list("instance_id", flat=True)] == [fresh]
     assert [str(i) for i in CronDeclaration.objects.values_list("instance_id", flat=True)] == [fresh]
     # No automatic decommissioning: the owner, its manifest and schedules stay.
@@ -1059,7 +1066,7 @@ def test_leader__run_once_reconciles_every_owner() -> None:
     fired = {j["metadata"]["cron_name"] for j in result.jobs}
     assert fired == {"keep", "reminder"}
     # No tombstone purge, no owner decommissioning.
-    assert CronJob.objects.count() == 3 and set(reconciliation.owners()) == {"billing", "mail"}
+    assert CronJob.objects.count() == 3 and set(persistence.owners()) == {"billing", "mail"}
 
 
 @override_settings(AWA_AUTHORITATIVE=True, AWA_OWNER="billing", AWA_REVISION="rev-2", AWA_RECONCILE_GRACE=0)

@@ -16,12 +16,12 @@ import pytest
 from django.db import DatabaseError, connection
 from django.db.models.functions import Now
 
-from awa_django import operations, ownership
-from awa_django.evaluator import evaluate
+from awa_django.actions import owners, schedules
 from awa_django.exceptions import OperationRefused
 from awa_django.models import CronJob, Job
-from awa_django.reconciliation import CRON_PROTOCOL_VERSION, plan
-from awa_django.sync import sync_schedules
+from awa_django.reconciliation.persistence import CRON_PROTOCOL_VERSION, plan
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.schedules.sync import sync_schedules
 from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory, JobFactory
 from tests.reconcile_helpers import (
@@ -179,8 +179,8 @@ def test_lock_evidence__job_paths_fires_and_manual_triggers_never_take_the_proto
             beats = cursor.fetchone()[0]
         fired = evaluate().jobs
         enqueued = record.enqueue(label="user")
-        triggered = operations.trigger("nightly", "ops")
-        operations.pause("nightly", "ops")
+        triggered = schedules.trigger("nightly", "ops")
+        schedules.pause("nightly", "ops")
         return beats, fired, enqueued, triggered
 
     with holding_protocol_lock():
@@ -221,7 +221,7 @@ def test_fence__unowned_active_rows_stay_removable() -> None:
     CronJobFactory(name="plain")
     assert updated("DELETE FROM awa_cron_jobs WHERE name = 'plain'") == 1
     CronJobFactory(name="plain")
-    assert operations.remove("plain", "ops").changed
+    assert schedules.remove("plain", "ops").changed
     assert not CronJob.objects.exists()
 
 
@@ -277,8 +277,8 @@ def test_fence__owned_rows_still_fire_and_pause_without_any_context() -> None:
     assert len(fire(fire_entry("invoice", minute()))) == 1
     assert row("invoice").last_enqueued_at == minute()
     assert len(outdated_fire("invoice", minute(1))) == 1  # an old leader may still fire active owned rows
-    assert operations.pause("invoice", "ops").changed
-    assert operations.resume("invoice", "ops").changed
+    assert schedules.pause("invoice", "ops").changed
+    assert schedules.resume("invoice", "ops").changed
     assert (
         updated("UPDATE awa_cron_jobs SET paused_at = now(), paused_by = 'psql' WHERE name = 'invoice'") == 1
     )
@@ -350,7 +350,7 @@ def test_contexts__do_not_outlive_their_transaction() -> None:
     CronJobFactory(name="plain")
     owned("other")
     publish("billing", [job("invoice")])  # runs the manager context (definition sync)
-    ownership.retire(actor="ops", apply=True, name="plain")  # runs the operator context
+    owners.retire(actor="ops", apply=True, name="plain")  # runs the operator context
     settings = execute(
         "SELECT current_setting('awa.cron_admin', true), current_setting('awa.cron_owner', true)"
     )
@@ -369,7 +369,7 @@ def test_trigger__waits_for_a_concurrent_retire_and_then_refuses() -> None:
             "UPDATE awa_cron_jobs SET retired_at = clock_timestamp(), retired_by = 'ops', "
             "retired_revision = 'operator' WHERE name = 'nightly'"
         )
-        trigger = Background(lambda: operations.trigger("nightly", "ops"))
+        trigger = Background(lambda: schedules.trigger("nightly", "ops"))
         wait_until_blocked(trigger, "transactionid")
         retirer.commit()
     finally:

@@ -11,7 +11,7 @@ from django.db import connection
 from awa_django import __version__
 from awa_django.health import Progress
 from awa_django.models import RuntimeInstance
-from awa_django.runtime import RuntimeReporter, cleanup_snapshots
+from awa_django.reconciliation.snapshots import RuntimeReporter, cleanup_snapshots
 
 pytestmark = pytest.mark.django_db
 

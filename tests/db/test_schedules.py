@@ -20,7 +20,7 @@ from django.db import connection
 from django.test import override_settings
 
 from awa_django import InvalidSchedule, periodic
-from awa_django.schedules import (
+from awa_django.schedules.declaration import (
     Schedule,
     build_schedule,
     declared_schedules,
@@ -571,17 +571,18 @@ def test_runcron__valid_schedules_are_written(  # control for the "writes nothin
 
 
 def test_build_schedule__an_expression_is_parsed_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    from awa_django import cronexpr, schedules
+    from awa_django.cron import search
+    from awa_django.schedules import declaration as schedules
 
     schedules._parse_cron.cache_clear()
     calls: list[str] = []
-    real = cronexpr.parse_cron
+    real = search.parse_cron
 
     def counting(text: str) -> Any:
         calls.append(text)
         return real(text)
 
-    monkeypatch.setattr(cronexpr, "parse_cron", counting)
+    monkeypatch.setattr(search, "parse_cron", counting)
     for i in range(3):
         schedules.build_schedule(f"parsed-once-{i}", "*/7 * * * *", "tests.testapp.tasks.record")
     with pytest.raises(schedules.InvalidSchedule):

@@ -15,7 +15,7 @@ from awa_django import checks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-AWA = {"BACKEND": "awa_django.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]}
+AWA = {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]}
 IMMEDIATE = {
     "BACKEND": "django.tasks.backends.immediate.ImmediateBackend",
     "QUEUES": ["default", "mail", "reports"],
@@ -69,7 +69,7 @@ def test_checks__schedule_whose_task_uses_another_backend_is_e073() -> None:
 
 @override_settings(TASKS={"default": IMMEDIATE}, AWA_SCHEDULES={})
 def test_checks__no_schedules_no_awa_backend_is_fine() -> None:
-    from awa_django.schedules import registry
+    from awa_django.schedules.declaration import registry
 
     registry.clear()  # restored by the autouse fixture
     assert not {"awa_django.E072", "awa_django.E073"} & set(ids())

@@ -62,11 +62,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from awa_django import operations, ownership
-from awa_django.evaluator import FIRE, SELECT_DUE, evaluate, fire_plan, plan_row
+from awa_django.actions import owners, schedules
 from awa_django.exceptions import OperationRefused
-from awa_django.schedules import build_schedule
-from awa_django.sync import sync_schedules
+from awa_django.scheduler.evaluator import FIRE, SELECT_DUE, evaluate, fire_plan, plan_row
+from awa_django.schedules.declaration import build_schedule
+from awa_django.schedules.sync import sync_schedules
 
 LORD_HOWE = "Australia/Lord_Howe"
 ZONES = (LORD_HOWE, "UTC")
@@ -442,30 +442,30 @@ class ScheduleMachine(RuleBasedStateMachine):
 
     def pause(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, bool(row and row.retired), lambda: operations.pause(name, ACTOR)):
+        if self._expect_refusal(name, bool(row and row.retired), lambda: schedules.pause(name, ACTOR)):
             assert row is not None
             row.paused = True
 
     def resume(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, bool(row and row.retired), lambda: operations.resume(name, ACTOR)):
+        if self._expect_refusal(name, bool(row and row.retired), lambda: schedules.resume(name, ACTOR)):
             assert row is not None
             row.paused = False
 
     def trigger(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, bool(row and row.retired), lambda: operations.trigger(name, ACTOR)):
+        if self._expect_refusal(name, bool(row and row.retired), lambda: schedules.trigger(name, ACTOR)):
             self.model.manual[name] += 1
 
     def retire(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, False, lambda: ownership.retire(actor=ACTOR, apply=True, name=name)):
+        if self._expect_refusal(name, False, lambda: owners.retire(actor=ACTOR, apply=True, name=name)):
             assert row is not None
             row.retired = True
 
     def restore(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, False, lambda: ownership.restore(actor=ACTOR, apply=True, name=name)):
+        if self._expect_refusal(name, False, lambda: owners.restore(actor=ACTOR, apply=True, name=name)):
             assert row is not None
             if row.retired:  # retired time is never replayed; pause is kept
                 row.retired = False
@@ -473,7 +473,7 @@ class ScheduleMachine(RuleBasedStateMachine):
 
     def remove(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, bool(row and row.retired), lambda: operations.remove(name, ACTOR)):
+        if self._expect_refusal(name, bool(row and row.retired), lambda: schedules.remove(name, ACTOR)):
             del self.model.rows[name]
 
     # invariants ------------------------------------------------------------------------

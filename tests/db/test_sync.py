@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from awa_django.models import CronJob
-from awa_django.schedules import build_schedule
-from awa_django.sync import sync_schedules
+from awa_django.schedules.declaration import build_schedule
+from awa_django.schedules.sync import sync_schedules
 from tests.conftest import operator_context
 from tests.factories import CronJobFactory
 

@@ -14,9 +14,9 @@ from django.tasks.exceptions import InvalidTask
 from django.tasks.signals import task_finished
 from django.test.utils import override_settings
 
-from awa_django.jobs import Done
 from awa_django.models import Job
-from awa_django.worker import Worker
+from awa_django.tasks.jobs import Done
+from awa_django.tasks.worker import Worker
 from tests.testapp import tasks
 from tests.testapp.models import Effect
 
@@ -112,7 +112,7 @@ def test_worker__kind_that_is_not_a_task_fails_the_job_naming_the_path(kind: str
     assert (row_after.state, row_after.attempt) == ("failed", 1)
     assert row_after.finished_at is not None
     (error,) = row_after.errors
-    assert error["exception_class_path"] == "awa_django.taskpaths.TaskNotRunnable"
+    assert error["exception_class_path"] == "awa_django.tasks.paths.TaskNotRunnable"
     assert repr(kind) in error["traceback"] and message in error["traceback"]
 
 

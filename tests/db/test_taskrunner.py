@@ -15,11 +15,11 @@ from typing import Any, cast
 import pytest
 from django.db import connection, transaction
 
-from awa_django import jobcontext
 from awa_django.models import Job
-from awa_django.outcomes import Success
-from awa_django.taskrunner import Attempt, Runner, drop_unusable_connections, run_attempt
-from awa_django.worker import Worker
+from awa_django.tasks import context
+from awa_django.tasks.outcomes import Success
+from awa_django.tasks.runner import Attempt, Runner, drop_unusable_connections, run_attempt
+from awa_django.tasks.worker import Worker
 from tests.factories import JobFactory
 from tests.testapp import tasks
 
@@ -61,16 +61,16 @@ def test_run_attempt__context_task_gets_its_task_result() -> None:
 def test_run_attempt__runs_the_task_as_the_current_job_built_from_the_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen: list[jobcontext.JobInfo | None] = []
-    real = jobcontext.running
+    seen: list[context.JobInfo | None] = []
+    real = context.running
 
     @contextmanager
-    def spy(info: jobcontext.JobInfo) -> Iterator[None]:
+    def spy(info: context.JobInfo) -> Iterator[None]:
         with real(info):
-            seen.append(jobcontext.current_job())
+            seen.append(context.current_job())
             yield
 
-    monkeypatch.setattr(jobcontext, "running", spy)
+    monkeypatch.setattr(context, "running", spy)
     job = JobFactory(queue="mail", max_attempts=4, metadata={"cron_name": "nightly"})
     worker = Worker()
     outcome = run_attempt(worker.outcomes, claimed(worker, job.id))
@@ -85,7 +85,7 @@ def test_run_attempt__runs_the_task_as_the_current_job_built_from_the_row(
         "tests.testapp.tasks.record",
     )
     assert info.metadata == {"cron_name": "nightly"}
-    assert jobcontext.current_job() is None
+    assert context.current_job() is None
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from awa_django import db, upsert
-from awa_django.manifest import manifest_for
+from awa_django.db import sessions
 from awa_django.models import CronJob, CronManifest, CronOwner
-from awa_django.schedules import Schedule, build_schedule
+from awa_django.reconciliation.manifest import manifest_for
+from awa_django.schedules import upsert
+from awa_django.schedules.declaration import Schedule, build_schedule
 from tests.conftest import operator_context
 from tests.factories import CronJobFactory
 
@@ -121,7 +122,7 @@ def test_sync_owned__makes_the_owners_active_rows_match_its_manifest() -> None:
         *(schedule(n, "*/10 * * * *") for n in ("mine", "theirs", "loose", "buried")),
         schedule("same"),
     )
-    with connection.cursor() as cursor, db.owner_context(cursor, "billing"):
+    with connection.cursor() as cursor, sessions.owner_context(cursor, "billing"):
         upsert.sync_owned(cursor, "billing", digest)
     assert stored("mine").cron_expr == "*/10 * * * *"
     assert stored("same").updated_at == same_updated  # unchanged definition: not written

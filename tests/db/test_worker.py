@@ -11,10 +11,10 @@ from django.tasks.base import TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from django.test.utils import override_settings
 
-from awa_django import queues
-from awa_django.evaluator import evaluate
+from awa_django.actions import queues
 from awa_django.models import CronJob, Job
-from awa_django.worker import Worker, retry_delay
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.tasks.worker import Worker, retry_delay
 from tests.factories import CronJobFactory
 from tests.testapp import tasks
 from tests.testapp.models import Effect
@@ -265,11 +265,11 @@ def test_cron_fire__into_a_paused_queue_is_enqueued_and_runs_after_resume() -> N
 
 
 def test_schedule_pause__does_not_touch_queued_jobs() -> None:
-    from awa_django import operations
+    from awa_django.actions import schedules
 
     CronJobFactory(name="queued", cron_expr="* * * * *", kind="tests.testapp.tasks.write_effect")
     evaluate()
-    operations.pause("queued", "ops")
+    schedules.pause("queued", "ops")
     burst()
     assert Job.objects.get().state == "completed"
 
@@ -277,8 +277,8 @@ def test_schedule_pause__does_not_touch_queued_jobs() -> None:
 def test_cron_fire__sends_task_enqueued_after_commit() -> None:
     from django.tasks.signals import task_enqueued
 
-    from awa_django.leader import Leader
-    from awa_django.schedules import build_schedule
+    from awa_django.scheduler.leader import Leader
+    from awa_django.schedules.declaration import build_schedule
 
     seen: list[Any] = []
 
@@ -317,7 +317,7 @@ def test_backend_check__max_attempts_option_is_validated() -> None:
     with override_settings(
         TASKS={
             "default": {
-                "BACKEND": "awa_django.backend.AwaBackend",
+                "BACKEND": "awa_django.tasks.backend.AwaBackend",
                 "QUEUES": ["default"],
                 "OPTIONS": {"MAX_ATTEMPTS": 0},
             }
@@ -330,7 +330,7 @@ def test_backend_check__max_attempts_option_is_validated() -> None:
 def test_manual_trigger__sends_task_enqueued_after_commit() -> None:
     from django.tasks.signals import task_enqueued
 
-    from awa_django import operations
+    from awa_django.actions import schedules
 
     CronJobFactory(
         name="by-hand", kind="tests.testapp.tasks.write_effect", args={"args": ["manual"], "kwargs": {}}
@@ -342,7 +342,7 @@ def test_manual_trigger__sends_task_enqueued_after_commit() -> None:
 
     task_enqueued.connect(receiver)
     try:
-        operations.trigger("by-hand", "ops")
+        schedules.trigger("by-hand", "ops")
     finally:
         task_enqueued.disconnect(receiver)
     assert seen == [("write_effect", ["manual"])]

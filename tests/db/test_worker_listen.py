@@ -8,8 +8,8 @@ import psycopg
 import pytest
 from django.test.utils import override_settings
 
-from awa_django import worker as worker_module
-from awa_django.worker import Worker
+from awa_django.tasks import worker as worker_module
+from awa_django.tasks.worker import Worker
 
 
 @pytest.mark.django_db

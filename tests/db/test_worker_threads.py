@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from awa_django.models import Job
-from awa_django.worker import Worker
+from awa_django.tasks.worker import Worker
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,7 +20,8 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from playwright.sync_api import sync_playwright
 
-from awa_django import cronexpr, operations, ownership, queues
+from awa_django.actions import owners, queues, schedules
+from awa_django.cron import search
 from awa_django.models import CronJob, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
 
@@ -94,11 +95,11 @@ class Console:
 
 def fires_before(expression: str, zone: str, now: datetime, count: int) -> list[datetime]:
     """The ``count`` latest fire times before ``now``, newest first."""
-    parsed, tz = cronexpr.parse_cron(expression), cronexpr.parse_timezone(zone)
+    parsed, tz = search.parse_cron(expression), search.parse_timezone(zone)
     fires: list[datetime] = []
     until = now
     while len(fires) < count:
-        fire = cronexpr.latest_fire(parsed, tz, None, until)
+        fire = search.latest_fire(parsed, tz, None, until)
         assert fire is not None
         fires.append(fire)
         until = fire - timedelta(seconds=1)
@@ -156,8 +157,8 @@ def realistic_data() -> None:
     CronJobFactory(name="stuck-cleanup", cron_expr="*/10 * * * *", last_enqueued_at=now - timedelta(hours=2))
     CronJobFactory(name="hourly-sync", cron_expr="0 * * * *", last_enqueued_at=now - timedelta(hours=3))
     CronJobFactory(name="old-export", cron_expr="30 4 1 * *", owner_id="web")
-    ownership.retire(actor="deploy", apply=True, name="old-export")
-    operations.pause("stuck-cleanup", "alice")
+    owners.retire(actor="deploy", apply=True, name="old-export")
+    schedules.pause("stuck-cleanup", "alice")
     # Automatic fires of the last three weekdays, oldest first: one failed after two attempts.
     for fire, state, seconds in zip(
         reversed(digest_fires), ("completed", "failed", "completed"), (0.83, 2.4, 0.91), strict=True
@@ -179,7 +180,7 @@ def realistic_data() -> None:
             if failed
             else [],
         )
-    operations.trigger("ping", "alice")
+    schedules.trigger("ping", "alice")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from awa_django.connections import effective_pool_mode
+from awa_django.db.aliases import effective_pool_mode
 from tests.processes.test_pgbouncer import manage
 from tests.servers import PgBouncer, server_dir
 

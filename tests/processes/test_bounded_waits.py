@@ -22,11 +22,11 @@ from django.core.management import call_command
 from django.db import OperationalError, connection, connections
 from django.test import override_settings
 
-from awa_django.connection_guards import guard_process_connections, keepalive_options
-from awa_django.evaluator import evaluate
-from awa_django.leader import leader_connection
+from awa_django.db.guards import guard_process_connections, keepalive_options
 from awa_django.models import Job
-from awa_django.runtime import RuntimeReporter
+from awa_django.reconciliation.snapshots import RuntimeReporter
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.scheduler.leader import leader_connection
 from tests.conftest import raw_connection, wait_for
 from tests.factories import CronJobFactory
 
@@ -274,13 +274,13 @@ def test_runtasks__a_sigstopped_peer_inside_its_snapshot_transaction_delays_no_o
 
 @override_settings(AWA_LOCK_TIMEOUT=0.5)
 def test_operator_pause__gives_up_on_a_row_held_by_a_frozen_peer() -> None:
-    from awa_django import operations
+    from awa_django.actions import schedules
 
     CronJobFactory(name="held")
     holder = raw_connection(autocommit=False)
     try:
         holder.execute("SELECT 1 FROM awa_cron_jobs WHERE name = 'held' FOR UPDATE")
-        assert_gives_up_on_the_lock(lambda: operations.pause("held", "ops"))
+        assert_gives_up_on_the_lock(lambda: schedules.pause("held", "ops"))
     finally:
         holder.rollback()
         holder.close()
@@ -289,16 +289,16 @@ def test_operator_pause__gives_up_on_a_row_held_by_a_frozen_peer() -> None:
 def test_bound_transaction_waits__never_leaks_into_the_callers_transaction() -> None:
     from django.db import transaction
 
-    from awa_django import operations
+    from awa_django.actions import schedules
 
     CronJobFactory(name="mine")
     with transaction.atomic(), connection.cursor() as cursor:
-        operations.pause("mine", "ops")
+        schedules.pause("mine", "ops")
         cursor.execute("SHOW lock_timeout")
         assert cursor.fetchone()[0] == "0"
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT 1")
-        from awa_django.connection_guards import bound_transaction_waits
+        from awa_django.db.guards import bound_transaction_waits
 
         bound_transaction_waits(cursor)  # outermost: bounded for this transaction only
         cursor.execute("SHOW lock_timeout")

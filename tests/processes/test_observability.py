@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from awa_django import operations
+from awa_django.actions import schedules as operations
 from awa_django.models import Job, RuntimeInstance
 from tests.conftest import wait_for
 from tests.db.test_metrics import free_port, jobs_by_queue_and_state, scrape, scrape_until, value

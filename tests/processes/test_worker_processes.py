@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from awa_django import queues
+from awa_django.actions import queues
 from awa_django.models import Job
 from tests.conftest import wait_for
 from tests.testapp import tasks

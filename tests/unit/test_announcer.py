@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from awa_django.announcer import Announcer
+from awa_django.scheduler.announcer import Announcer
 
 
 def test_announcer__handles_batches_in_order_on_its_own_thread() -> None:
@@ -84,7 +84,7 @@ def test_announcer__a_hung_handler_is_waited_for_only_until_it_counts_as_stuck(c
 
 
 def test_announcer__batches_that_find_the_queue_full_while_stuck_are_dropped_and_counted(caplog: Any) -> None:
-    from awa_django.announcer import QUEUE_BATCHES
+    from awa_django.scheduler.announcer import QUEUE_BATCHES
 
     release = threading.Event()
     handled: list[int] = []
@@ -107,7 +107,7 @@ def test_announcer__batches_that_find_the_queue_full_while_stuck_are_dropped_and
 
 
 def test_announcer__close_does_not_wait_for_a_stuck_handler() -> None:
-    from awa_django.announcer import QUEUE_BATCHES
+    from awa_django.scheduler.announcer import QUEUE_BATCHES
 
     release = threading.Event()
     announcer = Announcer(lambda jobs: release.wait(120), stuck_after=0.2)

@@ -8,14 +8,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from awa_django import cronexpr, validation
 from awa_django.admin.schedule_rows import _due
-from awa_django.cronexpr import CronError, fires_between, parse_cron
+from awa_django.cron import search
+from awa_django.cron.describe import describe_cron
+from awa_django.cron.search import CronError, fires_between, parse_cron
 from awa_django.exceptions import InvalidSchedule
-from awa_django.humanize import describe_cron
 from awa_django.models import CronJob
-from awa_django.rowchecks import row_problem
-from awa_django.schedule_builder import build_schedule
+from awa_django.scheduler.row_checks import row_problem
+from awa_django.schedules import validation
+from awa_django.schedules.builder import build_schedule
 from tests.unit.test_rowchecks import healthy
 
 RECORD = "tests.testapp.tasks.record"
@@ -190,8 +191,8 @@ def test_admin_due__a_never_fired_row_waits_for_the_slot_in_the_look_back() -> N
     row = CronJob(name="hourly", cron_expr="0 * * * *", timezone="UTC", created_at=created)
     # The leader fires the 10:00 slot (60 s before creation), not 11:00.
     assert _due(row) == datetime(2026, 1, 1, 10, tzinfo=UTC)
-    assert _due(row) == cronexpr.next_fire(
-        parse_cron(row.cron_expr), UTC_ZONE, cronexpr.search_start(None, created)
+    assert _due(row) == search.next_fire(
+        parse_cron(row.cron_expr), UTC_ZONE, search.search_start(None, created)
     )
     # Exactly 60 s before creation is still in the look-back; 61 s is not.
     row.created_at = datetime(2026, 1, 1, 10, 1, tzinfo=UTC)
@@ -208,11 +209,11 @@ def test_search_start__is_the_bound_due_fires_uses() -> None:
     expr = parse_cron("0 * * * *")
     # due_fires finds the 10:00 slot from creation + 1 s, and the bound includes it.
     now = created + timedelta(seconds=1)
-    fires = cronexpr.due_fires(
+    fires = search.due_fires(
         expr, UTC_ZONE, last_enqueued_at=None, created_at=created, now=now, catch_up=False, limit=10
     )
-    start = cronexpr.search_start(None, created)
+    start = search.search_start(None, created)
     assert fires == [datetime(2026, 1, 1, 10, tzinfo=UTC)] and start < fires[0]
     assert start == created - timedelta(seconds=60, microseconds=1)
     last = datetime(2026, 1, 1, 9, tzinfo=UTC)
-    assert cronexpr.search_start(last, created) == last
+    assert search.search_start(last, created) == last

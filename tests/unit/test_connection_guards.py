@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from awa_django import connection_guards as guards
+from awa_django.db import guards as guards
 
 
 class RecordingCursor:

@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.test import override_settings
 
-from awa_django.connections import leader_alias, listen_alias, pooler_warning
+from awa_django.db.aliases import leader_alias, listen_alias, pooler_warning
 
 
 @contextmanager

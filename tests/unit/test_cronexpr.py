@@ -23,8 +23,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from awa_django import cronexpr
-from awa_django.cronexpr import (
+from awa_django.cron import search
+from awa_django.cron.search import (
     CronError,
     CronExpression,
     due_fires,
@@ -51,13 +51,13 @@ def us(*texts: str) -> list[datetime]:
 def search_steps(monkeypatch):
     """Count every search step (one next/previous matching local time) through cronexpr._step."""
     calls: list[int] = []
-    real = cronexpr._step
+    real = search._step
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cronexpr, "_step", counting)
+    monkeypatch.setattr(search, "_step", counting)
     return calls
 
 

@@ -6,7 +6,7 @@ from django.core.checks import WARNING, run_checks
 from django.test import override_settings
 
 from awa_django import checks
-from awa_django.schedules import periodic
+from awa_django.schedules.declaration import periodic
 
 RECORD = "tests.testapp.tasks.record"
 

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from awa_django import cronexpr
-from awa_django.cronexpr import CronError, due_fires, fires_between, latest_fire, next_fire, parse_cron
+from awa_django.cron import search
+from awa_django.cron.search import CronError, due_fires, fires_between, latest_fire, next_fire, parse_cron
 
 UTC_ZONE = ZoneInfo("UTC")
 # (2026-01-01T00:00Z, 2028-12-31T23:59Z], the window of the issue's counts.
@@ -284,13 +284,13 @@ def test_aware_inputs__gap_time_is_read_as_its_instant():
 def month_scans(monkeypatch):
     """Count the months the day search looks at (each one a table lookup)."""
     calls: list[int] = []
-    real = cronexpr._month_days
+    real = search._month_days
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cronexpr, "_month_days", counting)
+    monkeypatch.setattr(search, "_month_days", counting)
     return calls
 
 

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from awa_django.cronexpr import CronError, fires_between, latest_fire, next_fire, parse_cron
+from awa_django.cron.search import CronError, fires_between, latest_fire, next_fire, parse_cron
 
 settings.register_profile(
     "ci",

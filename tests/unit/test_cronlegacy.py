@@ -16,7 +16,7 @@ from datetime import datetime
 import pytest
 from croniter import croniter
 
-from awa_django.cronexpr import CronError, _next_naive, legacy_difference, parse_cron
+from awa_django.cron.search import CronError, _next_naive, legacy_difference, parse_cron
 
 DOMS = [
     "*",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from awa_django.crondays import _DayField, _nearest_weekday
-from awa_django.cronparse import CronError, _parse_days, parse_cron
+from awa_django.cron.days import _DayField, _nearest_weekday
+from awa_django.cron.parse import CronError, _parse_days, parse_cron
 
 
 def days(mask: int) -> list[int]:

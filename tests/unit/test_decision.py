@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from awa_django.decision import (
+from awa_django.reconciliation.decision import (
     Agreement,
     Blocker,
     Declaration,

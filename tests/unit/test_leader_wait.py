@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from django.test.utils import override_settings
 
-from awa_django import prefire
-from awa_django.evaluator import PassResult
-from awa_django.leader import Leader
+from awa_django.scheduler import prefire
+from awa_django.scheduler.evaluator import PassResult
+from awa_django.scheduler.leader import Leader
 
 
 @pytest.fixture

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from awa_django.manifest import DEFINITION_KEYS, InvalidManifest, build_manifest, canonical_json
+from awa_django.reconciliation.manifest import (
+    DEFINITION_KEYS,
+    InvalidManifest,
+    build_manifest,
+    canonical_json,
+)
 
 
 def definition(name: str, **changes: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 from django.test.utils import override_settings
 
 from awa_django.exceptions import InvalidSchedule
-from awa_django.schedule_builder import build_schedule
+from awa_django.schedules.builder import build_schedule
 
 RECORD = "tests.testapp.tasks.record"
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from awa_django import cronexpr, upsert
 from awa_django.cli import ROW_FIELDS
-from awa_django.manifest import DEFINITION_KEYS as MANIFEST_KEYS
-from awa_django.schedule_shape import (
+from awa_django.cron import search
+from awa_django.reconciliation.manifest import DEFINITION_KEYS as MANIFEST_KEYS
+from awa_django.schedules import upsert
+from awa_django.schedules.declaration import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
+from awa_django.schedules.shape import (
     COMPARED_KEYS,
     DEFINITION_KEYS,
     FIELDS,
@@ -13,13 +15,12 @@ from awa_django.schedule_shape import (
     SETTINGS_KEYS,
     Schedule,
 )
-from awa_django.schedules import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
 
 
 def schedule() -> Schedule:
     return Schedule(
         name="nightly",
-        cron=cronexpr.parse_cron("0 3 * * *"),
+        cron=search.parse_cron("0 3 * * *"),
         timezone="UTC",
         kind="app.tasks.t",
         queue="default",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from awa_django import sqlfiles
+from awa_django.db import sqlfiles
 
 
 def test_read_sql__reads_the_named_file() -> None:

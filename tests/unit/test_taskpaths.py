@@ -7,7 +7,13 @@ import os
 import pytest
 from django.test import override_settings
 
-from awa_django.taskpaths import TaskNotHere, TaskNotRunnable, call_arguments, is_allowed_module, load_task
+from awa_django.tasks.paths import (
+    TaskNotHere,
+    TaskNotRunnable,
+    call_arguments,
+    is_allowed_module,
+    load_task,
+)
 from tests.testapp import tasks
 
 

@@ -14,7 +14,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from awa_django import cli, db, health, operations, ownership, queues, reconciliation
 from awa_django.cli import (
     default_actor,
     format_duration,
@@ -27,7 +26,12 @@ from awa_django.cli import (
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import Job
 from awa_django.terminal import printable
-from awa_django.validation import validate_label
+
+from ... import cli, health
+from ...actions import owners, queues, schedules
+from ...db import sessions
+from ...reconciliation import persistence
+from ...schedules.validation import validate_label
 
 # Re-exported: the command's helpers lived here before awa_django.cli.
 __all__ = [
@@ -75,7 +79,7 @@ class Command(BaseCommand):
 
     # -- verbs ---------------------------------------------------------------
     def cron_list(self, options: dict[str, Any]) -> None:
-        rows = operations.list_schedules()
+        rows = schedules.list_schedules()
         data = [schedule_dict(r) for r in rows]
         if not rows:
             self.emit(options, data, "No cron schedules found.")
@@ -94,7 +98,7 @@ class Command(BaseCommand):
         )
         table: list[tuple[str, ...]] = [header]
         for row, item in zip(rows, data, strict=True):
-            upcoming = operations.upcoming_fires(row, 1)
+            upcoming = schedules.upcoming_fires(row, 1)
             table.append(
                 tuple(
                     printable(cell)
@@ -118,7 +122,7 @@ class Command(BaseCommand):
         self.emit(options, data, "\n".join(lines))
 
     def cron_show(self, options: dict[str, Any]) -> None:
-        row = operations.get_schedule(options["name"])
+        row = schedules.get_schedule(options["name"])
         data = schedule_dict(row, upcoming=options["next"])
         lines = [
             f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else printable(v)}" for k, v in data.items()
@@ -139,16 +143,16 @@ class Command(BaseCommand):
         self.emit(options, data, text)
 
     def cron_pause(self, options: dict[str, Any]) -> None:
-        self._action(options, operations.pause)
+        self._action(options, schedules.pause)
 
     def cron_resume(self, options: dict[str, Any]) -> None:
-        self._action(options, operations.resume)
+        self._action(options, schedules.resume)
 
     def cron_remove(self, options: dict[str, Any]) -> None:
-        self._action(options, operations.remove)
+        self._action(options, schedules.remove)
 
     def cron_trigger(self, options: dict[str, Any]) -> None:
-        job = operations.trigger(options["name"], options["actor"])
+        job = schedules.trigger(options["name"], options["actor"])
         data = {k: plain(v) for k, v in job.items()}
         self.emit(
             options,
@@ -165,7 +169,7 @@ class Command(BaseCommand):
     def cron_adopt(self, options: dict[str, Any]) -> None:
         self._lifecycle(
             options,
-            ownership.adopt(
+            owners.adopt(
                 options["name"],
                 options["owner"],
                 actor=options["actor"],
@@ -176,22 +180,22 @@ class Command(BaseCommand):
 
     def cron_retire(self, options: dict[str, Any]) -> None:
         self._lifecycle(
-            options, ownership.retire(options["name"], actor=options["actor"], apply=options["apply"])
+            options, owners.retire(options["name"], actor=options["actor"], apply=options["apply"])
         )
 
     def cron_restore(self, options: dict[str, Any]) -> None:
         self._lifecycle(
-            options, ownership.restore(options["name"], actor=options["actor"], apply=options["apply"])
+            options, owners.restore(options["name"], actor=options["actor"], apply=options["apply"])
         )
 
     def cron_retire_owner(self, options: dict[str, Any]) -> None:
         self._lifecycle(
-            options, ownership.retire_owner(options["owner"], actor=options["actor"], apply=options["apply"])
+            options, owners.retire_owner(options["owner"], actor=options["actor"], apply=options["apply"])
         )
 
     def cron_restore_owner(self, options: dict[str, Any]) -> None:
         self._lifecycle(
-            options, ownership.restore_owner(options["owner"], actor=options["actor"], apply=options["apply"])
+            options, owners.restore_owner(options["owner"], actor=options["actor"], apply=options["apply"])
         )
 
     def cron_plan(self, options: dict[str, Any]) -> None:
@@ -210,13 +214,13 @@ class Command(BaseCommand):
                         f"{printable(json.dumps(entry)[:80])}"
                     )
             try:
-                result = reconciliation.preview(options["owner"], definitions)
+                result = persistence.preview(options["owner"], definitions)
             except (TypeError, KeyError, AttributeError, RecursionError) as exc:
                 raise CommandError(
                     f"malformed manifest {options['manifest']}: {type(exc).__name__}: {exc}"
                 ) from exc
         else:
-            result = reconciliation.plan(validate_label(options["owner"], "owner"))
+            result = persistence.plan(validate_label(options["owner"], "owner"))
         data = result.as_json()
         status = ", ".join(result.blockers) or (
             "converged; the leader retires the listed schedules at its next pass"
@@ -237,7 +241,7 @@ class Command(BaseCommand):
         self.emit(options, data, "\n".join(printable(line) for line in lines))
 
     def cron_owners(self, options: dict[str, Any]) -> None:
-        plans = [reconciliation.plan(owner) for owner in reconciliation.owners()]
+        plans = [persistence.plan(owner) for owner in persistence.owners()]
         data = [p.as_json() for p in plans]
         lines = [
             f"{p.owner_id}: "
@@ -283,7 +287,7 @@ class Command(BaseCommand):
     def jobs_list(self, options: dict[str, Any]) -> None:
         flt = queues.job_filter(options["state"], options["queue"], options["cron"])
         rows = list(Job.objects.filter(flt).order_by("-id")[: max(0, options["limit"])])
-        now = db.database_now() if rows else None
+        now = sessions.database_now() if rows else None
         data = [
             {
                 "id": j.id,

@@ -10,12 +10,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from awa_django import metrics
-from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable, NotMigrated
-from awa_django.leader import Leader
-from awa_django.migrationstate import require_migrated
-from awa_django.reconciliation import RegistrationConflict
 from awa_django.terminal import printable
+
+from ...db.guards import guard_process_connections, privilege_error
+from ...db.migration_state import require_migrated
+from ...reconciliation.persistence import RegistrationConflict
+from ...scheduler.leader import Leader
 
 
 class Command(BaseCommand):

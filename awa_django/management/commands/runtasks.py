@@ -13,14 +13,16 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from django.tasks.exceptions import InvalidTaskBackend
 
-from awa_django import metrics, validation
 from awa_django.cli import bounded_int, text_of
-from awa_django.connection_guards import guard_process_connections, privilege_error
 from awa_django.exceptions import InvalidSchedule, NotMigrated
-from awa_django.migrationstate import require_migrated
-from awa_django.reconciliation import RegistrationConflict
-from awa_django.schedules import declared_schedules
-from awa_django.worker import Worker
+
+from ... import metrics
+from ...db.guards import guard_process_connections, privilege_error
+from ...db.migration_state import require_migrated
+from ...reconciliation.persistence import RegistrationConflict
+from ...schedules import validation
+from ...schedules.declaration import declared_schedules
+from ...tasks.worker import Worker
 
 # Each task thread holds a database connection, and awa_claim_v1 takes the
 # number of free slots as an integer: a larger value fails every claim.

@@ -1,0 +1,10 @@
+"""Operator verbs, shared by the admin, ``manage.py awa`` and user code.
+
+``schedules``: pause, resume, trigger, remove and upcoming fires; ``owners``:
+adopt, retire, restore, retire and restore an owner; ``queues``: queue pause,
+job cancel, retry and prune. Each validates its actor with
+:func:`~awa_django.actions.common.require_actor` and returns an
+:class:`~awa_django.actions.common.ActionResult`.
+"""
+
+__all__ = ["common", "owners", "queues", "schedules"]

@@ -1,0 +1,269 @@
+"""Operator actions on queues and jobs (the service layer for ``awa queue`` /
+``awa jobs`` and the admin).
+
+Queue pause is enforced at dispatch (the worker's claim), never at enqueue:
+cron fires into a paused queue still enqueue, and run once it resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models import Count, Q
+from django.db.models.functions import Now
+
+from ..conf import MAX_RETENTION, Kind, conf
+from ..db.guards import bound_transaction_waits
+from ..exceptions import OperationRefused, ScheduleNotFound
+from ..models import Job, QueueMeta
+from ..schedules.validation import queue_problem, text_problem
+from ..tasks import jobs
+from .common import ActionResult, require_actor, require_schedule_name
+
+logger = logging.getLogger("awa_django.queues")
+
+# Jobs an operator may cancel: not yet running (a running attempt is owned by
+# its worker; cancelling under it would race its completion).
+CANCELLABLE = jobs.CANCELLABLE
+FINISHED = jobs.FINISHED
+PRUNE_BATCH = 5000
+# The oldest age prune_jobs takes (see conf.MAX_RETENTION).
+MAX_PRUNE_AGE = timedelta(seconds=MAX_RETENTION)
+
+
+# The job operations below validate their actor with the one validator too.
+_actor = require_actor
+
+
+@contextmanager
+def _bounded(using: str) -> Iterator[Any]:
+    """A cursor in a transaction whose waits are bounded: a job's row may be
+    held by a worker or a session frozen inside its transaction."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)
+        yield cursor
+
+
+def _queue(queue: Any, *, stored: bool = False) -> str:
+    """A queue name awa_jobs can hold, before any query (or ValueError naming it).
+
+    ``stored``: any text PostgreSQL can hold, so that a pause written by raw
+    SQL under an odd name (a control character) can still be resumed.
+    """
+    if stored:
+        problem = (
+            text_problem(queue) if isinstance(queue, str) else f"must be a string, not {type(queue).__name__}"
+        )
+    else:
+        problem = queue_problem(queue)
+    if problem:
+        raise ValueError(f"queue {queue!r:.80} {problem}")
+    return str(queue)
+
+
+def _job_id(job_id: Any) -> int:
+    """A job id is a whole number: ``True``, ``1.0`` or ``"12"`` is a caller's mistake."""
+    if isinstance(job_id, bool) or not isinstance(job_id, int):
+        raise ValueError(f"a job id must be a whole number, got {job_id!r:.80}")
+    return job_id
+
+
+def _job_ids(job_ids: Any) -> list[int]:
+    # A string is iterable: "12" must not cancel jobs 1 and 2.
+    if isinstance(job_ids, (str, bytes)) or not isinstance(job_ids, Iterable):
+        raise ValueError(f"job ids must be a list of whole numbers, got {job_ids!r:.80}")
+    return [_job_id(i) for i in job_ids]
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """A queue as operators see it."""
+
+    queue: str
+    paused_at: Any
+    paused_by: str | None
+    counts: dict[str, int]
+
+
+def list_queues(using: str = "default") -> list[QueueStatus]:
+    """Every queue that has jobs or operator state, with job counts by state."""
+    counts: dict[str, dict[str, int]] = {}
+    for row in Job.objects.using(using).values("queue", "state").annotate(n=Count("id")):
+        counts.setdefault(row["queue"], {})[row["state"]] = row["n"]
+    meta = {m.queue: m for m in QueueMeta.objects.using(using).all()}
+    return [
+        QueueStatus(
+            queue=name,
+            paused_at=meta[name].paused_at if name in meta else None,
+            paused_by=meta[name].paused_by if name in meta else None,
+            counts=counts.get(name, {}),
+        )
+        for name in sorted(set(counts) | set(meta))
+    ]
+
+
+def is_queue_paused(queue: str, using: str = "default") -> bool:
+    return QueueMeta.objects.using(using).filter(queue=queue, paused_at__isnull=False).exists()
+
+
+def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
+    """Stop workers claiming from ``queue``; the result is false if it was already paused."""
+    queue = _queue(queue)
+    actor = require_actor(actor)
+    with transaction.atomic(using=using):
+        with connections[using].cursor() as cursor:
+            bound_transaction_waits(cursor)
+        meta, _ = QueueMeta.objects.using(using).select_for_update().get_or_create(queue=queue)
+        if meta.paused_at is not None:
+            return ActionResult("pause_queue", [], name=queue, detail=f"already paused by {meta.paused_by}")
+        QueueMeta.objects.using(using).filter(queue=queue).update(paused_at=Now(), paused_by=actor)
+    logger.info(
+        "queue %s paused by %s", queue, actor, extra={"event": "queue.paused", "queue": queue, "actor": actor}
+    )
+    return ActionResult("pause_queue", [queue], name=queue)
+
+
+def resume_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
+    """Let workers claim from ``queue`` again; the result is false if it was not paused."""
+    queue = _queue(queue, stored=True)
+    actor = require_actor(actor)
+    with transaction.atomic(using=using):
+        with connections[using].cursor() as cursor:
+            bound_transaction_waits(cursor)  # a frozen pause may hold the row
+        changed = (
+            QueueMeta.objects.using(using)
+            .filter(queue=queue, paused_at__isnull=False)
+            .update(paused_at=None, paused_by=None)
+        )
+    if not changed:
+        return ActionResult("resume_queue", [], name=queue, detail="not paused")
+    logger.info(
+        "queue %s resumed by %s",
+        queue,
+        actor,
+        extra={"event": "queue.resumed", "queue": queue, "actor": actor},
+    )
+    return ActionResult("resume_queue", [queue], name=queue)
+
+
+def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list[int]:
+    """Cancel every not-yet-running job of schedule ``cron_name``; return their ids.
+
+    Running attempts are left alone (ADR-007: there is no canonical answer to
+    "kill running work too?"). Pause the schedule first to stop new fires.
+    """
+    actor = _actor(actor)
+    try:
+        cron_name = require_schedule_name(cron_name, "cancel_cron_jobs")
+    except ScheduleNotFound:
+        return []  # no job can carry a name jsonb cannot hold
+    with _bounded(using) as cursor:
+        ids = jobs.cancel(cursor, actor, cron_name=cron_name)
+    logger.info(
+        "%d job(s) of schedule %s cancelled by %s",
+        len(ids),
+        cron_name,
+        actor,
+        extra={"event": "jobs.cancelled", "schedule": cron_name, "actor": actor},
+    )
+    return ids
+
+
+def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
+    """Make a failed or cancelled job available again (one more attempt)."""
+    job_id = _job_id(job_id)
+    actor = _actor(actor)
+    with _bounded(using) as cursor:
+        changed = jobs.retry(cursor, job_id)
+    if changed:
+        logger.info(
+            "job %s retried by %s",
+            job_id,
+            actor,
+            extra={"event": "job.retried", "job_id": job_id, "actor": actor},
+        )
+    return bool(changed)
+
+
+def prune_jobs(older_than: float | None = None, using: str = "default", *, dry_run: bool = False) -> int:
+    """Delete finished jobs whose ``finished_at`` is older than the retention.
+
+    ``older_than`` (seconds) overrides ``AWA_JOB_RETENTION`` and must be a
+    finite number from 0 to :data:`MAX_PRUNE_AGE`. With ``dry_run`` nothing is
+    deleted and the number of jobs that would be is returned.
+    """
+    name, seconds = (
+        ("older_than", older_than) if older_than is not None else ("AWA_JOB_RETENTION", conf.JOB_RETENTION)
+    )
+    # Kind.RETENTION is the range check E020 enforces on the setting; a larger
+    # age would overflow the timedelta (or the timestamp now - age) instead.
+    if not Kind.RETENTION.accepts(seconds):
+        raise ValueError(
+            f"{name} must be a finite number of seconds >= 0 and <= {MAX_RETENTION}, got {seconds!r}"
+        )
+    age = timedelta(seconds=float(seconds))
+    with connections[using].cursor() as cursor:
+        if dry_run:
+            return jobs.count_prunable(cursor, age)
+        deleted = 0
+        while True:
+            # Small batches: short transactions, no long lock on a large table.
+            batch = jobs.prune_batch(cursor, age, PRUNE_BATCH)
+            deleted += batch
+            if batch < PRUNE_BATCH:
+                break
+    if deleted:
+        logger.info("pruned %d finished job(s)", deleted, extra={"event": "jobs.pruned", "count": deleted})
+    return deleted
+
+
+def job_filter(state: str | None = None, queue: str | None = None, cron: str | None = None) -> Q:
+    """A ``Q`` for listing jobs by state, queue and schedule name."""
+    q = Q()
+    if state:
+        q &= Q(state=state)
+    if queue:
+        q &= Q(queue=queue)
+    if cron:
+        q &= Q(metadata__cron_name=cron)
+    return q
+
+
+def cancel_jobs(job_ids: list[int], actor: str, using: str = "default") -> list[int]:
+    """Cancel the given jobs that are not yet running; return the ids cancelled.
+
+    The per-job form of :func:`cancel_cron_jobs` (the admin's "Cancel" action):
+    running, finished and missing jobs are left alone and not returned.
+    """
+    job_ids = _job_ids(job_ids)
+    actor = _actor(actor)
+    with _bounded(using) as cursor:
+        ids = jobs.cancel(cursor, actor, ids=job_ids)
+    if ids:
+        logger.info(
+            "%d job(s) cancelled by %s",
+            len(ids),
+            actor,
+            extra={"event": "jobs.cancelled", "job_ids": ids, "actor": actor},
+        )
+    return ids
+
+
+def cancel_job(job_id: int, actor: str, using: str = "default") -> None:
+    """Cancel one job that is not running yet; raise ``OperationRefused`` otherwise.
+
+    A running attempt belongs to its worker (cancelling under it would race its
+    completion); ``AWA_TASK_TIMEOUT`` bounds how long it can run.
+    """
+    if cancel_jobs([_job_id(job_id)], actor, using=using):
+        return
+    found = Job.objects.using(using).filter(id=job_id).values_list("state", flat=True).first()
+    if found is None:
+        raise OperationRefused(f"job {job_id} does not exist")
+    raise OperationRefused(f"job {job_id} is {found}; only jobs not yet running can be cancelled")

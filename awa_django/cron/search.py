@@ -1,0 +1,385 @@
+"""Cron expressions and DST-aware fire times (pure: stdlib only, no Django).
+
+Expressions have 5 fields (minute hour dom month dow), 6 fields with the SECONDS
+FIRST (like Rust's ``croner``: ``"30 0 9 * * *"`` is 09:00:30 daily) or a macro
+(``@daily`` ...). Each schedule has an IANA time zone.
+
+Matching follows classic (Vixie/cronie) cron. ``parse_cron`` (in ``cronparse``)
+turns every field into a set once, and the two day fields into one bit mask of
+matching days per kind of month, so a search for the next or previous local time
+here is a few table look-ups and bisections, whatever the expression (see
+docs/explanation/semantics.md, "Cron expressions"). This module keeps the public
+names of all three modules (``cronparse``, ``cronlegacy`` and itself).
+
+Local wall-clock times are mapped to UTC instants here, with the Vixie/Debian cron
+DST policy:
+
+* An entry is *fixed-time* unless its minute or hour field starts with ``*``.
+* A local time that occurs twice (fall-back fold) fires once, at its first
+  occurrence, for a fixed-time entry, and at both occurrences for a wildcard entry
+  (the wildcard keeps running in real elapsed time).
+* A local time that does not exist (spring-forward gap) fires once for a
+  fixed-time entry, at the end of the gap (the transition instant), and several
+  skipped times collapse into that one fire. A wildcard entry skips it.
+
+Naive order is not instant order in a fold: 01:50 (first pass) comes before 01:10
+(second pass). Rather than start a fixed safety margin (hours) early and sort, which
+for a per-second schedule means ~10,000 steps, the walks below work out each fold's
+bounds from zoneinfo and go over it twice. Every query stays at a handful of steps.
+
+Every public function accepts aware datetimes in any zone and converts them to UTC
+first: comparing or subtracting two datetimes of the same ``tzinfo`` uses their wall
+clocks, which is wrong around a fold or a gap.
+"""
+
+from __future__ import annotations
+
+import calendar
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from datetime import MAXYEAR, MINYEAR, UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from .legacy import legacy_difference
+from .parse import (
+    _MONTH_LENGTHS,
+    _SEARCH_MONTHS,
+    _SECOND,
+    CronError,
+    CronExpression,
+    _Plan,
+    parse_cron,
+    parse_timezone,
+)
+from .zones import _classify, _in_fold, _naive, _transition
+
+__all__ = [
+    "CronError",
+    "CronExpression",
+    "FIRST_FIRE_LOOKBACK",
+    "due_fires",
+    "fires_between",
+    "latest_fire",
+    "legacy_difference",
+    "next_fire",
+    "parse_cron",
+    "parse_timezone",
+    "search_start",
+]
+
+# Schedules that have never fired search from created_at minus this (Awa): a
+# schedule created at HH:MM:30 still gets its HH:MM:00 fire.
+FIRST_FIRE_LOOKBACK = timedelta(seconds=60)
+
+
+# --- searching local wall-clock times ----------------------------------------------------
+
+
+def _month_days(plan: _Plan, year: int, month: int) -> int:
+    """The days of this month that match, as bits (bit d for day d): one table look-up."""
+    length = _MONTH_LENGTHS[month] + (month == 2 and calendar.isleap(year))
+    first = date(year, month, 1).isoweekday() % 7
+    return plan.masks[(length - 28) * 7 + first]
+
+
+def _next_day(plan: _Plan, year: int, month: int, day: int) -> date | None:
+    """The first matching date on or after (year, month, day); ``day`` may be 32."""
+    for _ in range(_SEARCH_MONTHS):
+        if plan.month_bits >> month & 1:
+            mask = _month_days(plan, year, month) >> day << day
+            if mask:
+                return date(year, month, (mask & -mask).bit_length() - 1)
+        month, day = month + 1, 1
+        if month > 12:
+            month, year = 1, year + 1
+            if year > MAXYEAR:
+                return None
+    return None
+
+
+def _prev_day(plan: _Plan, year: int, month: int, day: int) -> date | None:
+    """The last matching date on or before (year, month, day); ``day`` may be 0."""
+    for _ in range(_SEARCH_MONTHS):
+        if plan.month_bits >> month & 1:
+            mask = _month_days(plan, year, month) & ((2 << day) - 1)
+            if mask:
+                return date(year, month, mask.bit_length() - 1)
+        month, day = month - 1, 31
+        if month < 1:
+            month, year = 12, year - 1
+            if year < MINYEAR:
+                return None
+    return None
+
+
+def _next_time(plan: _Plan, hour: int, minute: int, second: int) -> tuple[int, int, int] | None:
+    """The first matching time of day at or after hour:minute:second."""
+    hours, minutes, seconds = plan.hours, plan.minutes, plan.seconds
+    i = bisect_left(hours, hour)
+    if i < len(hours) and hours[i] == hour:
+        j = bisect_left(minutes, minute)
+        if j < len(minutes) and minutes[j] == minute:
+            k = bisect_left(seconds, second)
+            if k < len(seconds):
+                return hour, minute, seconds[k]
+            j += 1
+        if j < len(minutes):
+            return hour, minutes[j], seconds[0]
+        i += 1
+    return (hours[i], minutes[0], seconds[0]) if i < len(hours) else None
+
+
+def _prev_time(plan: _Plan, hour: int, minute: int, second: int) -> tuple[int, int, int] | None:
+    """The last matching time of day at or before hour:minute:second."""
+    hours, minutes, seconds = plan.hours, plan.minutes, plan.seconds
+    i = bisect_right(hours, hour) - 1
+    if i >= 0 and hours[i] == hour:
+        j = bisect_right(minutes, minute) - 1
+        if j >= 0 and minutes[j] == minute:
+            k = bisect_right(seconds, second) - 1
+            if k >= 0:
+                return hour, minute, seconds[k]
+            j -= 1
+        if j >= 0:
+            return hour, minutes[j], seconds[-1]
+        i -= 1
+    return (hours[i], minutes[-1], seconds[-1]) if i >= 0 else None
+
+
+def _next_naive(plan: _Plan, start: datetime) -> datetime | None:
+    """The first matching local time strictly after ``start`` (naive)."""
+    try:
+        t = start.replace(microsecond=0) + _SECOND
+    except OverflowError:
+        return None
+    day = _next_day(plan, t.year, t.month, t.day)
+    if day is not None and day == t.date():
+        found = _next_time(plan, t.hour, t.minute, t.second)
+        if found is not None:
+            return datetime(day.year, day.month, day.day, *found)
+        day = _next_day(plan, t.year, t.month, t.day + 1)
+    if day is None:
+        return None
+    return datetime(day.year, day.month, day.day, plan.hours[0], plan.minutes[0], plan.seconds[0])
+
+
+def _prev_naive(plan: _Plan, start: datetime) -> datetime | None:
+    """The last matching local time strictly before ``start`` (naive)."""
+    try:
+        t = start.replace(microsecond=0) if start.microsecond else start - _SECOND
+    except OverflowError:
+        return None
+    day = _prev_day(plan, t.year, t.month, t.day)
+    if day is not None and day == t.date():
+        found = _prev_time(plan, t.hour, t.minute, t.second)
+        if found is not None:
+            return datetime(day.year, day.month, day.day, *found)
+        day = _prev_day(plan, t.year, t.month, t.day - 1)
+    if day is None:
+        return None
+    return datetime(day.year, day.month, day.day, plan.hours[-1], plan.minutes[-1], plan.seconds[-1])
+
+
+class _Exhausted(Exception):
+    """No matching local time in the direction of a step (only at the ends of the calendar)."""
+
+
+class _Cursor:
+    """A position in local wall-clock time; ``_step`` moves it to the next/previous match."""
+
+    __slots__ = ("current", "plan")
+
+    def __init__(self, plan: _Plan, start: datetime) -> None:
+        self.plan, self.current = plan, start
+
+    def set_current(self, start: datetime) -> None:
+        self.current = start
+
+
+def _iter(expr: CronExpression, start: datetime) -> _Cursor:
+    return _Cursor(expr._plan, start)
+
+
+def _step(it: _Cursor, backward: bool, start: datetime | None = None) -> datetime:
+    """One step, strictly after (before) ``start`` or the current position.
+
+    Every step of a query goes through this function, so tests can count the work a query does.
+    """
+    if start is not None:
+        it.current = start
+    found = (_prev_naive if backward else _next_naive)(it.plan, it.current)
+    if found is None:
+        raise _Exhausted
+    it.current = found
+    return found
+
+
+def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
+    """Yield every fire instant > ``after``, ascending, each exactly once.
+
+    A wildcard entry covers a fold twice. The first pass yields the first
+    occurrences up to the fold's end. Then the cursor rewinds to the fold's start and
+    the second pass yields the second occurrences. No sort buffer is needed, and
+    each fire costs about one step.
+    """
+    wild = not expr.fixed_time
+    local = after.astimezone(tz)
+    it = _iter(expr, _naive(local))
+    last = after  # yields are strictly increasing; this also drops gap duplicates
+    fold = None  # (start, end) naive bounds of the fold being walked
+    second_pass = False
+    if wild and _in_fold(local):
+        _, a, b = _classify(_naive(local), tz)
+        _, end, start = _transition(tz, a, b)
+        fold = (start, end)
+        second_pass = local.fold == 1  # first pass still owes every second occurrence
+    while True:
+        try:
+            naive = _step(it, backward=False)
+        except _Exhausted:
+            naive = None
+        if fold is not None and (naive is None or naive >= fold[1]):
+            if second_pass:
+                fold, second_pass = None, False
+            else:  # first pass done: walk the fold again for second occurrences
+                it.set_current(fold[0] - _SECOND)
+                second_pass = True
+                continue
+        if naive is None:
+            return
+        kind, a, b = _classify(naive, tz)
+        if kind == "gap":
+            t, _, gap_end = _transition(tz, a, b)
+            if wild:  # skip the rest of the gap in one jump
+                it.set_current(gap_end - _SECOND)
+                continue
+            fire = t
+        elif kind == "fold" and wild:
+            if fold is None:
+                _, end, start = _transition(tz, a, b)
+                fold = (start, end)
+            fire = b if second_pass else a
+        else:  # single, or fixed-time fold: first occurrence only
+            fire = a
+        if fire > last:
+            last = fire
+            yield fire
+
+
+def _utc(name: str, value: datetime) -> datetime:
+    """``value`` as a UTC datetime; ValueError if it is naive."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
+    return value.astimezone(UTC)
+
+
+def fires_between(
+    expr: CronExpression, tz: ZoneInfo, after: datetime, until: datetime, limit: int | None = None
+) -> list[datetime]:
+    """All fire instants f with ``after < f <= until``, ascending, at most ``limit``."""
+    after, until = _utc("after", after), _utc("until", until)
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    out: list[datetime] = []
+    if limit == 0 or until <= after:
+        return out
+    for fire in _forward(expr, tz, after):
+        if fire > until:
+            break
+        out.append(fire)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def next_fire(expr: CronExpression, tz: ZoneInfo, after: datetime) -> datetime | None:
+    """The first fire instant strictly after ``after``, or None if there is none."""
+    return next(_forward(expr, tz, _utc("after", after)), None)
+
+
+def latest_fire(
+    expr: CronExpression, tz: ZoneInfo, after: datetime | None, until: datetime
+) -> datetime | None:
+    """The latest fire f with ``after < f <= until`` (no lower bound if ``after`` is None).
+
+    Walks back from ``until`` and stops at the first local time that maps to
+    an instant <= until. The cost therefore does not depend on ``until - after``.
+    """
+    until = _utc("until", until)
+    after = None if after is None else _utc("after", after)
+    wild = not expr.fixed_time
+    local = until.astimezone(tz)
+    top = _naive(local)
+    it = _iter(expr, top + _SECOND)
+    best = None
+    while best is None:
+        try:
+            naive = _step(it, backward=True)
+        except _Exhausted:
+            break
+        kind, a, b = _classify(naive, tz)
+        if kind == "gap":
+            t, gap_start, _ = _transition(tz, a, b)
+            if wild:  # nothing in the gap fires; jump to just before it
+                it.set_current(gap_start)
+                continue
+            best = t
+        elif kind == "fold":
+            # For a candidate at or before `until`'s wall time, a wildcard's second
+            # occurrence is the later fire if it has already happened. Otherwise
+            # `until` is in the first pass, and the first occurrence is.
+            best = b if wild and b <= until else a
+        else:
+            best = a
+    if _in_fold(local) and local.fold == 1:
+        # `until` is in a fold's second pass. The first occurrences of wall times
+        # later than `until`'s (up to the fold's end) have already happened, and they
+        # come later than any first occurrence found above.
+        _, a, b = _classify(top, tz)
+        fold_end = _transition(tz, a, b)[1]
+        try:
+            naive = _step(it, backward=True, start=fold_end)
+        except _Exhausted:
+            naive = top
+        if naive > top:
+            first = _classify(naive, tz)[1]
+            best = first if best is None else max(best, first)
+    if best is None or (after is not None and best <= after):
+        return None
+    return best
+
+
+def search_start(last_enqueued_at: datetime | None, created_at: datetime) -> datetime:
+    """The exclusive lower bound of a schedule's next automatic fire: its last fire, or for
+    one that never fired ``created_at - 60 s`` made inclusive (the leader's rule; the admin
+    uses it too, so both name the same first fire)."""
+    if last_enqueued_at is not None:
+        return last_enqueued_at
+    # datetime has microsecond resolution, so "f > lower - 1us" is exactly "f >= lower".
+    return created_at - FIRST_FIRE_LOOKBACK - timedelta(microseconds=1)
+
+
+def due_fires(
+    expr: CronExpression,
+    tz: ZoneInfo,
+    *,
+    last_enqueued_at: datetime | None,
+    created_at: datetime,
+    now: datetime,
+    catch_up: bool,
+    limit: int,
+) -> list[datetime]:
+    """Fire instants a scheduler should enqueue at ``now`` (a port of Awa's compute_fire_times).
+
+    Never fired: the latest fire in ``[created_at - 60s, now]`` (inclusive), whatever
+    ``catch_up`` says, because a first registration never backfills. Otherwise
+    fires in ``(last_enqueued_at, now]``: with ``catch_up`` the oldest ``limit`` of
+    them, ascending; without it only the latest (coalesce).
+    """
+    created_at, now = _utc("created_at", created_at), _utc("now", now)
+    if last_enqueued_at is not None:
+        last_enqueued_at = _utc("last_enqueued_at", last_enqueued_at)
+    if last_enqueued_at is not None and catch_up:
+        return fires_between(expr, tz, last_enqueued_at, now, limit)
+    fire = latest_fire(expr, tz, search_start(last_enqueued_at, created_at), now)
+    return [] if fire is None else [fire]

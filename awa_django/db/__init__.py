@@ -1,0 +1,10 @@
+"""Plumbing between awa_django and PostgreSQL.
+
+``sessions``: dedicated connections, ``Listener``, rows as dicts, the read-only
+snapshot, operator and owner contexts, the database clock; ``aliases`` picks the
+alias of each of awa_django's own connections (PgBouncer setups); ``guards``
+bounds every wait on another session; ``sqlfiles`` loads the shipped SQL files
+and their hashes; ``migration_state`` says whether the database is migrated.
+"""
+
+__all__ = ["aliases", "guards", "migration_state", "sessions", "sqlfiles"]

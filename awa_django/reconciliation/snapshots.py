@@ -1,0 +1,178 @@
+"""Runtime snapshots: every ``runcron``/``runtasks`` process reports itself.
+
+Each process upserts its row in ``awa_runtime_instances`` every
+``AWA_SNAPSHOT_INTERVAL``, independent of leadership, with
+``cron_protocol = 1``. When the deployment is authoritative it publishes its
+manifest and declaration in the *same* transaction, under the protocol lock,
+so evidence and declaration can never disagree. The first write happens at
+startup and also checks ownership: a conflict rolls the whole transaction back
+(nothing published) and startup fails. The last write marks the process
+``shutting_down``, which removes its declaration from the live set at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+
+from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
+
+from .. import __version__
+from ..conf import conf
+from ..db import sessions
+from ..db.guards import bound_transaction_waits, lock_wait_timed_out
+from ..health import Progress, record_progress
+from ..jsonlog import bind_process
+from ..schedules.declaration import Schedule
+from .manifest import Manifest, manifest_for
+from .persistence import (
+    CRON_PROTOCOL_VERSION,
+    ReconciliationConfig,
+    check_registration,
+    configured,
+    publish,
+)
+
+logger = logging.getLogger("awa_django.runtime")
+
+# How often the snapshot thread looks for a leadership change, which it
+# reports at once rather than at the next interval (health probes, metrics).
+LEADERSHIP_POLL = 0.25
+
+UPSERT_SNAPSHOT = """
+    INSERT INTO awa_runtime_instances
+        (instance_id, hostname, pid, version, role, started_at, last_seen_at,
+         snapshot_interval_ms, leader, queues, shutting_down, cron_protocol)
+    VALUES (%s, %s, %s, %s, %s, clock_timestamp(), clock_timestamp(), %s, %s, %s::jsonb, %s, %s)
+    ON CONFLICT (instance_id) DO UPDATE
+       SET last_seen_at = clock_timestamp(), snapshot_interval_ms = EXCLUDED.snapshot_interval_ms,
+           leader = EXCLUDED.leader, queues = EXCLUDED.queues,
+           shutting_down = EXCLUDED.shutting_down, cron_protocol = EXCLUDED.cron_protocol
+"""
+
+
+class RuntimeReporter:
+    """Writes this process's snapshot (and declaration) periodically in a thread."""
+
+    def __init__(
+        self,
+        role: str,
+        schedules: Sequence[Schedule],
+        *,
+        queues: Sequence[str] | None = None,
+        is_leader: Callable[[], bool] = lambda: False,
+        using: str = "default",
+        config: ReconciliationConfig | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.role = role
+        self.instance_id = str(uuid.uuid4())
+        # Written with each snapshot for `awa health` (see health.py).
+        self.progress = progress
+        # JSON logs of this process name its runtime row (see jsonlog.py).
+        bind_process(instance_id=self.instance_id, role=role)
+        self.queues = list(queues or [])
+        self.is_leader = is_leader
+        self.using = using
+        self.config = configured() if config is None else config
+        self.manifest: Manifest | None = manifest_for(schedules) if self.config else None
+        self._stop = threading.Event()
+        self._reported_leader = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def authoritative(self) -> bool:
+        return self.config is not None
+
+    def write(self, *, check: bool = False, shutting_down: bool = False) -> None:
+        """One snapshot transaction: lock, snapshot, publication, optional check."""
+        interval_ms = int(conf.SNAPSHOT_INTERVAL * 1000)
+        leading = bool(self.is_leader())
+        with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
+            bound_transaction_waits(cursor)  # a frozen peer may hold the lock
+            cursor.execute("SELECT awa_cron_protocol_lock()")
+            cursor.execute(
+                UPSERT_SNAPSHOT,
+                [
+                    self.instance_id,
+                    socket.gethostname(),
+                    os.getpid(),
+                    __version__,
+                    self.role,
+                    interval_ms,
+                    leading,
+                    json.dumps(self.queues),
+                    shutting_down,
+                    CRON_PROTOCOL_VERSION,
+                ],
+            )
+            record_progress(cursor, self.instance_id, self.progress)
+            if self.config is not None and self.manifest is not None and not shutting_down:
+                if check:
+                    check_registration(self.config, self.manifest, using=self.using)
+                publish(self.instance_id, self.config, self.manifest, using=self.using)
+
+    def start(self) -> None:
+        """Startup write (with the ownership check), then a reporting thread.
+
+        Raises :class:`~awa_django.reconciliation.RegistrationConflict` without
+        having published anything when desired names belong to someone else.
+        """
+        try:
+            self.write(check=True)
+        except OperationalError as exc:
+            # A peer frozen while holding the protocol lock: an additive
+            # process starts anyway (its thread retries the snapshot); an
+            # authoritative one must not start unchecked.
+            if self.authoritative or not lock_wait_timed_out(exc):
+                raise
+            logger.warning("first snapshot deferred: %s", exc, extra={"event": "runtime.error"})
+        self._thread = threading.Thread(target=self._loop, name="awa-snapshot", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            due = time.monotonic() + conf.SNAPSHOT_INTERVAL
+            while not self._stop.wait(max(0.0, min(LEADERSHIP_POLL, due - time.monotonic()))):
+                leading = bool(self.is_leader())
+                if time.monotonic() < due and leading == self._reported_leader:
+                    continue
+                due = time.monotonic() + conf.SNAPSHOT_INTERVAL
+                # A failed write is retried at the next interval, not every poll.
+                self._reported_leader = leading
+                with sessions.reconnect_on_error(self.using, "snapshot", logger, "runtime.error"):
+                    self.write()
+        finally:
+            connections[self.using].close()
+
+    def stop(self) -> None:
+        """Stop the thread and write the final ``shutting_down`` snapshot."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        try:
+            self.write(shutting_down=True)
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning("final snapshot failed: %s", exc, extra={"event": "runtime.error"})
+
+
+def cleanup_snapshots(using: str = "default", older_than_seconds: float = 24 * 3600) -> int:
+    """Delete snapshots (and, by cascade, declarations) not seen for a day."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        bound_transaction_waits(cursor)  # a frozen peer may hold the lock
+        # Explicitly first, like every snapshot writer: the statement trigger
+        # would take it only after this DELETE locked the table (a lock-order
+        # inversion against a migration's ACCESS EXCLUSIVE lock).
+        cursor.execute("SELECT awa_cron_protocol_lock()")
+        cursor.execute(
+            "DELETE FROM awa_runtime_instances WHERE last_seen_at < clock_timestamp() - make_interval(secs => %s)",
+            [older_than_seconds],
+        )
+        deleted: int = cursor.rowcount
+        return deleted

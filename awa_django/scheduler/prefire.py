@@ -1,0 +1,167 @@
+"""Fires planned before their slot, sent the moment it arrives.
+
+Between passes the leader knows the earliest stored ``next_fire_at`` (the
+next *slot*). Shortly before it, :func:`prepare` reads the rows due at that
+slot (at most ``PREPARED_ROWS``, so memory stays bounded) and plans their
+fires as of the slot; :func:`fire_prepared` then waits until just before the
+slot, has the *database* sleep the last moment (``pg_sleep_until``: the
+database clock decides, as for every fire, never the leader's) and sends the
+planned batches back to back. At the
+slot only the fire statements run, instead of a read and the Python planning
+of every row.
+
+Nothing here weakens a guarantee: each entry is the usual compare-and-swap of
+``awa_cron_fire_v3``, re-checked when it runs, so a row paused, retired,
+changed or fired by someone else since it was read is simply not fired (and is
+evaluated again by the next ordinary pass); no statement runs before the
+slot; and a plan that reaches the database more than ``STALE_AFTER`` seconds
+after its slot is dropped unsent, so a slow leader falls back to an ordinary
+pass (which coalesces what a long delay missed) rather than fire a stale plan.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connections
+
+from ..conf import conf
+from ..db.sessions import dict_rows
+from . import evaluator
+from .firing import log_fired
+from .pipeline import FirePipeline
+
+# How long before a slot its rows are read and planned: enough for a few
+# thousand rows on a loaded machine, short enough that a stop request or a
+# schedule change waits at most this long (the change is then evaluated by
+# the ordinary pass that follows the fire, under the same CAS).
+PREPARE_AHEAD = 0.5
+# Rows planned ahead for one slot; the rest of a larger burst is fired by the
+# ordinary pass that follows, in its usual batches.
+PREPARED_ROWS = 2000
+# A plan whose slot is further in the past than this when the database is
+# ready to send it is dropped.
+STALE_AFTER = 1.0
+# The last part of the wait for a slot, spent in pg_sleep_until (the part
+# before it is spent on the leader's thread, where a stop request ends it):
+# a statement_timeout shorter than this would cancel it.
+DATABASE_WAIT = 0.05
+
+# The rows at the earliest stored slot, when that slot is at most %(ahead)s
+# seconds away: only through the partial index awa_cron_jobs_due.
+SELECT_NEXT_SLOT = f"""
+    SELECT {evaluator.DUE_COLUMNS}, next_fire_at AS slot,
+           EXTRACT(EPOCH FROM next_fire_at - clock_timestamp())::float8 AS slot_in
+      FROM awa_cron_jobs
+     WHERE name = ANY(ARRAY(
+        SELECT name FROM awa_cron_jobs
+         WHERE paused_at IS NULL AND retired_at IS NULL
+           AND next_fire_at = (SELECT min(next_fire_at) FROM awa_cron_jobs
+                                WHERE paused_at IS NULL AND retired_at IS NULL
+                                  AND next_fire_at IS NOT NULL)
+           AND next_fire_at > statement_timestamp()
+           AND next_fire_at <= statement_timestamp() + make_interval(secs => %(ahead)s)
+         ORDER BY name LIMIT %(limit)s))
+     ORDER BY name
+"""
+# Sleep (in the database) until the slot; say whether the plan is still fresh.
+# Either order of the two expressions gives the same answer: after the
+# sleep the clock is past the slot, and a late plan does not sleep at all.
+SLEEP_UNTIL_SLOT = """
+    SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s), pg_sleep_until(%(slot)s)
+"""
+
+
+@dataclass
+class Prepared:
+    """The fires of one slot, planned ahead."""
+
+    slot: datetime
+    # time.monotonic() at the slot, as measured when the rows were read (the
+    # database's clock, through the distance to the slot it reported).
+    slot_at: float = 0.0
+    batches: list[list[dict[str, Any]]] = field(default_factory=list)
+    evaluated: int = 0
+
+
+def prepare(
+    using: str = "default", ahead: float = PREPARE_AHEAD, rows_limit: int | None = None
+) -> Prepared | None:
+    """Read and plan the rows due at the next slot, if it is within ``ahead``
+    seconds (and not already due); None when there is nothing to prepare."""
+    limit = int(conf.CATCH_UP_LIMIT)
+    with connections[using].cursor() as cursor:
+        cursor.execute(SELECT_NEXT_SLOT, {"ahead": ahead, "limit": rows_limit or PREPARED_ROWS})
+        rows = dict_rows(cursor)
+    if not rows:
+        return None
+    prepared = Prepared(
+        slot=rows[0]["slot"], slot_at=time.monotonic() + rows[-1]["slot_in"], evaluated=len(rows)
+    )
+    size = evaluator.FIRE_BATCH_SIZE
+    for start in range(0, len(rows), size):
+        batch = rows[start : start + size]
+        for row in batch:
+            row["now"] = row["slot"]  # planned as of the slot it fires at
+        prepared.batches.append(evaluator.plan_batch(batch, limit))
+    return prepared
+
+
+def fire_prepared(
+    prepared: Prepared,
+    using: str = "default",
+    on_fired: Callable[[list[dict[str, Any]]], None] | None = None,
+    stop: threading.Event | None = None,
+) -> evaluator.PassResult | None:
+    """Wait for the slot, then send the prepared batches.
+
+    The leader's thread waits until ``DATABASE_WAIT`` before the slot (a
+    ``stop`` ends that wait: nothing is sent), the database the rest. Returns
+    None, having sent nothing, when stopped or the plan is stale. With several
+    batches (in autocommit), every other one goes to a second connection,
+    opened before the slot and handed its batches only once the sleep has
+    returned: the batches hold different rows, so the two statements run side
+    by side. The jobs are logged and handed to ``on_fired`` (one call per
+    batch) only when every batch has committed, so announcing never delays a
+    fire.
+    """
+    result = evaluator.PassResult(evaluated=prepared.evaluated)
+    fired: list[list[dict[str, Any]]] = []
+    pipeline = None
+    if len(prepared.batches) > 1 and not connections[using].in_atomic_block:
+        pipeline = FirePipeline(using, _fire_batch, fired.append)
+    try:
+        local_wait = prepared.slot_at - DATABASE_WAIT - time.monotonic()
+        if stop is not None and stop.wait(max(0.0, local_wait)):
+            return None
+        with connections[using].cursor() as cursor:
+            cursor.execute(SLEEP_UNTIL_SLOT, {"slot": prepared.slot, "stale": STALE_AFTER})
+            if not cursor.fetchone()[0]:
+                return None
+            own = prepared.batches
+            if pipeline is not None:
+                own = prepared.batches[0::2]
+                for plan in prepared.batches[1::2]:
+                    pipeline.submit(plan)
+            for plan in own:
+                fired.append(evaluator.fire_plan(cursor, plan))
+    finally:
+        if pipeline is not None:
+            pipeline.finish()
+    for jobs in fired:
+        result.fired += len(jobs)
+        log_fired(jobs)
+        if on_fired is None:
+            result.jobs.extend(jobs)
+        else:
+            on_fired(jobs)
+    return result
+
+
+def _fire_batch(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return evaluator.fire_plan(cursor, plan)

@@ -1,0 +1,97 @@
+"""What makes a schedule row one the evaluator cannot plan (it is then parked).
+
+A row holds what a declaration, the admin or the CLI wrote, unless raw SQL or
+an old writer put something else there; each check here names the first
+such value, and the evaluator parks that row alone (see evaluator.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ..conf import DEFAULTS, conf
+from ..schedules import validation
+
+# Timestamps the evaluator accepts (see docs/explanation/semantics.md).
+TIMESTAMP_LOW = "1970-01-01T00:00:00+00:00"
+TIMESTAMP_HIGH = "9000-01-01T00:00:00+00:00"
+# Parsed expressions and checks kept (one per distinct text).
+PARSE_CACHE_SIZE = 4096
+
+
+def max_args_bytes() -> int:
+    """``AWA_MAX_ARGS_BYTES``, or its default when the setting is invalid."""
+    limit = conf.MAX_ARGS_BYTES
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        # A settings mistake (reported by check E060) must not park every row.
+        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
+    return int(limit)
+
+
+def row_problem(row: dict[str, Any], max_bytes: int | None = None) -> str | None:
+    """Why the evaluator cannot handle ``row`` (a value no declaration could
+    produce, written by raw SQL or an old writer), or None.
+
+    ``max_bytes`` is ``AWA_MAX_ARGS_BYTES`` read once for a batch (read here
+    when omitted)."""
+    for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
+        if row[column] is None and row[text_column] is not None:
+            return (
+                f"{column} {row[text_column]!r} is outside the supported range "
+                f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}"
+            )
+    problem = _args_problem(row)
+    if problem:
+        return problem
+    if row["metadata_type"] != "object":
+        return f"metadata is a JSON {row['metadata_type']}, not an object"
+    limit = max_args_bytes() if max_bytes is None else max_bytes
+    for column in ("args", "metadata"):
+        problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
+        if problem:
+            return f"{column} {problem}"
+    problem = _kind_problem(row["kind"])
+    if problem:
+        return f"kind {problem}"
+    problem = _expression_problem(row["cron_expr"])
+    if problem:
+        return f"cron_expr {problem}"
+    problem = _timezone_problem(row["timezone"])
+    if problem:
+        return f"timezone {problem}"
+    if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
+        return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
+    return None
+
+
+# The keys of a row's args and the JSON type of each. Either may be missing
+# (the model's own default is {}): the worker and the task backend read a
+# missing key as empty (taskpaths.call_arguments), so such a row fires a job
+# that runs; a third key or a wrong type is what they refuse.
+ARGS_TYPES = {"args": "array", "kwargs": "object"}
+ARGS_SHAPE = 'args is not {"args": [...], "kwargs": {...}}'
+
+
+def _args_problem(row: dict[str, Any]) -> str | None:
+    if row["args_type"] != "object":
+        return f"{ARGS_SHAPE}: it is a JSON {row['args_type']}"
+    keys = list(row["args_keys"] or [])
+    for key in keys:
+        if key not in ARGS_TYPES:
+            return f"{ARGS_SHAPE}: it has the key {key[:80]!r}"
+    for key, expected in ARGS_TYPES.items():
+        found = row[f"args_{key}_type"]
+        if key in keys and found != expected:
+            return f"{ARGS_SHAPE}: its {key!r} is a JSON {found}, not an {expected}"
+    return None
+
+
+# The checks and the parse of an expression depend on its text alone, and a
+# pass sees the same few texts on thousands of rows: each is done once per
+# process, not once per row per pass (issue 10: it was half the cost of a row).
+# The zone is parsed per row through cronexpr.parse_timezone (ZoneInfo keeps
+# its own cache), so a leader whose tz database changes is not misled.
+_expression_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.expression_problem)
+_timezone_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.timezone_problem)
+_kind_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.kind_problem)

@@ -1,0 +1,38 @@
+"""Declaring schedules: the one shape of a schedule, and getting it into the table.
+
+``shape`` is the one definition of a schedule's fields; ``builder`` validates one
+declaration into a :class:`~awa_django.schedules.shape.Schedule`;
+``validation`` holds the hostile-input checks shared by declarations, jobs and
+operator input; ``declaration`` is :func:`periodic`, ``AWA_SCHEDULES`` and
+``cron.py`` discovery; ``sync`` is the additive sync and ``upsert`` the one
+statement it shares with reconciliation.
+
+``periodic``, ``build_schedule``, ``declared_schedules`` and ``Schedule`` are
+loaded on first use: they import ``django.tasks``, which needs settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "Schedule",
+    "build_schedule",
+    "declaration",
+    "declared_schedules",
+    "periodic",
+    "shape",
+    "sync",
+    "upsert",
+    "validation",
+]
+
+_DECLARATION_API = {"Schedule", "build_schedule", "declared_schedules", "periodic"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DECLARATION_API:
+        from . import declaration
+
+        return getattr(declaration, name)
+    raise AttributeError(name)

@@ -1,0 +1,263 @@
+"""Validating one declaration into a :class:`~awa_django.schedule_shape.Schedule`.
+
+:func:`build_schedule` checks each field in a fixed order (the first problem
+is the one reported) and raises :class:`~awa_django.exceptions.InvalidSchedule`
+naming the schedule and the field, before anything touches the database.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping, Set, ValuesView
+from typing import Any
+
+from django.tasks import Task
+from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
+from django.utils.module_loading import import_string
+
+from ..conf import conf
+from ..cron import search
+from ..exceptions import InvalidSchedule
+from . import validation
+from .shape import Schedule
+
+# Start-up builds every declared schedule several times (system checks, then
+# runcron itself), and many share an expression: its checks and parse, pure
+# functions of the text, run once per process (issue 10: 10,000 declared
+# schedules took 20 s to start, two thirds of it in parse_cron).
+_expression_problem = functools.lru_cache(maxsize=4096)(validation.expression_problem)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cron(text: str) -> search.CronExpression:
+    return search.parse_cron(text)  # a CronError is raised, never cached
+
+
+POLICIES = ("coalesce", "catch_up")
+MAX_NAME_LENGTH = 200
+MAX_TAGS = 20
+MAX_ATTEMPTS_RANGE = (1, 1000)
+# Keys every cron job's metadata gets from the scheduler; user metadata must not
+# shadow them, or a job could claim to be a fire it is not.
+RESERVED_METADATA_KEYS = frozenset({"cron_name", "cron_fire_at", "triggered_manually", "triggered_by"})
+
+
+def _json(value: Any, name: str, field_name: str) -> Any:
+    """Round-trip ``value`` through strict JSON, or raise naming the field."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidSchedule(name, field_name, f"must be JSON-serialisable ({exc})") from None
+
+
+def _refuse(name: str, field_name: str, problem: str | None) -> None:
+    """Raise :class:`InvalidSchedule` for a problem found by :mod:`.validation`."""
+    if problem:
+        raise InvalidSchedule(name, field_name, problem)
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as stored (compact JSON, UTF-8)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _max_args_bytes(name: str) -> int:
+    limit = conf.MAX_ARGS_BYTES
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidSchedule(name, "args", f"AWA_MAX_ARGS_BYTES must be a whole number >= 1, got {limit!r}")
+    return limit
+
+
+def _resolve_task(name: str, task: Any) -> Task[Any, Any]:
+    if isinstance(task, str):
+        _refuse(name, "task", validation.kind_problem(task))
+        try:
+            task = import_string(task)
+        except ImportError as exc:
+            raise InvalidSchedule(name, "task", f"cannot import {task!r} ({exc})") from None
+        except Exception as exc:  # a module failing at import is the declaration's fault
+            raise InvalidSchedule(
+                name, "task", f"importing {task!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
+    if not isinstance(task, Task):
+        raise InvalidSchedule(name, "task", f"{task!r} is not a django.tasks Task (decorate it with @task)")
+    return task
+
+
+def _int_in_range(name: str, field_name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidSchedule(name, field_name, f"must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH or "\x00" in name:
+        raise InvalidSchedule(
+            name if isinstance(name, str) else None,
+            "name",
+            f"must be a non-blank string of 1-{MAX_NAME_LENGTH} characters without NUL, "
+            + (
+                f"got {len(name)} characters"
+                if isinstance(name, str) and len(name) > MAX_NAME_LENGTH
+                else f"got {name!r}"
+            ),
+        )
+    _refuse(name, "name", validation.name_problem(name))
+    return name
+
+
+def _check_cron(name: str, cron: Any) -> search.CronExpression:
+    if isinstance(cron, str):
+        # Before parsing: a huge or hostile expression must cost nothing.
+        _refuse(name, "cron", _expression_problem(cron))
+    try:
+        return _parse_cron(cron) if isinstance(cron, str) else search.parse_cron(cron)
+    except search.CronError as exc:
+        raise InvalidSchedule(name, "cron", str(exc)) from None
+
+
+def _check_timezone_and_policy(name: str, timezone: Any, missed_fire_policy: Any) -> None:
+    if not isinstance(timezone, str):  # e.g. a ZoneInfo: the row stores the zone's name
+        raise InvalidSchedule(
+            name,
+            "timezone",
+            f"must be an IANA zone name such as 'Europe/Berlin', got {type(timezone).__name__}",
+        )
+    _refuse(name, "timezone", validation.timezone_problem(timezone))
+    try:
+        search.parse_timezone(timezone)
+    except search.CronError as exc:
+        raise InvalidSchedule(name, "timezone", str(exc)) from None
+    if missed_fire_policy not in POLICIES:
+        raise InvalidSchedule(
+            name, "missed_fire_policy", f"must be 'coalesce' or 'catch_up', got {missed_fire_policy!r}"
+        )
+
+
+def _check_queue(name: str, queue: Any, task: Task[Any, Any]) -> str:
+    queue = task.queue_name if queue is None else queue
+    if not isinstance(queue, str) or not queue or len(queue) > MAX_NAME_LENGTH:
+        raise InvalidSchedule(name, "queue", f"must be a non-empty string, got {queue!r}")
+    _refuse(name, "queue", validation.name_problem(queue))
+    backend = task.get_backend()
+    if backend.queues and queue not in backend.queues:
+        raise InvalidSchedule(
+            name,
+            "queue",
+            f"{queue!r} is not one of the QUEUES of task backend {backend.alias!r}: {sorted(backend.queues)}",
+        )
+    return queue
+
+
+def _check_max_attempts(name: str, max_attempts: Any) -> int:
+    if max_attempts is None:
+        default = conf.MAX_ATTEMPTS
+        try:
+            max_attempts = _int_in_range(name, "max_attempts", default, *MAX_ATTEMPTS_RANGE)
+        except InvalidSchedule:
+            raise InvalidSchedule(
+                name, "max_attempts", f"not given, and the default AWA_MAX_ATTEMPTS={default!r} is invalid"
+            ) from None
+    return _int_in_range(name, "max_attempts", max_attempts, *MAX_ATTEMPTS_RANGE)
+
+
+# Iterables refused where a list is expected: text would become one item per
+# character, and a set (or dict view) iterates in a per-process order (string
+# hashing is randomised), so replicas would declare different definitions.
+_NOT_A_LIST = (str, bytes, bytearray, Mapping, Set, ValuesView)
+
+
+def _check_arguments(name: str, args: Any, kwargs: Any) -> tuple[list[Any], dict[str, Any]]:
+    if isinstance(args, _NOT_A_LIST) or not isinstance(args, Iterable):
+        raise InvalidSchedule(name, "args", f"must be a list or tuple, got {type(args).__name__}")
+    args = list(args)
+    _refuse(name, "args", validation.json_problem(args, string_keys=True))
+    args_json = _json(args, name, "args")
+    kwargs = {} if kwargs is None else kwargs
+    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+        raise InvalidSchedule(name, "kwargs", "must be a dict with string keys")
+    kwargs = dict(kwargs)
+    _refuse(name, "kwargs", validation.json_problem(kwargs, string_keys=True))
+    kwargs_json = _json(kwargs, name, "kwargs")
+    limit = _max_args_bytes(name)
+    _refuse(
+        name, "args", validation.size_problem(_json_size({"args": args_json, "kwargs": kwargs_json}), limit)
+    )
+    return args_json, kwargs_json
+
+
+def _check_metadata(name: str, metadata: Any) -> dict[str, Any]:
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+        raise InvalidSchedule(name, "metadata", "must be a dict with string keys")
+    clash = RESERVED_METADATA_KEYS.intersection(metadata)
+    if clash:
+        raise InvalidSchedule(name, "metadata", f"keys {sorted(clash)} are reserved for the scheduler")
+    _refuse(name, "metadata", validation.json_problem(dict(metadata), string_keys=True))
+    metadata_json: dict[str, Any] = _json(dict(metadata), name, "metadata")
+    _refuse(name, "metadata", validation.size_problem(_json_size(metadata_json), _max_args_bytes(name)))
+    return metadata_json
+
+
+def _check_tags(name: str, tags: Any) -> tuple[str, ...]:
+    if isinstance(tags, _NOT_A_LIST) or not isinstance(tags, Iterable):
+        raise InvalidSchedule(name, "tags", f"must be a list of strings, got {type(tags).__name__}")
+    tag_list = tuple(tags)
+    if len(tag_list) > MAX_TAGS or not all(
+        isinstance(t, str) and t and len(t) <= MAX_NAME_LENGTH and "\x00" not in t for t in tag_list
+    ):
+        raise InvalidSchedule(
+            name,
+            "tags",
+            f"must be at most {MAX_TAGS} non-empty strings of at most {MAX_NAME_LENGTH} "
+            f"characters, got {len(tag_list)} item(s)",
+        )
+    for tag in tag_list:
+        _refuse(name, "tags", validation.name_problem(tag))
+    return tag_list
+
+
+def build_schedule(
+    name: Any,
+    cron: Any,
+    task: Any,
+    *,
+    timezone: Any = "UTC",
+    args: Any = (),
+    kwargs: Any = None,
+    queue: Any = None,
+    priority: Any = None,
+    max_attempts: Any = None,
+    tags: Any = (),
+    metadata: Any = None,
+    missed_fire_policy: Any = "coalesce",
+    source: str = "",
+) -> Schedule:
+    """Validate one declaration and return its :class:`Schedule` (no registration)."""
+    name = _check_name(name)
+    expression = _check_cron(name, cron)
+    _check_timezone_and_policy(name, timezone, missed_fire_policy)
+    resolved = _resolve_task(name, task)
+    queue = _check_queue(name, queue, resolved)
+    priority = resolved.priority if priority is None else priority
+    priority = _int_in_range(name, "priority", priority, TASK_MIN_PRIORITY, TASK_MAX_PRIORITY)
+    max_attempts = _check_max_attempts(name, max_attempts)
+    args_json, kwargs_json = _check_arguments(name, args, kwargs)
+    metadata_json = _check_metadata(name, metadata)
+    tag_list = _check_tags(name, tags)
+    return Schedule(
+        name=name,
+        cron=expression,
+        timezone=timezone,
+        kind=resolved.module_path,
+        queue=queue,
+        args=args_json,
+        kwargs=kwargs_json,
+        priority=priority,
+        max_attempts=max_attempts,
+        tags=tag_list,
+        metadata=metadata_json,
+        missed_fire_policy=missed_fire_policy,
+        source=source,
+    )

@@ -1,0 +1,162 @@
+"""Running one claimed attempt, and the task threads that run them.
+
+:func:`run_attempt` imports the job's task, sends ``task_started``, calls it
+and hands back a :class:`~awa_django.outcomes.Success` to complete, or
+records the failure itself. :class:`Runner` is a task thread of the worker's
+pool: it keeps its database connection between attempts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.db import close_old_connections, connections
+from django.tasks.base import TaskContext
+from django.tasks.signals import task_started
+from django.utils.json import normalize_json
+
+from ..exceptions import UnstorableResult
+from . import context
+from .outcomes import Outcomes, Success
+from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
+from .payloads import unstorable_reason
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+logger = logging.getLogger("awa_django.worker")
+
+# How long a task thread waits for its next attempt before it ends.
+RUNNER_IDLE_TIMEOUT = 30.0
+
+
+@dataclass
+class Attempt:
+    """One claimed attempt being run in its own thread."""
+
+    row: dict[str, Any]
+    started: float = field(default_factory=time.monotonic)
+    timed_out: bool = False
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (int(self.row["id"]), int(self.row["attempt"]))
+
+
+def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None:
+    """Run one claimed attempt: a :class:`Success` to complete, or the state its failure recorded.
+
+    Whatever the task does (return, raise any ``BaseException``, return
+    something PostgreSQL cannot store), the attempt ends with an outcome.
+    None means the failure report was stale (the attempt was rescued).
+    """
+    try:
+        task = load_task(row["kind"])
+        args, kwargs = call_arguments(row["args"])
+    except TaskNotHere as exc:
+        return outcomes.release(row, exc)
+    except TaskNotRunnable as exc:
+        return outcomes.fail_job(row, exc)
+    backend = outcomes.backend
+    result = backend.result_from_row(row, task)
+    info = context.JobInfo(
+        id=int(row["id"]),
+        attempt=int(row["attempt"]),
+        max_attempts=int(row["max_attempts"]),
+        queue=row["queue"],
+        kind=row["kind"],
+        metadata=dict(row["metadata"] or {}),
+    )
+    try:
+        # Inside the try: a task_started receiver that raises fails this
+        # attempt instead of leaving it running.
+        task_started.send(type(backend), task_result=result)
+        with context.running(info):
+            if task.takes_context:
+                value = task.call(TaskContext(task_result=result), *args, **kwargs)
+            else:
+                value = task.call(*args, **kwargs)
+        if value is None:
+            encoded = "null"  # most tasks return nothing: no normalising, checking, encoding
+        else:
+            value = normalize_json(value)
+            encoded = _encoded(row, value)
+    # The task's failure is data, not a worker crash: SystemExit,
+    # KeyboardInterrupt (raised by the task, not a signal: signals go to
+    # the main thread's handler) and any other BaseException end the attempt.
+    except BaseException as exc:
+        return outcomes.fail(row, exc, result)
+    return Success(row, task, result, value, encoded)
+
+
+def _encoded(row: dict[str, Any], value: Any) -> str:
+    """``value`` (JSON-normalised) as the JSON text stored; UnstorableResult if jsonb would refuse it."""
+    reason = unstorable_reason(value)
+    if reason is not None:
+        raise UnstorableResult(f"the return value of {row['kind']} {reason}")
+    return json.dumps(value, allow_nan=False)
+
+
+def drop_unusable_connections() -> None:
+    """After an attempt, close this thread's connections a task may have left
+    unusable (broken, inside a transaction, autocommit off); keep healthy ones
+    for the next attempt."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None:
+            continue
+        if (
+            conn.in_atomic_block
+            or not conn.get_autocommit()
+            or (conn.errors_occurred and not conn.is_usable())
+        ):
+            conn.close()
+
+
+class Runner(threading.Thread):
+    """A task thread: runs the attempts handed to it, one at a time.
+
+    A successful attempt gives its slot back before it is completed: the
+    completion joins the next batch (:meth:`Outcomes.flush`), stored by this
+    thread or by the one whose batch is in flight, and that batch claims the
+    free slots; the flushing thread runs one of the new attempts itself.
+    """
+
+    def __init__(self, worker: Worker) -> None:
+        super().__init__(daemon=True, name="awa-task")
+        self.worker = worker
+        self.handoff: queue.SimpleQueue[Attempt | None] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        worker = self.worker
+        try:
+            while True:
+                try:
+                    attempt = self.handoff.get(timeout=RUNNER_IDLE_TIMEOUT)
+                except queue.Empty:
+                    if worker.runner_retire(self):
+                        return
+                    continue  # an attempt was handed over just now
+                if attempt is None:
+                    return
+                success = None
+                while attempt is not None:
+                    success = worker.run_one(attempt)
+                    # The batch storing a success claims the free slots: this
+                    # thread may get the next attempt from it.
+                    attempt = worker.outcomes.flush(worker) if success is not None else None
+                # Back in the pool before the slot is announced, so the next
+                # claim finds this thread (and its connection) idle.
+                idle = worker.runner_idle(self)
+                if success is None:
+                    worker.slot_freed()  # after a failure, the claim loop refills the slot
+                if not idle:
+                    return  # the worker has stopped (e.g. an attempt that outlived its timeout)
+        finally:
+            close_old_connections()
+            connections.close_all()
