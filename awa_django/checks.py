@@ -1,8 +1,16 @@
-"""System checks (``manage.py check``). Ids are stable and documented in
-docs/reference/checks.md; never reuse a retired id."""
+"""System checks (``manage.py check``), registered on import by the app's ``ready()``.
+
+Each check writes the id, message and hint of what it reports where it reports
+it. Ids are stable, documented in docs/reference/checks.md and never reused.
+The task backend's own checks (E030, E031, E070) are
+:meth:`awa_django.tasks.backend.AwaBackend.check`: Django runs them with its
+check of ``TASKS``, also when awa_django is not installed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from django.conf import settings
@@ -12,48 +20,136 @@ from .conf import SETTINGS, Kind, conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
 from .schedules.declaration import finite, registry, settings_schedules
 
-# Field of an invalid schedule -> check id. One id per kind of mistake so
-# operators can silence or grep them precisely.
-FIELD_IDS = {
-    "AWA_SCHEDULES": "awa_django.E001",
-    "name": "awa_django.E002",
-    "cron": "awa_django.E003",
-    "timezone": "awa_django.E004",
-    "task": "awa_django.E005",
-    "queue": "awa_django.E006",
-    "priority": "awa_django.E007",
-    "max_attempts": "awa_django.E008",
-    "args": "awa_django.E009",
-    "kwargs": "awa_django.E009",
-    "metadata": "awa_django.E009",
-    "missed_fire_policy": "awa_django.E010",
-    "tags": "awa_django.E011",
-}
-UNKNOWN_OPTION_ID = "awa_django.E012"
+__all__ = [
+    "DURATION_SETTINGS",
+    "FIELD_CHECKS",
+    "INTERVAL_SETTINGS",
+    "SETTING_HINTS",
+    "UNKNOWN_OPTION",
+    "check_changed_day_rules",
+    "check_database",
+    "check_lock_timeout",
+    "check_migrations_applied",
+    "check_pgbouncer_sessions",
+    "check_poolers",
+    "check_reconciliation",
+    "check_schedules",
+    "check_setting_limits",
+    "check_settings",
+    "check_sql_objects",
+    "check_task_backend",
+    "schedule_error",
+]
 
-HINTS = {
-    "awa_django.E001": "AWA_SCHEDULES maps schedule names to dicts with 'cron' and 'task'.",
-    "awa_django.E002": "Names are 1-200 characters, unique across settings and cron.py.",
-    "awa_django.E003": "Use 5 fields, 6 fields with seconds first, or @hourly/@daily/...",
-    "awa_django.E004": "Use an IANA zone name such as 'Europe/Berlin' or 'UTC'.",
-    "awa_django.E005": "Point 'task' at a function decorated with django.tasks.task.",
-    "awa_django.E006": "Add the queue to the task backend's QUEUES in settings.TASKS.",
-    "awa_django.E007": "django.tasks priorities are whole numbers from -100 to 100.",
-    "awa_django.E008": "max_attempts is a whole number from 1 to 1000.",
-    "awa_django.E009": "args must be a list, kwargs/metadata dicts, all JSON-serialisable.",
-    "awa_django.E010": "missed_fire_policy is 'coalesce' (default) or 'catch_up'.",
-    "awa_django.E011": "tags is a list of at most 20 non-empty strings.",
-    "awa_django.E012": "Allowed options: see docs/reference/settings.md#awa_schedules.",
-    "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
-    "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
-    "awa_django.E022": "awa_django needs a PostgreSQL database.",
-    "awa_django.E030": "The AwaBackend's OPTIONS['DATABASE'] must be a PostgreSQL alias.",
-    "awa_django.E031": "OPTIONS['MAX_ATTEMPTS'] of an AwaBackend is a whole number 1-1000.",
-    "awa_django.E050": "Run manage.py migrate; if it is applied, re-install the SQL file (see docs).",
-    "awa_django.E040": "Authoritative mode needs AWA_OWNER: 1-200 bytes, not blank, no NUL.",
-    "awa_django.E041": "Authoritative mode needs AWA_REVISION (a deploy label, e.g. a git SHA).",
-    "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
-}
+# --- AWA_SCHEDULES: E001-E012 -----------------------------------------------------------
+
+_DATA = ("awa_django.E009", "args must be a list, kwargs/metadata dicts, all JSON-serialisable.")
+# The field of an invalid AWA_SCHEDULES entry -> (check id, hint). One id per kind of
+# mistake, so operators can silence or grep them precisely.
+FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "AWA_SCHEDULES": (
+            "awa_django.E001",
+            "AWA_SCHEDULES maps schedule names to dicts with 'cron' and 'task'.",
+        ),
+        "name": ("awa_django.E002", "Names are 1-200 characters, unique across settings and cron.py."),
+        "cron": ("awa_django.E003", "Use 5 fields, 6 fields with seconds first, or @hourly/@daily/..."),
+        "timezone": ("awa_django.E004", "Use an IANA zone name such as 'Europe/Berlin' or 'UTC'."),
+        "task": ("awa_django.E005", "Point 'task' at a function decorated with django.tasks.task."),
+        "queue": ("awa_django.E006", "Add the queue to the task backend's QUEUES in settings.TASKS."),
+        "priority": ("awa_django.E007", "django.tasks priorities are whole numbers from -100 to 100."),
+        "max_attempts": ("awa_django.E008", "max_attempts is a whole number from 1 to 1000."),
+        "args": _DATA,
+        "kwargs": _DATA,
+        "metadata": _DATA,
+        "missed_fire_policy": (
+            "awa_django.E010",
+            "missed_fire_policy is 'coalesce' (default) or 'catch_up'.",
+        ),
+        "tags": ("awa_django.E011", "tags is a list of at most 20 non-empty strings."),
+    }
+)
+# An option the schedule validator does not know (or a field without its own id).
+UNKNOWN_OPTION = ("awa_django.E012", "Allowed options: see docs/reference/settings.md#awa_schedules.")
+
+
+def schedule_error(exc: InvalidSchedule) -> Error:
+    """Turn an :class:`InvalidSchedule` into a check ``Error`` with a stable id."""
+    if isinstance(exc, UnknownScheduleOption):
+        check_id, hint = UNKNOWN_OPTION
+    else:
+        check_id, hint = FIELD_CHECKS.get(exc.field, UNKNOWN_OPTION)
+    return Error(str(exc), hint=hint, obj=f"AWA_SCHEDULES[{exc.schedule!r}]", id=check_id)
+
+
+@register(Tags.compatibility)
+def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every ``AWA_SCHEDULES`` entry is valid and no name is declared twice."""
+    schedules, errors = settings_schedules()
+    messages: list[CheckMessage] = [schedule_error(exc) for exc in errors]
+    check_id, hint = FIELD_CHECKS["name"]
+    for schedule in schedules:
+        twin = registry.lookalike(schedule.name)
+        if twin is not None:
+            also = (
+                "" if twin.name == schedule.name else f" (as {twin.name!r}: only case or Unicode form differ)"
+            )
+            messages.append(
+                Error(
+                    f"schedule {schedule.name!r}: field 'name': declared in AWA_SCHEDULES and in a cron.py{also}",
+                    hint=hint,
+                    obj=f"AWA_SCHEDULES[{schedule.name!r}]",
+                    id=check_id,
+                )
+            )
+    return messages
+
+
+@register(Tags.compatibility)
+def check_changed_day_rules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Warn about declared schedules that fire at other times than under the
+    croniter-based matching of earlier releases.
+
+    The stored expression is the same, its fire times are not: see
+    docs/explanation/semantics.md#cron-expressions and :mod:`awa_django.cron.legacy`.
+    """
+    from .cron.search import legacy_difference
+
+    schedules = {s.name: s for s in settings_schedules()[0]}
+    schedules.update({s.name: s for s in registry})
+    messages: list[CheckMessage] = []
+    for name in sorted(schedules):
+        schedule = schedules[name]
+        reason = legacy_difference(schedule.cron)
+        if reason is not None:
+            from_settings = schedule.source == "settings.AWA_SCHEDULES"
+            messages.append(
+                Warning(
+                    f"schedule {name!r}: cron {schedule.cron.text!r} now fires at other times: {reason}",
+                    hint="See docs/explanation/semantics.md#cron-expressions; rewrite or silence.",
+                    obj=f"AWA_SCHEDULES[{name!r}]" if from_settings else schedule.source,
+                    id="awa_django.W080",
+                )
+            )
+    return messages
+
+
+# --- AWA_* settings: E020-E022, E040-E042, E060-E062, E074, E090, W060 ------------------
+
+# The hint of an out-of-range AWA_* setting, by the check id of its row in conf.SETTINGS.
+SETTING_HINTS: Mapping[str, str] = MappingProxyType(
+    {
+        "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
+        "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
+        "awa_django.E060": "AWA_MAX_ARGS_BYTES is a whole number of bytes >= 1 (default 1048576).",
+        "awa_django.E061": (
+            "Timeouts are seconds from 0 (off) to 2147483.647 (PostgreSQL's limit); defaults 5, 60."
+        ),
+        "awa_django.E062": "Keepalive idle and interval are whole seconds 1-32767; the count is 1-127.",
+        "awa_django.E074": "See docs/reference/settings.md for the worker settings' types and ranges.",
+        "awa_django.E090": "The admin marks a schedule overdue when its next fire is this far in the past.",
+    }
+)
 
 # Settings reported as E020 when out of range, by kind (the tests loop over
 # them): durations that may be 0 (no grace, retry at once, prune everything
@@ -66,37 +162,18 @@ INTERVAL_SETTINGS = tuple(
 )
 
 
-def _error(check_id: str, msg: str, obj: Any = None) -> Error:
-    return Error(msg, hint=HINTS.get(check_id), obj=obj, id=check_id)
-
-
-def schedule_error(exc: InvalidSchedule) -> Error:
-    """Turn an :class:`InvalidSchedule` into a check ``Error`` with a stable id."""
-    if isinstance(exc, UnknownScheduleOption):
-        check_id = UNKNOWN_OPTION_ID
-    else:
-        check_id = FIELD_IDS.get(exc.field, UNKNOWN_OPTION_ID)
-    return _error(check_id, str(exc), obj=f"AWA_SCHEDULES[{exc.schedule!r}]")
-
-
 @register(Tags.compatibility)
-def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Every ``AWA_SCHEDULES`` entry is valid and no name is declared twice."""
-    schedules, errors = settings_schedules()
-    messages: list[CheckMessage] = [schedule_error(exc) for exc in errors]
-    for schedule in schedules:
-        twin = registry.lookalike(schedule.name)
-        if twin is not None:
-            also = (
-                "" if twin.name == schedule.name else f" (as {twin.name!r}: only case or Unicode form differ)"
-            )
-            messages.append(
-                _error(
-                    "awa_django.E002",
-                    f"schedule {schedule.name!r}: field 'name': declared in AWA_SCHEDULES and in a cron.py{also}",
-                    obj=f"AWA_SCHEDULES[{schedule.name!r}]",
-                )
-            )
+def check_setting_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every ``AWA_*`` setting has the type and range of its row in ``conf.SETTINGS``.
+
+    Settings whose validity depends on more than their value (aliases, the
+    owner labels, the schedules) have dedicated checks in this module.
+    """
+    messages: list[CheckMessage] = []
+    for setting in SETTINGS:
+        problem = setting.problem()
+        if problem is not None:
+            messages.append(Error(problem, hint=SETTING_HINTS[setting.check_id], id=setting.check_id))
     return messages
 
 
@@ -107,42 +184,36 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     rescue, beat = conf.RESCUE_AFTER, conf.HEARTBEAT_INTERVAL
     if finite(rescue) and finite(beat) and 0 < rescue <= 2 * beat:
         messages.append(
-            _error(
-                "awa_django.E020",
+            Error(
                 f"AWA_RESCUE_AFTER ({rescue}) must exceed twice AWA_HEARTBEAT_INTERVAL ({beat}), "
                 "or live tasks get rescued",
+                hint=SETTING_HINTS["awa_django.E020"],
+                id="awa_django.E020",
             )
         )
     if not settings.USE_TZ:
-        messages.append(_error("awa_django.E021", "awa_django requires USE_TZ = True"))
+        messages.append(
+            Error(
+                "awa_django requires USE_TZ = True",
+                hint="awa_django stores timestamptz; set USE_TZ = True.",
+                id="awa_django.E021",
+            )
+        )
     return messages
 
 
 @register(Tags.compatibility)
-def check_setting_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Every ``AWA_*`` setting has the type and range of its row in ``conf.SETTINGS``.
-
-    Settings whose validity depends on more than their value (aliases, the
-    owner labels, the schedules) have dedicated checks below.
-    """
-    messages: list[CheckMessage] = []
-    for setting in SETTINGS:
-        problem = setting.problem()
-        if problem is not None:
-            messages.append(_error(setting.check_id, problem))
-    return messages
-
-
-@register(Tags.compatibility)
-def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """The leader database alias exists and is PostgreSQL."""
-    from django.db import connections
-
-    alias = conf.LEADER_DATABASE
-    if not isinstance(alias, str) or alias not in settings.DATABASES:
-        return [_error("awa_django.E022", f"AWA_LEADER_DATABASE {alias!r} is not in DATABASES")]
-    if connections[alias].vendor != "postgresql":
-        return [_error("awa_django.E022", f"database {alias!r} is not PostgreSQL")]
+def check_lock_timeout(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A lock timeout of 0 leaves waits unbounded (ranges: :func:`check_setting_limits`)."""
+    lock_timeout = conf.LOCK_TIMEOUT
+    if finite(lock_timeout) and lock_timeout == 0:
+        return [
+            Warning(
+                "AWA_LOCK_TIMEOUT is 0: waits on other processes' locks are unbounded",
+                hint="Set AWA_LOCK_TIMEOUT > 0 so a frozen peer cannot stall every process.",
+                id="awa_django.W060",
+            )
+        ]
     return []
 
 
@@ -154,15 +225,42 @@ def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
     if conf.AUTHORITATIVE is not True:
         return []  # a non-bool is reported by check_setting_limits (E042)
     messages: list[CheckMessage] = []
-    for key, value, check_id in (
-        ("AWA_OWNER", conf.OWNER, "awa_django.E040"),
-        ("AWA_REVISION", conf.REVISION, "awa_django.E041"),
+    for key, value, check_id, hint in (
+        (
+            "AWA_OWNER",
+            conf.OWNER,
+            "awa_django.E040",
+            "Authoritative mode needs AWA_OWNER: 1-200 bytes, not blank, no NUL.",
+        ),
+        (
+            "AWA_REVISION",
+            conf.REVISION,
+            "awa_django.E041",
+            "Authoritative mode needs AWA_REVISION (a deploy label, e.g. a git SHA).",
+        ),
     ):
         try:
             validate_label(value, key)
         except ValueError as exc:
-            messages.append(_error(check_id, str(exc)[:200]))
+            messages.append(Error(str(exc)[:200], hint=hint, id=check_id))
     return messages
+
+
+# --- Databases: E022, E050, W071 --------------------------------------------------------
+
+
+@register(Tags.compatibility)
+def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The leader database alias exists and is PostgreSQL."""
+    from django.db import connections
+
+    hint = "awa_django needs a PostgreSQL database."
+    alias = conf.LEADER_DATABASE
+    if not isinstance(alias, str) or alias not in settings.DATABASES:
+        return [Error(f"AWA_LEADER_DATABASE {alias!r} is not in DATABASES", hint=hint, id="awa_django.E022")]
+    if connections[alias].vendor != "postgresql":
+        return [Error(f"database {alias!r} is not PostgreSQL", hint=hint, id="awa_django.E022")]
+    return []
 
 
 @register(Tags.database)
@@ -216,48 +314,13 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
             else:
                 continue
             messages.append(
-                _error("awa_django.E050", f"SQL function {name} is {state} in database {alias!r}")
+                Error(
+                    f"SQL function {name} is {state} in database {alias!r}",
+                    hint="Run manage.py migrate; if it is applied, re-install the SQL file (see docs).",
+                    id="awa_django.E050",
+                )
             )
     return messages
-
-
-HINTS["awa_django.E090"] = "The admin marks a schedule overdue when its next fire is this far in the past."
-
-
-# --- Hostile input and bounded waits (issue 8): E060-E069, W060-W069 ----------
-HINTS.update(
-    {
-        "awa_django.E060": "AWA_MAX_ARGS_BYTES is a whole number of bytes >= 1 (default 1048576).",
-        "awa_django.E061": "Timeouts are seconds from 0 (off) to 2147483.647 (PostgreSQL's limit); defaults 5, 60.",
-        "awa_django.E062": "Keepalive idle and interval are whole seconds 1-32767; the count is 1-127.",
-    }
-)
-W060_HINT = "Set AWA_LOCK_TIMEOUT > 0 so a frozen peer cannot stall every process."
-
-
-@register(Tags.compatibility)
-def check_hardening(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """A lock timeout of 0 leaves waits unbounded (ranges: :func:`check_setting_limits`)."""
-    lock_timeout = conf.LOCK_TIMEOUT
-    if finite(lock_timeout) and lock_timeout == 0:
-        return [
-            Warning(
-                "AWA_LOCK_TIMEOUT is 0: waits on other processes' locks are unbounded",
-                hint=W060_HINT,
-                id="awa_django.W060",
-            )
-        ]
-    return []
-
-
-HINTS.update(
-    {
-        "awa_django.E070": "Add 'awa_django' to INSTALLED_APPS and run manage.py migrate.",
-        "awa_django.E072": "Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
-        "awa_django.E073": "Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
-        "awa_django.E075": "Move the task into an installed app, or list its module in AWA_TASK_MODULES.",
-    }
-)
 
 
 @register(Tags.database)
@@ -265,7 +328,6 @@ def check_migrations_applied(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """awa_django's migrations are all applied (``manage.py check --database default``)."""
-    from django.core.checks import Warning as CheckWarning
     from django.db import DatabaseError, connections
 
     from .db.migration_state import unapplied_migrations
@@ -283,7 +345,7 @@ def check_migrations_applied(
             # A warning, not an error: `manage.py migrate` runs the database
             # checks first, and an error would stop the very command that fixes it.
             messages.append(
-                CheckWarning(
+                Warning(
                     f"database {alias!r}: awa_django migrations not applied: {shown}",
                     hint="Run manage.py migrate.",
                     id="awa_django.W071",
@@ -292,14 +354,17 @@ def check_migrations_applied(
     return messages
 
 
+# --- Task backend of declared schedules: E072, E073, E075 -------------------------------
+
+
 @register(Tags.compatibility)
 def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Declared schedules need an AwaBackend: their fires are rows only runtasks runs."""
     from django.tasks import task_backends
     from django.utils.module_loading import import_string
 
-    from .schedules.declaration import registry
     from .tasks.backend import AwaBackend
+    from .tasks.paths import is_allowed_module
 
     schedules, _ = settings_schedules()  # invalid ones are reported by check_schedules
     schedules = [*schedules, *registry]
@@ -315,21 +380,21 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             awa_aliases.add(alias)
     if not awa_aliases:
         return [
-            _error(
-                "awa_django.E072",
+            Error(
                 f"{len(schedules)} schedule(s) declared but no TASKS backend is an AwaBackend",
+                hint="Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
+                id="awa_django.E072",
             )
         ]
-    from .tasks.paths import is_allowed_module
-
     messages: list[CheckMessage] = []
     for schedule in sorted(schedules, key=lambda s: s.name):
         if not is_allowed_module(schedule.kind.rpartition(".")[0]):
             messages.append(
-                _error(
-                    "awa_django.E075",
+                Error(
                     f"schedule {schedule.name!r}: task module is outside INSTALLED_APPS and AWA_TASK_MODULES",
+                    hint="Move the task into an installed app, or list its module in AWA_TASK_MODULES.",
                     obj=f"schedule {schedule.name!r}",
+                    id="awa_django.E075",
                 )
             )
         try:
@@ -338,51 +403,140 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             continue  # check_schedules reports it
         if backend_alias not in awa_aliases:
             messages.append(
-                _error(
-                    "awa_django.E073",
+                Error(
                     f"schedule {schedule.name!r}: task backend {backend_alias!r} is not an AwaBackend",
+                    hint="Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
                     obj=f"schedule {schedule.name!r}",
+                    id="awa_django.E073",
                 )
             )
     return messages
 
 
-HINTS["awa_django.E074"] = "See docs/reference/settings.md for the worker settings' types and ranges."
+# --- Connection poolers: E100, W100-W104 ------------------------------------------------
 
 
-# Checks of production setups (poolers, health and metrics settings) live in
-# their own module; importing it registers them.
-from . import production_checks  # noqa: E402, F401
+def _served_aliases() -> list[str]:
+    """Databases an AwaBackend serves (the worker LISTENs there by default)."""
+    aliases = ["default"] if "default" in settings.DATABASES else []
+    for spec in getattr(settings, "TASKS", {}).values():
+        if isinstance(spec, dict) and str(spec.get("BACKEND", "")).startswith("awa_django."):
+            alias = (spec.get("OPTIONS") or {}).get("DATABASE", "default")
+            if isinstance(alias, str) and alias in settings.DATABASES and alias not in aliases:
+                aliases.append(alias)
+    return aliases
 
-# Warning W080 (issue 14). Kept out of HINTS, which lists the error ids of the reference.
-CHANGED_DAY_RULES_HINT = "See docs/explanation/semantics.md#cron-expressions; rewrite or silence."
+
+def _listen_alias_error() -> Error | None:
+    """AWA_LISTEN_DATABASE is None or a PostgreSQL alias of DATABASES (E100)."""
+    listen = conf.LISTEN_DATABASE
+    if listen is None:
+        return None
+    if not isinstance(listen, str) or listen not in settings.DATABASES:
+        problem = "is not in DATABASES"
+    elif "postg" not in str(settings.DATABASES[listen].get("ENGINE", "")):  # postgresql, postgis
+        problem = "is not PostgreSQL"
+    else:
+        return None
+    return Error(
+        f"AWA_LISTEN_DATABASE {listen!r} {problem}",
+        hint="Set AWA_LISTEN_DATABASE to None or to a PostgreSQL alias of DATABASES.",
+        id="awa_django.E100",
+    )
 
 
 @register(Tags.compatibility)
-def check_changed_day_rules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Warn about declared schedules whose fire times changed with classic day matching.
+def check_poolers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Session-bound connections (leader lock, LISTEN) avoid transaction poolers."""
+    from .db.aliases import leader_alias, listen_alias, pooler_warning
 
-    awa_django used croniter's day rules before; a schedule stored then keeps its
-    expression but may now fire on other days (CHANGELOG, issue 14).
-    """
-    from django.core.checks import Warning
-
-    from .cron.search import legacy_difference
-
-    schedules = {s.name: s for s in settings_schedules()[0]}
-    schedules.update({s.name: s for s in registry})
-    messages: list[CheckMessage] = []
-    for name in sorted(schedules):
-        schedule = schedules[name]
-        reason = legacy_difference(schedule.cron)
-        if reason is not None:
-            from_settings = schedule.source == "settings.AWA_SCHEDULES"
+    listen_error = _listen_alias_error()
+    messages: list[CheckMessage] = [] if listen_error is None else [listen_error]
+    leader = leader_alias()
+    if isinstance(leader, str) and leader in settings.DATABASES:
+        reason = pooler_warning(leader)
+        if reason:
             messages.append(
                 Warning(
-                    f"schedule {name!r}: cron {schedule.cron.text!r} now fires at other times: {reason}",
-                    hint=CHANGED_DAY_RULES_HINT,
-                    obj=f"AWA_SCHEDULES[{name!r}]" if from_settings else schedule.source,
-                    id="awa_django.W080",
+                    f"leader alias {leader!r} {reason}: the lock needs a session",
+                    hint="Point AWA_LEADER_DATABASE at an alias that connects directly (see docs).",
+                    id="awa_django.W100",
+                )
+            )
+    if listen_error is None:
+        for served in _served_aliases():
+            alias = listen_alias(served)
+            reason = pooler_warning(alias)
+            if reason:
+                messages.append(
+                    Warning(
+                        f"LISTEN alias {alias!r} {reason}: wake-ups need a session",
+                        hint="Point AWA_LISTEN_DATABASE at an alias that connects directly (see docs).",
+                        id="awa_django.W101",
+                    )
+                )
+    for alias, entry in settings.DATABASES.items():
+        if not pooler_warning(alias):
+            continue
+        if entry.get("DISABLE_SERVER_SIDE_CURSORS") is not True:
+            messages.append(
+                Warning(
+                    f"database {alias!r} is pooled but keeps server-side cursors",
+                    hint="Under transaction pooling set DISABLE_SERVER_SIDE_CURSORS = True.",
+                    id="awa_django.W102",
+                )
+            )
+        if (entry.get("OPTIONS") or {}).get("prepare_threshold") is not None:
+            messages.append(
+                Warning(
+                    f"database {alias!r} is pooled but enables prepared statements",
+                    hint="Remove OPTIONS['prepare_threshold'] (prepared statements) for this alias.",
+                    id="awa_django.W103",
+                )
+            )
+    return messages
+
+
+@register(Tags.database)
+def check_pgbouncer_sessions(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """The leader and LISTEN aliases do not answer as a non-session PgBouncer.
+
+    Runs with ``manage.py check --database ALIAS`` (and ``migrate``): it
+    connects to the virtual ``pgbouncer`` database behind each alias, so a
+    PostgreSQL server logs one failed connection to database "pgbouncer". The
+    mode is the one PgBouncer applies to the alias's database and user (per
+    user, per database, then global), not only the global ``pool_mode``.
+    """
+    from .db.aliases import leader_alias, listen_alias, probe_pgbouncer
+
+    requested = set(databases or ())
+    if not requested:
+        return []
+    roles: dict[str, list[str]] = {}
+    leader = leader_alias()
+    if isinstance(leader, str) and leader in settings.DATABASES:
+        roles.setdefault(leader, []).append("leader lock")
+    listen = conf.LISTEN_DATABASE
+    if listen is None or (isinstance(listen, str) and listen in settings.DATABASES):
+        for served in _served_aliases():
+            roles.setdefault(listen_alias(served), []).append("LISTEN")
+    messages: list[CheckMessage] = []
+    for alias, uses in roles.items():
+        # Only aliases the caller allowed us to query, and that are PostgreSQL.
+        if alias not in requested or "postg" not in str(settings.DATABASES[alias].get("ENGINE", "")):
+            continue
+        mode = probe_pgbouncer(alias)
+        if mode is not None and mode != "session":
+            messages.append(
+                Warning(
+                    f"alias {alias!r} ({', '.join(sorted(set(uses)))}) is a PgBouncer, pool_mode={mode}",
+                    hint=(
+                        "Point the alias at PostgreSQL directly, or give its PgBouncer database and user "
+                        "pool_mode = session (the [users] and [databases] entries override the global one)."
+                    ),
+                    id="awa_django.W104",
                 )
             )
     return messages

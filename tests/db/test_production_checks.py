@@ -1,4 +1,4 @@
-"""System checks E100, W100-W104 and the health/metrics settings (production_checks.py)."""
+"""System checks E100, W100-W104 (connection poolers) and the health/metrics settings."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.test import override_settings
 
+from awa_django.checks import check_poolers
 from awa_django.db.aliases import listen_alias, pooler_warning
-from awa_django.production_checks import check_poolers
 
 
 @contextmanager
@@ -89,8 +89,8 @@ def test_check_setting_limits__e020_for_non_positive_observability_durations() -
 
 
 def test_check_pgbouncer_sessions__postgresql_itself_is_not_a_pgbouncer(db: Any) -> None:
+    from awa_django.checks import check_pgbouncer_sessions
     from awa_django.db.aliases import probe_pgbouncer
-    from awa_django.production_checks import check_pgbouncer_sessions
 
     assert probe_pgbouncer("default") is None
     assert check_pgbouncer_sessions(databases=["default"]) == []

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from awa_django import checks
 from awa_django.models import CronJob, Job, JobState
 from tests.conftest import ROOT, database_url, manage
 from tests.factories import CronJobFactory, JobFactory
@@ -69,7 +68,7 @@ def test_check_database__e022_not_postgresql() -> None:
 
     assert proc.returncode != 0
     assert "(awa_django.E022) database 'default' is not PostgreSQL" in proc.stderr
-    assert f"HINT: {checks.HINTS['awa_django.E022']}" in proc.stderr
+    assert "HINT: awa_django needs a PostgreSQL database." in proc.stderr
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
