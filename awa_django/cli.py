@@ -40,7 +40,7 @@ ROW_FIELDS = (
     "parked_reason",
 )
 # The most upcoming fires ``awa cron show --next`` computes: the bound of
-# operations.upcoming_fires (one at a time, in Python).
+# actions.schedules.upcoming_fires (one at a time, in Python).
 MAX_UPCOMING = schedules.MAX_UPCOMING
 # undefined_table, undefined_function: what a database without awa_django's
 # migrations answers.

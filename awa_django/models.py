@@ -89,7 +89,7 @@ class CronJob(models.Model):
         db_table = "awa_cron_jobs"
         ordering = ["name"]
         verbose_name = "cron schedule"
-        # Operator actions in the admin, one permission each (issue 7).
+        # Operator actions in the admin, one permission each.
         permissions = [
             ("pause_cronjob", "Can pause and resume cron schedules"),
             ("trigger_cronjob", "Can trigger cron schedules now"),
@@ -126,7 +126,7 @@ class CronJob(models.Model):
         return self.name
 
     def _is_set(self, column: str) -> bool:
-        # Rows loaded by the operator views (operations.TIMESTAMP_COLUMNS) hold
+        # Rows loaded by the operator views (actions.schedules.TIMESTAMP_COLUMNS) hold
         # a timestamp no datetime can hold ('infinity' written by raw SQL) as
         # None plus its text: the column is set all the same.
         return getattr(self, column) is not None or getattr(self, f"{column}_text", None) is not None
@@ -347,7 +347,7 @@ class Queue(models.Model):
     """A queue as operators see it (the ``awa_queues`` view): depth by state and pause.
 
     Read-only: a queue is listed when it has jobs, operator state or a schedule.
-    Pause and resume go through :mod:`awa_django.queues`.
+    Pause and resume go through :mod:`awa_django.actions.queues`.
     """
 
     queue = models.TextField(primary_key=True)

@@ -1,6 +1,6 @@
 """What every operator action shares: who did it, and what it did.
 
-Schedule actions (:mod:`.operations`), lifecycle verbs (:mod:`.ownership`)
+Schedule actions (:mod:`.schedules`), lifecycle verbs (:mod:`.owners`)
 and queue pause/resume (:mod:`.queues`) validate their ``actor`` with
 :func:`require_actor` and describe their outcome with :class:`ActionResult`.
 """

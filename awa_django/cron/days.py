@@ -1,6 +1,6 @@
 """The two day fields of a cron expression as bit masks of days (pure: stdlib only).
 
-A parsed day field (``cronparse._parse_days``) gives, for each kind of month (its
+A parsed day field (``parse._parse_days``) gives, for each kind of month (its
 length, 28-31, and the weekday of its 1st), the bit mask of the days it matches;
 ``days_anded`` is classic cron's rule for combining the two fields (see
 docs/explanation/semantics.md, "The two day fields").
@@ -59,7 +59,7 @@ class _DayField:
 
 
 # Day masks are bit operations on two cached tables, not loops over the days of
-# 28 kinds of month (issue 10: start-up compiles thousands of expressions).
+# 28 kinds of month (start-up compiles thousands of expressions).
 @functools.lru_cache(maxsize=1024)
 def _bits(values: frozenset[int]) -> int:
     return sum(1 << v for v in values)

@@ -4,7 +4,7 @@ Shared by the admin and ``manage.py awa cron list|show``. The wording comes
 from cron-descriptor, fed our normalised fields, except for the two day fields
 when cron-descriptor would misdescribe them: it does not know classic cron's
 rule (both fields restricted: a day matching EITHER fires; a field starting
-with ``*``: the day must match BOTH, see ``crondays.days_anded``), and it
+with ``*``: the day must match BOTH, see ``days.days_anded``), and it
 misreads lists that mix ``L``, ``W`` or ``#`` with other items. Those day
 fields are worded here from the parsed fields.
 """

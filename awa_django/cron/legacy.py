@@ -1,4 +1,4 @@
-"""What changed since awa_django matched cron expressions with croniter (check W-level).
+"""Where an expression fires at other times than under croniter's matching (check W080).
 
 ``legacy_difference`` tells, from an expression's text and its compiled sets,
 whether it fires at other times than under the earlier croniter-based matching.
@@ -28,7 +28,7 @@ __all__ = ["legacy_difference"]
 
 
 # Schedules share expressions: system checks of 10,000 declared schedules ask
-# about each expression once, not once per schedule (issue 10: start-up <= 3 s).
+# about each expression once, not once per schedule (start-up stays within 3 s).
 @functools.lru_cache(maxsize=4096)
 def legacy_difference(expr: CronExpression) -> str | None:
     """Why ``expr`` fires at other times than under awa_django's earlier croniter-based matching.

@@ -1,15 +1,15 @@
 """Parsing cron expressions (pure: stdlib only, no Django).
 
 Expressions have 5 fields (minute hour dom month dow), 6 fields with the SECONDS
-FIRST (like Rust's ``croner``: ``"30 0 9 * * *"`` is 09:00:30 daily) or a macro
+FIRST (``"30 0 9 * * *"`` is 09:00:30 daily) or a macro
 (``@daily`` ...). Matching follows classic (Vixie/cronie) cron. ``parse_cron`` turns
 every field into a set once: seconds, minutes, hours and months as sorted tuples, and
 the two day fields into one bit mask of matching days per kind of month (its length,
 28-31, and the weekday of its 1st), 28 masks in all. A day matches when its bit is
 set, so the AND/OR rule of the day fields, ``L``, ``W`` and ``#`` are all decided at
 parse time (see docs/explanation/semantics.md, "Cron expressions"); the masks of one
-day field and the AND/OR rule are in ``crondays``. The searches over these sets, and
-the time zones, are in ``cronexpr``. Expressions are ASCII only: a digit of another
+day field and the AND/OR rule are in ``days``. The searches over these sets are in
+``search``, the time zones in ``zones``. Expressions are ASCII only: a digit of another
 script is refused, naming its field, before any field is read.
 """
 
@@ -99,7 +99,7 @@ class _Plan:
 
 
 # Declared schedules share fields (most say "* *" for the days): each field is
-# compiled once per process (issue 10: start-up <= 3 s at 10,000 declared).
+# compiled once per process (start-up stays within 3 s at 10,000 declared).
 @functools.lru_cache(maxsize=4096)
 def _sorted_values(index: int, text: str) -> tuple[int, ...]:
     return tuple(sorted(_parse_values(index, text)))

@@ -1,15 +1,15 @@
 """Cron expressions and DST-aware fire times (pure: stdlib only, no Django).
 
 Expressions have 5 fields (minute hour dom month dow), 6 fields with the SECONDS
-FIRST (like Rust's ``croner``: ``"30 0 9 * * *"`` is 09:00:30 daily) or a macro
+FIRST (``"30 0 9 * * *"`` is 09:00:30 daily) or a macro
 (``@daily`` ...). Each schedule has an IANA time zone.
 
-Matching follows classic (Vixie/cronie) cron. ``parse_cron`` (in ``cronparse``)
+Matching follows classic (Vixie/cronie) cron. ``parse_cron`` (in ``parse``)
 turns every field into a set once, and the two day fields into one bit mask of
 matching days per kind of month, so a search for the next or previous local time
 here is a few table look-ups and bisections, whatever the expression (see
-docs/explanation/semantics.md, "Cron expressions"). This module keeps the public
-names of all three modules (``cronparse``, ``cronlegacy`` and itself).
+docs/explanation/semantics.md, "Cron expressions"). This module also names the
+public functions of ``parse`` and ``legacy``, so callers need one import.
 
 Local wall-clock times are mapped to UTC instants here, with the Vixie/Debian cron
 DST policy:
@@ -67,7 +67,7 @@ __all__ = [
     "search_start",
 ]
 
-# Schedules that have never fired search from created_at minus this (Awa): a
+# Schedules that have never fired search from created_at minus this: a
 # schedule created at HH:MM:30 still gets its HH:MM:00 fire.
 FIRST_FIRE_LOOKBACK = timedelta(seconds=60)
 
@@ -369,7 +369,7 @@ def due_fires(
     catch_up: bool,
     limit: int,
 ) -> list[datetime]:
-    """Fire instants a scheduler should enqueue at ``now`` (a port of Awa's compute_fire_times).
+    """Fire instants a scheduler should enqueue at ``now``.
 
     Never fired: the latest fire in ``[created_at - 60s, now]`` (inclusive), whatever
     ``catch_up`` says, because a first registration never backfills. Otherwise

@@ -1,7 +1,7 @@
 """Local wall-clock times against a time zone: which exist once, twice (a fold) or
 not at all (a gap), and where the offset changes (pure: stdlib only).
 
-``cronexpr`` maps fire times through these under the Vixie/Debian cron DST policy.
+``search`` maps fire times through these under the Vixie/Debian cron DST policy.
 """
 
 from __future__ import annotations

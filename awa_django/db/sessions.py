@@ -12,7 +12,7 @@ commands all need from PostgreSQL:
   :func:`savepoint_if_nested` to isolate one statement in a caller's transaction;
 - :func:`operator_context` / :func:`owner_context`: the transaction-local
   settings through which the fence trigger tells an operator or an owner's
-  reconciliation from an ordinary write (like pgtrigger's ``ignore()``);
+  reconciliation from an ordinary write;
 - :func:`database_now`: the database clock every scheduling decision uses;
 - :class:`reconnect_on_error`: "catch a database error, log it, drop the
   connection so the next use reconnects", written once.

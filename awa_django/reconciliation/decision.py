@@ -1,6 +1,6 @@
 """The reconciliation decision: evidence in, :class:`Plan` out.
 
-Pure: no database, no clock. :mod:`.reconciliation` loads the
+Pure: no database, no clock. :mod:`.persistence` loads the
 :class:`Evidence` (database time included), calls :func:`decide`, then
 persists the agreement and retires what the plan allows. Everything ADR-007
 says about *when* an owner may retire lives here, so it is tested without a

@@ -5,9 +5,9 @@ with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
 O(due), not O(all schedules). The due rows are read and planned in batches
 of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v3`` (see
-firing.py), which keeps the per-row compare-and-swap; the leader has the
+:mod:`.firing`), which keeps the per-row compare-and-swap; the leader has the
 calls run on a second connection while the next batch is planned
-(pipeline.py), and fires the rows of the next slot planned ahead (prefire.py).
+(:mod:`.pipeline`), and fires the rows of the next slot planned ahead (:mod:`.prefire`).
 
 A row the evaluator cannot handle (a value written by raw SQL or an old
 writer) is parked alone, with its reason in ``parked_reason``; the leader
@@ -153,7 +153,7 @@ class PassResult:
 
 @functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
 def _parsed_expression(text: str) -> search.CronExpression | str:
-    """``cronexpr.parse_cron(text)``, or the CronError's message (cached either
+    """``search.parse_cron(text)``, or the CronError's message (cached either
     way: parse_cron is pure, its result depends on the text alone)."""
     try:
         return search.parse_cron(text)
@@ -199,7 +199,7 @@ def park_entry(row: dict[str, Any], reason: str) -> dict[str, Any]:
     return entry
 
 
-# What a row's fires and next fire depend on. cronexpr's functions are pure,
+# What a row's fires and next fire depend on. The cron search is pure,
 # so rows sharing these inputs (the same expression, zone and policy, fired
 # at the same slot: typical after the first pass) share the computation.
 FireKey = tuple[Any, ...]
@@ -314,7 +314,7 @@ def evaluate(
     in the result: a pass over 100,000 due rows holds one batch, not all jobs.
     With ``pipelined`` too (the leader, in autocommit), the fire statements
     from the second batch on run on a second connection while the next batch
-    is read and planned (see pipeline.py).
+    is read and planned (see :mod:`.pipeline`).
     """
     result = PassResult()
     limit = int(conf.CATCH_UP_LIMIT)

@@ -1,6 +1,6 @@
 """The fire statement: one call of ``awa_cron_fire_v3`` per batch of plan entries.
 
-The evaluator (``evaluator.py``) reads due rows and plans their fires; this
+The evaluator (:mod:`.evaluator`) reads due rows and plans their fires; this
 module sends a plan to the database, isolates a row whose values the
 statement rejects anyway, and turns the returned ``awa_jobs`` rows into dicts.
 Every fire is a compare-and-swap inside the statement, so sending a plan twice,

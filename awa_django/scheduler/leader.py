@@ -8,7 +8,7 @@ The same connection LISTENs on ``awa_cron`` so the leader wakes as soon as a
 schedule changes, and is pinged (``SELECT 1``) to notice a silently dropped
 session: when it fails the leader steps down at once. A deposed leader that
 still fires is harmless, every fire being a compare-and-swap. The SQL lives
-elsewhere: the lock in election.py, the passes in evaluator.py and prefire.py.
+elsewhere: the lock in ``election``, the passes in ``evaluator`` and ``prefire``.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Leader:
     ) -> None:
         self.schedules = list(declared_schedules() if schedules is None else schedules)
         # Authoritative deployments publish their schedules as a manifest (see
-        # runtime.py); only additive ones upsert them directly.
+        # reconciliation.snapshots); only additive ones upsert them directly.
         self.authoritative = configured() is not None
         self.using = using
         self.on_pass = on_pass
@@ -331,7 +331,7 @@ class Leader:
         """Until the next pass: none, a change, the next check, or the next slot.
 
         When the wait ends at a slot, the slot's rows are planned shortly
-        before it and fired the moment it arrives (see prefire.py); the pass
+        before it and fired the moment it arrives (see :mod:`.prefire`); the pass
         that follows fires whatever the prepared batches did not cover.
         """
         # A pass that read due rows but fired nothing while rows stay due:

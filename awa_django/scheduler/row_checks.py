@@ -2,7 +2,7 @@
 
 A row holds what a declaration, the admin or the CLI wrote, unless raw SQL or
 an old writer put something else there; each check here names the first
-such value, and the evaluator parks that row alone (see evaluator.py).
+such value, and the evaluator parks that row alone (see :mod:`.evaluator`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def row_problem(row: dict[str, Any], max_bytes: int | None = None) -> str | None
 
 # The keys of a row's args and the JSON type of each. Either may be missing
 # (the model's own default is {}): the worker and the task backend read a
-# missing key as empty (taskpaths.call_arguments), so such a row fires a job
+# missing key as empty (tasks.paths.call_arguments), so such a row fires a job
 # that runs; a third key or a wrong type is what they refuse.
 ARGS_TYPES = {"args": "array", "kwargs": "object"}
 ARGS_SHAPE = 'args is not {"args": [...], "kwargs": {...}}'
@@ -89,8 +89,8 @@ def _args_problem(row: dict[str, Any]) -> str | None:
 
 # The checks and the parse of an expression depend on its text alone, and a
 # pass sees the same few texts on thousands of rows: each is done once per
-# process, not once per row per pass (issue 10: it was half the cost of a row).
-# The zone is parsed per row through cronexpr.parse_timezone (ZoneInfo keeps
+# process, not once per row per pass (per row, they would be half its cost).
+# The zone is parsed per row through cron.search.parse_timezone (ZoneInfo keeps
 # its own cache), so a leader whose tz database changes is not misled.
 _expression_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.expression_problem)
 _timezone_problem = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(validation.timezone_problem)

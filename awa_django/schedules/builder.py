@@ -1,4 +1,4 @@
-"""Validating one declaration into a :class:`~awa_django.schedule_shape.Schedule`.
+"""Validating one declaration into a :class:`~awa_django.schedules.shape.Schedule`.
 
 :func:`build_schedule` checks each field in a fixed order (the first problem
 is the one reported) and raises :class:`~awa_django.exceptions.InvalidSchedule`
@@ -24,8 +24,8 @@ from .shape import Schedule
 
 # Start-up builds every declared schedule several times (system checks, then
 # runcron itself), and many share an expression: its checks and parse, pure
-# functions of the text, run once per process (issue 10: 10,000 declared
-# schedules took 20 s to start, two thirds of it in parse_cron).
+# functions of the text, run once per process (at 10,000 declared schedules,
+# parsing each again would dominate start-up).
 _expression_problem = functools.lru_cache(maxsize=4096)(validation.expression_problem)
 
 

@@ -1,7 +1,7 @@
 """Declaring schedules: ``periodic()``, ``AWA_SCHEDULES`` and ``cron.py`` discovery.
 
-A :class:`Schedule` (:mod:`.schedule_shape`) is a fully validated, immutable
-definition, built by :func:`build_schedule` (:mod:`.schedule_builder`).
+A :class:`Schedule` (:mod:`.shape`) is a fully validated, immutable
+definition, built by :func:`build_schedule` (:mod:`.builder`).
 Validation is eager: every problem is an
 :class:`~awa_django.exceptions.InvalidSchedule` naming the schedule and the
 field, raised before anything touches the database.
@@ -170,7 +170,7 @@ def periodic(
 
 
 # System checks validate AWA_SCHEDULES three times and runcron once more: with
-# 10,000 declared that was most of a 3 s start-up (issue 10). One validation is
+# 10,000 declared, validating each time would be most of a 3 s start-up. One validation is
 # kept while the declarations read the same; any setting change forgets it (the
 # result also depends on AWA_MAX_ARGS_BYTES and the task backends).
 _validated: tuple[str, list[Schedule], list[InvalidSchedule]] | None = None

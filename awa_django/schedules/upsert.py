@@ -1,8 +1,8 @@
 """The one upsert of schedule definitions into ``awa_cron_jobs``.
 
-Both writers use the statement built here from :mod:`.schedule_shape`: the
+Both writers use the statement built here from :mod:`.shape`: the
 additive sync of code-declared schedules (:mod:`.sync`, unowned rows only)
-and an owner's reconciliation (:mod:`.reconciliation`, that owner's rows
+and an owner's reconciliation (:mod:`awa_django.reconciliation`, that owner's rows
 only, under its manager context). Neither ever touches a retired row, the
 fire clock (``last_enqueued_at``), pause or lifecycle columns, and an
 unchanged definition is not written.

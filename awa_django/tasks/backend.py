@@ -72,7 +72,7 @@ class AwaBackend(BaseTaskBackend):
         """Django's rules, and what ``awa_jobs`` can store: the queue name, ``run_after``.
 
         As in Django, an empty ``QUEUES`` allows any queue name; for this backend,
-        any it can store (:func:`~awa_django.validation.queue_problem`).
+        any it can store (:func:`~awa_django.schedules.validation.queue_problem`).
         """
         problem = queue_problem(task.queue_name)
         if problem:
@@ -90,7 +90,7 @@ class AwaBackend(BaseTaskBackend):
         """Insert a job in the current transaction; ``task_enqueued`` is sent on commit."""
         # The bulk path with one call: one fixed INSERT ... RETURNING (the columns
         # the database computed: no refresh SELECT), and no ORM save, whose SQL
-        # compilation was half of an enqueue's time.
+        # compilation would be half of an enqueue's time.
         return self.enqueue_many([(task, args, kwargs)])[0]
 
     def enqueue_many(self, calls: Iterable[tuple[Task[Any, Any], Any, Any]]) -> list[TaskResult[Any, Any]]:
@@ -183,7 +183,7 @@ class AwaBackend(BaseTaskBackend):
         """The current state of job ``result_id`` (from any process).
 
         ``result_id`` is a ``TaskResult.id``: the job id as a string (an int
-        job id is taken too, as earlier releases did). Anything else
+        job id is taken too). Anything else
         (``True``, ``" 7"``, ``"07"``, text) is no result's id.
         """
         if isinstance(result_id, int) and not isinstance(result_id, bool):
@@ -342,7 +342,7 @@ INSERT_MANY = """
 
 
 # One job (enqueue()): the same row as INSERT_MANY's, from scalar parameters.
-# Half the time of a one-element unnest, client and server (issue 10).
+# Half the time of a one-element unnest, client and server.
 INSERT_ONE = """
     INSERT INTO awa_jobs (kind, queue, args, priority, max_attempts, metadata, state, run_at)
     VALUES (%(kind)s, %(queue)s, %(args)s::jsonb, %(priority)s, %(max_attempts)s, %(metadata)s::jsonb,
@@ -388,7 +388,7 @@ def announce_fires(rows: Iterable[dict[str, Any]]) -> None:
     Only jobs whose task uses an :class:`AwaBackend` are announced (another
     backend never sees these rows). Called once the fire statement has
     committed: by the leader's announcer thread (``leader.announce_each``) and
-    after an operator's trigger (``operations.trigger``).
+    after an operator's trigger (``actions.schedules.trigger``).
     """
     for row in rows:
         task = resolve_task(row["kind"])

@@ -68,7 +68,7 @@ def current_fire() -> CronFire | None:
 
 @contextmanager
 def running(job: JobInfo) -> Iterator[None]:
-    """Make ``job`` the current job within the block (used by the worker's task threads, ``taskrunner``)."""
+    """Make ``job`` the current job within the block (used by the worker's task threads, ``tasks.runner``)."""
     token = _current.set(job)
     try:
         yield

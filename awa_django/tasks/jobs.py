@@ -1,9 +1,9 @@
 """One typed function per SQL operation on ``awa_jobs`` (claim, report, rescue,
-operator actions), like procrastinate's ``manager.py`` or Awa's ``cron.rs``.
+operator actions).
 
 Each function takes an open cursor (Django's or psycopg's) and returns plain
 values or rows as dicts; it neither opens nor closes connections, retries or
-logs: the worker (:mod:`awa_django.outcomes`) and :mod:`awa_django.queues`
+logs: the worker (:mod:`awa_django.tasks.outcomes`) and :mod:`awa_django.actions.queues`
 decide that. Every report on an attempt is fenced by ``(id, attempt,
 state = 'running')``: a late report from an attempt that was rescued (its
 worker presumed dead) changes nothing and comes back as None or absent.

@@ -142,7 +142,7 @@ def resolve_task(kind: str) -> Task[Any, Any] | None:
     """The ``Task`` object at dotted path ``kind``, or None.
 
     Never imports a module outside the installed apps and ``AWA_TASK_MODULES``
-    (see :mod:`awa_django.taskpaths`).
+    (see :func:`is_allowed_module`).
     """
     try:
         return load_task(kind)

@@ -1,7 +1,7 @@
 """``manage.py awa ...``: operate schedules from the shell.
 
-A thin parser (:mod:`awa_django.cli`) over :mod:`awa_django.operations`,
-:mod:`~awa_django.ownership` and :mod:`~awa_django.queues` (the same functions
+A thin parser (:mod:`awa_django.cli`) over :mod:`awa_django.actions.schedules`,
+:mod:`~awa_django.actions.owners` and :mod:`~awa_django.actions.queues` (the same functions
 the admin uses). ``--json`` prints machine-readable output; errors go to stderr with a
 non-zero exit status.
 """
@@ -33,7 +33,7 @@ from ...db import sessions
 from ...reconciliation import persistence
 from ...schedules.validation import validate_label
 
-# Re-exported: the command's helpers lived here before awa_django.cli.
+# The command's helpers live in awa_django.cli; this module names them too.
 __all__ = [
     "Command",
     "default_actor",
