@@ -196,7 +196,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AWA_TCP_KEEPALIVES_IDLE", 30, Kind.KEEPALIVE_SECONDS, "awa_django.E062"),
     Setting("AWA_TCP_KEEPALIVES_INTERVAL", 10, Kind.KEEPALIVE_SECONDS, "awa_django.E062"),
     Setting("AWA_TCP_KEEPALIVES_COUNT", 3, Kind.KEEPALIVE_COUNT, "awa_django.E062"),
-    # Worker (issue 9): module prefixes, besides installed apps, whose tasks
+    # Worker: module prefixes, besides installed apps, whose tasks
     # runtasks may import; how long a job whose task module is absent here is
     # handed back for another deployment before it fails (0: fail at once);
     # how long completion/failure/heartbeat reports are retried on a fresh

@@ -473,8 +473,8 @@ class Outcomes:
                 success.row["kind"],
                 extra={"event": "job.completed", "job_id": job_id},
             )
-        # The result task_started was sent with, finished (as Django's
-        # ImmediateBackend does): the completion changed no other column.
+        # The result task_started was sent with, marked finished: the
+        # completion changed no other column, so no read back is needed.
         finished = success.result
         object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
         object.__setattr__(finished, "finished_at", stored["finished_at"])

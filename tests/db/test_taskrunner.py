@@ -1,8 +1,8 @@
-"""taskrunner.py: running one claimed attempt, and the task thread's loop.
+"""tasks/runner.py: running one claimed attempt, and the task thread's loop.
 
 test_task_outcomes.py covers what each kind of failure records through
 ``Worker.execute``; these call :func:`run_attempt` directly and drive a
-:class:`Runner` with a stand-in worker.
+:class:`Runner` with a stand-in :class:`~awa_django.tasks.runner.Pool`.
 """
 
 from __future__ import annotations
