@@ -170,6 +170,9 @@ class SharedGauges:
         try:
             if self._conn is None or self._conn.closed:
                 self._conn = sessions.dedicated_connection(self.using, "metrics exporter")
+                # ``using`` may go through a transaction-pooling PgBouncer: no
+                # server-side prepared statements, whatever the read count.
+                self._conn.prepare_threshold = None
             with self._conn.transaction(), self._conn.cursor() as cursor:
                 return query_gauges(cursor)
         except psycopg.Error as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 import urllib.request
@@ -14,7 +15,7 @@ from django.db.models import Count
 from django.test import RequestFactory
 from django.test.utils import override_settings
 from django.utils import timezone
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from awa_django import metrics
@@ -246,3 +247,31 @@ def test_exporter__listens_on_127_0_0_1_unless_a_host_is_given() -> None:
         assert exporter.address[0] == "127.0.0.1"
     finally:
         exporter.shutdown()
+
+
+class StandInSource:
+    def __init__(self, gauges: metrics.ProcessGauges) -> None:
+        self.gauges = gauges
+
+    def process_gauges(self) -> metrics.ProcessGauges:
+        return self.gauges
+
+
+def test_process_gauges__report_each_registered_source_while_it_exists() -> None:
+    registry = CollectorRegistry()
+    registry.register(metrics.PROCESS)
+
+    def exported() -> Samples:
+        return parse(generate_latest(registry).decode())
+
+    gc.collect()
+    before = exported()
+    source = StandInSource(metrics.ProcessGauges(leading=True, busy_slots=2, slots=3))
+    metrics.add_gauge_source(source)
+    during = exported()
+    assert value(during, "awa_cron_leader") == 1
+    assert value(during, "awa_worker_busy_slots") == value(before, "awa_worker_busy_slots") + 2
+    assert value(during, "awa_worker_slots") == value(before, "awa_worker_slots") + 3
+    del source
+    gc.collect()
+    assert exported() == before
