@@ -165,6 +165,10 @@ SETTINGS: tuple[Setting, ...] = (
     # Metrics: the database-derived gauges are read at scrape time, in one
     # query bounded by this timeout (seconds).
     Setting("AWA_METRICS_QUERY_TIMEOUT", 5.0, Kind.INTERVAL, "awa_django.E020"),
+    # The exporter of runcron/runtasks reads those gauges at most once per this
+    # many seconds, whatever the number of scrapes; every scrape in between is
+    # served the values of the last read.
+    Setting("AWA_METRICS_INTERVAL", 10.0, Kind.INTERVAL, "awa_django.E020"),
     # Task worker.
     Setting("AWA_HEARTBEAT_INTERVAL", 5.0, Kind.INTERVAL, "awa_django.E020"),
     Setting("AWA_RESCUE_AFTER", 60.0, Kind.INTERVAL, "awa_django.E020"),
@@ -283,6 +287,10 @@ class AwaSettings:
     @property
     def METRICS_QUERY_TIMEOUT(self) -> float:
         return cast(float, _value("AWA_METRICS_QUERY_TIMEOUT"))
+
+    @property
+    def METRICS_INTERVAL(self) -> float:
+        return cast(float, _value("AWA_METRICS_INTERVAL"))
 
     @property
     def HEARTBEAT_INTERVAL(self) -> float:

@@ -4,38 +4,46 @@ Two kinds of numbers, served from one registry, :data:`REGISTRY`:
 
 * **Process counters** counted by the process that does the work, through the
   ``observe_*`` hooks the leader and the worker call: fires by schedule, fire
-  lateness, pass duration, claims, completions, retries, failures, rescues,
-  busy worker slots, leadership. They start at zero with the process, as
-  Prometheus counters do.
-* **Database gauges** read at scrape time by :class:`DatabaseCollector` in
-  one query bounded by ``AWA_METRICS_QUERY_TIMEOUT``: jobs by state and queue,
-  schedules by state, the due backlog and its age, parked schedules, live
-  runtimes and leaders. Every process (and the web view) reports the same
-  values; aggregate them with ``max``, not ``sum``.
+  lateness, pass duration, claims, completions, retries, failures, rescues.
+  They start at zero with the process, as Prometheus counters do. Busy worker
+  slots and leadership come from the :class:`GaugeSource` objects registered
+  with :func:`add_gauge_source` (the leader and the worker register
+  themselves), read at scrape time.
+* **Database gauges** read by :class:`DatabaseCollector` in one query bounded
+  by ``AWA_METRICS_QUERY_TIMEOUT``: jobs by state and queue, schedules by
+  state, the due backlog and its age, parked schedules, live runtimes and
+  leaders. Every process (and the web view) reports the same values;
+  aggregate them with ``max``, not ``sum``.
 
 ``runcron``/``runtasks --metrics-port PORT`` serve the registry over HTTP
-(:func:`start_exporter`); :func:`metrics_view` serves it from the web process.
-Without ``prometheus-client`` installed the hooks do nothing.
+(:func:`start_exporter`, on 127.0.0.1 unless ``--metrics-host`` says
+otherwise); every scrape of one exporter shares the database gauges of
+:class:`SharedGauges`, read at most once per ``AWA_METRICS_INTERVAL`` on one
+connection, so a flood of scrapes cannot flood the database.
+:func:`metrics_view` serves the registry from the web process, reading the
+gauges on the request's connection. Without ``prometheus-client`` installed
+the hooks do nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import psycopg
 from django.db import DatabaseError, InterfaceError, connections, transaction
 
 from .conf import conf
+from .db import sessions
 
 if TYPE_CHECKING:
     from django.http import HttpRequest, HttpResponse
-
-    from .scheduler.evaluator import PassResult
-    from .scheduler.leader import Leader
-    from .tasks.worker import Worker
 
 logger = logging.getLogger(__name__)
 
@@ -83,18 +91,104 @@ DATABASE_GAUGES = """
      GROUP BY 2, 3
 """
 
-_leaders: weakref.WeakSet[Leader] = weakref.WeakSet()
-_workers: weakref.WeakSet[Worker] = weakref.WeakSet()
+DEFAULT_HOST = "127.0.0.1"
+Rows = list[tuple[str, str, str, float]]
 
 
-def track_leader(leader: Leader) -> None:
-    """Report this leader's state (``awa_cron_leader``) while it exists."""
-    _leaders.add(leader)
+@dataclass(frozen=True, slots=True)
+class ProcessGauges:
+    """What one object of this process reports: whether it leads ``runcron``,
+    and the task slots it has (``busy_slots`` of them running)."""
+
+    leading: bool = False
+    busy_slots: int = 0
+    slots: int = 0
 
 
-def track_worker(worker: Worker) -> None:
-    """Report this worker's slots (``awa_worker_busy_slots``) while it exists."""
-    _workers.add(worker)
+class GaugeSource(Protocol):
+    """An object whose state this process's gauges report (a leader, a worker)."""
+
+    def process_gauges(self) -> ProcessGauges:
+        """Its values now; called at scrape time, from the scraping thread."""
+
+
+_sources: weakref.WeakSet[GaugeSource] = weakref.WeakSet()
+
+
+def add_gauge_source(source: GaugeSource) -> None:
+    """Report ``source``'s :class:`ProcessGauges` while it exists."""
+    _sources.add(source)
+
+
+def process_gauges() -> ProcessGauges:
+    """The sum over every live gauge source of this process (leading: any of them)."""
+    found = [source.process_gauges() for source in list(_sources)]
+    return ProcessGauges(
+        leading=any(g.leading for g in found),
+        busy_slots=sum(g.busy_slots for g in found),
+        slots=sum(g.slots for g in found),
+    )
+
+
+def query_gauges(cursor: Any) -> Rows:
+    """Run :data:`DATABASE_GAUGES` on ``cursor``, inside its transaction, under
+    ``AWA_METRICS_QUERY_TIMEOUT`` (set for this transaction only, so a pooled
+    session keeps its own setting)."""
+    timeout_ms = str(int(conf.METRICS_QUERY_TIMEOUT * 1000))
+    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
+    cursor.execute(DATABASE_GAUGES)
+    return [(str(k), str(a or ""), str(b or ""), float(v)) for k, a, b, v in cursor.fetchall()]
+
+
+class SharedGauges:
+    """The database gauges for every scrape of one exporter.
+
+    Read at most once per ``AWA_METRICS_INTERVAL`` (a failure too), on one
+    dedicated connection kept open between reads: concurrent scrapes wait for
+    the read in progress and share its values, and never open a connection of
+    their own.
+    """
+
+    def __init__(self, using: str = "default") -> None:
+        self.using = using
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._rows: Rows | None = None  # None: the last read failed
+        self._read_at: float | None = None  # monotonic time the last read ended
+
+    def rows(self) -> Rows | None:
+        """The gauge rows of the last read, refreshed when older than the interval;
+        None when that read failed (logged)."""
+        with self._lock:
+            fresh = float(conf.METRICS_INTERVAL)
+            if self._read_at is None or time.monotonic() - self._read_at >= fresh:
+                self._rows = self._read()
+                self._read_at = time.monotonic()
+            return self._rows
+
+    def _read(self) -> Rows | None:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = sessions.dedicated_connection(self.using, "metrics exporter")
+                # ``using`` may go through a transaction-pooling PgBouncer: no
+                # server-side prepared statements, whatever the read count.
+                self._conn.prepare_threshold = None
+            with self._conn.transaction(), self._conn.cursor() as cursor:
+                return query_gauges(cursor)
+        except psycopg.Error as exc:
+            logger.warning("metrics: database gauges unavailable: %s", exc, extra={"event": "metrics.error"})
+            self._drop_connection()
+            return None
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        """Close the connection, once a read in progress ends (the next read opens a new one)."""
+        with self._lock:
+            self._drop_connection()
 
 
 if prometheus_client is not None:
@@ -137,68 +231,82 @@ if prometheus_client is not None:
     )
 
     class ProcessCollector(Collector):
-        """Gauges read from the live Leader/Worker objects of this process."""
+        """Gauges of this process's gauge sources (see :func:`add_gauge_source`)."""
 
         def collect(self) -> Iterator[GaugeMetricFamily]:
+            now = process_gauges()
             leader = GaugeMetricFamily("awa_cron_leader", "1 while this process leads runcron.")
-            leader.add_metric([], float(any(item.is_leader for item in list(_leaders))))
+            leader.add_metric([], float(now.leading))
             yield leader
             busy = GaugeMetricFamily("awa_worker_busy_slots", "Tasks this process is running now.")
             slots = GaugeMetricFamily("awa_worker_slots", "Tasks this process can run at once.")
-            workers = list(_workers)
-            busy.add_metric([], float(sum(len(w._running) for w in workers)))
-            slots.add_metric([], float(sum(w.concurrency for w in workers)))
+            busy.add_metric([], float(now.busy_slots))
+            slots.add_metric([], float(now.slots))
             yield busy
             yield slots
 
     class DatabaseCollector(Collector):
-        """The database gauges, read at scrape time in one bounded query."""
+        """The database gauges, in one bounded query: read from ``shared`` when
+        given (the exporter), else on this thread's connection to ``using``."""
 
-        def __init__(self, using: str = "default") -> None:
+        def __init__(self, using: str = "default", shared: SharedGauges | None = None) -> None:
             self.using = using
+            self.shared = shared
 
         def describe(self) -> Iterable[Any]:
             return []  # read at scrape time only; never query at registration
 
         def collect(self) -> Iterator[GaugeMetricFamily]:
             up = GaugeMetricFamily("awa_metrics_database_up", "1 if the database gauges could be read.")
+            rows = self.shared.rows() if self.shared is not None else self._query()
+            up.add_metric([], 0.0 if rows is None else 1.0)
+            yield up
+            if rows is not None:
+                yield from gauge_families(rows)
+
+        def _query(self) -> Rows | None:
+            """The gauges on this thread's connection. A web request's connection
+            (already open) is left to Django; one opened here is closed."""
+            connection = connections[self.using]
+            opened_here = connection.connection is None
             try:
-                rows = self._query()
+                with transaction.atomic(using=self.using), connection.cursor() as cursor:
+                    cursor.execute("SELECT current_setting('statement_timeout')")
+                    previous = cursor.fetchone()[0]
+                    rows = query_gauges(cursor)
+                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+                return rows
             except (DatabaseError, InterfaceError) as exc:
                 logger.warning(
                     "metrics: database gauges unavailable: %s", exc, extra={"event": "metrics.error"}
                 )
-                up.add_metric([], 0.0)
-                yield up
-                return
-            up.add_metric([], 1.0)
-            yield up
-            yield from gauge_families(rows)
-
-        def _query(self) -> list[tuple[str, str, str, float]]:
-            connection = connections[self.using]
-            # The exporter serves each scrape in a new thread: close the
-            # connection this thread opened. A web request's own connection
-            # (already open) is left to Django.
-            opened_here = connection.connection is None
-            try:
-                timeout_ms = str(int(conf.METRICS_QUERY_TIMEOUT * 1000))
-                with transaction.atomic(using=self.using), connection.cursor() as cursor:
-                    cursor.execute("SELECT current_setting('statement_timeout')")
-                    previous = cursor.fetchone()[0]
-                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
-                    cursor.execute(DATABASE_GAUGES)
-                    rows = [
-                        (str(k), str(a or ""), str(b or ""), float(v)) for k, a, b, v in cursor.fetchall()
-                    ]
-                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
-                return rows
+                return None
             finally:
                 if opened_here:
                     connection.close()
 
-    REGISTRY.register(ProcessCollector())
+    PROCESS = ProcessCollector()
+    # Everything but the database gauges: what each registry serving them adds to its own.
+    PROCESS_COLLECTORS: tuple[Collector, ...] = (
+        FIRES,
+        FIRE_LATENESS,
+        PASS_DURATION,
+        PASSES,
+        CLAIMED,
+        FINISHED,
+        RESCUED,
+        PROCESS,
+    )
+    REGISTRY.register(PROCESS)
     REGISTRY.register(DatabaseCollector())
+
+    def exporter_registry(shared: SharedGauges) -> CollectorRegistry:
+        """A registry like :data:`REGISTRY` whose database gauges come from ``shared``."""
+        registry = CollectorRegistry(auto_describe=True)
+        for collector in PROCESS_COLLECTORS:
+            registry.register(collector)
+        registry.register(DatabaseCollector(shared.using, shared))
+        return registry
 
 
 def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[GaugeMetricFamily]:
@@ -247,17 +355,17 @@ def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Gaug
 
 
 # -- hooks (no-ops without prometheus-client) -----------------------------------
-def observe_pass(result: PassResult | None, duration: float) -> None:
-    """An evaluation pass ended: ``result`` is None when it failed."""
+def observe_pass(jobs: Sequence[dict[str, Any]] | None, duration: float) -> None:
+    """An evaluation pass ended: ``jobs`` are the fires left in its result, None when it failed."""
     if prometheus_client is None:
         return
     PASS_DURATION.observe(duration)
-    PASSES.labels("error" if result is None else "ok").inc()
-    if result is None:
+    PASSES.labels("error" if jobs is None else "ok").inc()
+    if jobs is None:
         return
     # Jobs left in the result (a pass run without on_fired); the leader counts
     # each committed batch through observe_fires as it goes.
-    observe_fires(result.jobs)
+    observe_fires(jobs)
 
 
 def observe_fires(jobs: Sequence[dict[str, Any]]) -> None:
@@ -310,17 +418,40 @@ def observe_rescued(state: str) -> None:
 
 
 # -- serving -------------------------------------------------------------------
-def start_exporter(port: int, addr: str = "0.0.0.0") -> Any:
-    """Serve :data:`REGISTRY` over HTTP on ``addr:port`` in a daemon thread.
+class Exporter:
+    """A running exporter: its HTTP server and the gauges its scrapes share."""
 
-    Returns the server (``shutdown()`` stops it). Raises RuntimeError without
-    the optional extra, OSError when the port cannot be bound.
+    def __init__(self, server: Any, shared: SharedGauges) -> None:
+        self.server = server
+        self.shared = shared
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server listens on."""
+        host, port = self.server.server_address[:2]
+        return str(host), int(port)
+
+    def shutdown(self) -> None:
+        """Stop serving and close the gauges' connection."""
+        self.server.shutdown()
+        self.server.server_close()
+        self.shared.close()
+
+
+def start_exporter(port: int, addr: str = DEFAULT_HOST, using: str = "default") -> Exporter:
+    """Serve this process's metrics over HTTP on ``addr:port`` in a daemon thread.
+
+    The counters are those of :data:`REGISTRY`; the database gauges are read
+    through ``using`` by one :class:`SharedGauges` for every scrape. Raises
+    RuntimeError without the optional extra, OSError when the port cannot be
+    bound.
     """
     if prometheus_client is None:
         raise RuntimeError(MISSING)
-    server, _thread = prometheus_client.start_http_server(port, addr=addr, registry=REGISTRY)
+    shared = SharedGauges(using)
+    server, _thread = prometheus_client.start_http_server(port, addr=addr, registry=exporter_registry(shared))
     logger.info("metrics served on %s:%s", addr, port, extra={"event": "metrics.serving", "port": port})
-    return server
+    return Exporter(server, shared)
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
@@ -357,9 +488,9 @@ def add_arguments(parser: Any) -> None:
     )
     parser.add_argument(
         "--metrics-host",
-        default="0.0.0.0",
+        default=DEFAULT_HOST,
         metavar="ADDR",
-        help="address for --metrics-port (default 0.0.0.0)",
+        help=f"address for --metrics-port (default {DEFAULT_HOST}: this host only)",
     )
 
 
@@ -371,7 +502,7 @@ def serve_from_options(options: dict[str, Any]) -> Any:
     if port is None:
         return None
     try:
-        return start_exporter(port, options.get("metrics_host") or "0.0.0.0")
+        return start_exporter(port, options.get("metrics_host") or DEFAULT_HOST)
     except RuntimeError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:

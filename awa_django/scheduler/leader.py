@@ -42,17 +42,12 @@ from .evaluator import PassResult, evaluate, reevaluate_parked
 
 logger = logging.getLogger("awa_django.leader")
 
-__all__ = ["LEADER_LOCK_KEY", "NOTIFY_CHANNEL", "Leader", "announce_each", "leader_connection"]
+__all__ = ["LEADER_LOCK_KEY", "NOTIFY_CHANNEL", "Leader", "announce_each"]
 
 NOTIFY_CHANNEL = "awa_cron"
 # Pause after a pass that fired nothing while rows it read stay due (locked
 # by another session, skipped): short, but no busy loop.
 CONTENTION_BACKOFF = 0.05
-
-
-def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Connection[Any]:
-    """Open a dedicated autocommit connection to the server behind ``alias``."""
-    return sessions.dedicated_connection(alias, role)
 
 
 def _fired(jobs: Sequence[dict[str, Any]], using: str = "default") -> None:
@@ -108,7 +103,11 @@ class Leader:
         self._next_check = 0.0  # when lead() next pings the lock connection
         self._announcer: Announcer | None = None  # while lead() runs
         self.progress = Progress()  # health probes (see health.py)
-        metrics.track_leader(self)
+        metrics.add_gauge_source(self)
+
+    def process_gauges(self) -> metrics.ProcessGauges:
+        """Whether this process leads, for ``awa_cron_leader``."""
+        return metrics.ProcessGauges(leading=self.is_leader)
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
@@ -189,7 +188,7 @@ class Leader:
         ``raise_errors`` (``--once`` must not blame a rival for a dead server).
         """
         try:
-            conn = leader_connection(conf.LEADER_DATABASE)
+            conn = sessions.dedicated_connection(conf.LEADER_DATABASE, "runcron leader")
         except psycopg.Error as exc:
             if raise_errors:
                 raise
@@ -273,7 +272,7 @@ class Leader:
             finally:
                 self._drain_announcements()
             self.progress.mark()
-            metrics.observe_pass(result, time.monotonic() - started)
+            metrics.observe_pass(result.jobs, time.monotonic() - started)
         if guard.error is not None:
             metrics.observe_pass(None, time.monotonic() - started)
             result = PassResult(next_due_in=float(conf.EVALUATE_INTERVAL))

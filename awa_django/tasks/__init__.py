@@ -4,8 +4,9 @@
 ``payloads`` checks what a job may store; ``paths`` loads a job's task from its
 dotted path; ``context`` tells a running task about its job; ``jobs`` holds
 every statement on ``awa_jobs``; ``worker`` is ``runtasks``: it claims jobs and
-hands them to its ``runner`` threads, and ``outcomes`` records how each attempt
-ended (``completions`` batches the successful ones).
+hands them to its ``runner`` threads (which call back through
+``runner.Pool``), and ``outcomes`` records how each attempt ended, completing
+the successful ones in batches.
 """
 
 __all__ = ["backend", "context", "jobs", "paths", "payloads", "worker"]

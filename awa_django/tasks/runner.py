@@ -1,9 +1,10 @@
 """Running one claimed attempt, and the task threads that run them.
 
 :func:`run_attempt` imports the job's task, sends ``task_started``, calls it
-and hands back a :class:`~awa_django.outcomes.Success` to complete, or
+and hands back a :class:`~awa_django.tasks.outcomes.Success` to complete, or
 records the failure itself. :class:`Runner` is a task thread of the worker's
-pool: it keeps its database connection between attempts.
+pool: it keeps its database connection between attempts, and calls back into
+the worker only through the :class:`Pool` protocol.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
 from django.tasks.base import TaskContext
@@ -26,9 +27,6 @@ from . import context
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
 from .payloads import unstorable_reason
-
-if TYPE_CHECKING:
-    from .worker import Worker
 
 logger = logging.getLogger("awa_django.worker")
 
@@ -118,6 +116,26 @@ def drop_unusable_connections() -> None:
             conn.close()
 
 
+class Pool(Protocol):
+    """What a task thread calls back in the worker that owns it."""
+
+    def run_one(self, attempt: Attempt) -> Success | None:
+        """Run ``attempt``; a :class:`Success` queued for completion, or None."""
+
+    def flush_completions(self) -> Attempt | None:
+        """Store the waiting completions, claiming the free slots with them;
+        the attempt kept for the calling thread, if any."""
+
+    def runner_idle(self, runner: Runner) -> bool:
+        """Take ``runner`` back in the pool; False once the worker has stopped."""
+
+    def runner_retire(self, runner: Runner) -> bool:
+        """Take an idle ``runner`` out of the pool; False if an attempt was just handed to it."""
+
+    def slot_freed(self) -> None:
+        """An attempt gave its slot back: wake the claim loop."""
+
+
 class Runner(threading.Thread):
     """A task thread: runs the attempts handed to it, one at a time.
 
@@ -127,34 +145,34 @@ class Runner(threading.Thread):
     free slots; the flushing thread runs one of the new attempts itself.
     """
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, pool: Pool) -> None:
         super().__init__(daemon=True, name="awa-task")
-        self.worker = worker
+        self.pool = pool
         self.handoff: queue.SimpleQueue[Attempt | None] = queue.SimpleQueue()
 
     def run(self) -> None:
-        worker = self.worker
+        pool = self.pool
         try:
             while True:
                 try:
                     attempt = self.handoff.get(timeout=RUNNER_IDLE_TIMEOUT)
                 except queue.Empty:
-                    if worker.runner_retire(self):
+                    if pool.runner_retire(self):
                         return
                     continue  # an attempt was handed over just now
                 if attempt is None:
                     return
                 success = None
                 while attempt is not None:
-                    success = worker.run_one(attempt)
+                    success = pool.run_one(attempt)
                     # The batch storing a success claims the free slots: this
                     # thread may get the next attempt from it.
-                    attempt = worker.outcomes.flush(worker) if success is not None else None
+                    attempt = pool.flush_completions() if success is not None else None
                 # Back in the pool before the slot is announced, so the next
                 # claim finds this thread (and its connection) idle.
-                idle = worker.runner_idle(self)
+                idle = pool.runner_idle(self)
                 if success is None:
-                    worker.slot_freed()  # after a failure, the claim loop refills the slot
+                    pool.slot_freed()  # after a failure, the claim loop refills the slot
                 if not idle:
                     return  # the worker has stopped (e.g. an attempt that outlived its timeout)
         finally:

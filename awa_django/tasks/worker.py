@@ -29,7 +29,6 @@ from ..db.aliases import listen_alias
 from ..exceptions import TaskTimeout
 from ..health import Progress
 from ..reconciliation.snapshots import RuntimeReporter
-from ..scheduler.leader import leader_connection
 from ..schedules.declaration import Schedule
 from ..shutdown import install_two_stage_shutdown
 from . import jobs
@@ -83,12 +82,12 @@ class Worker:
         self._reserved = 0  # slots a claim in flight may fill (reserve/admit)
         self._lock = threading.Lock()
         # Set whenever an attempt gives its slot back, so the claim loop
-        # refills it at once instead of at its next polling slice (issue 10:
-        # the 50 ms slice capped every slot at ~20 jobs/s).
+        # refills it at once instead of at its next polling slice (a 50 ms
+        # slice would cap every slot at ~20 jobs/s).
         self._slot_freed = threading.Event()
         # Task threads waiting for their next attempt. A thread keeps its
-        # database connection between attempts (a new thread per attempt
-        # opened and closed one per job: most of a no-op job's cost).
+        # database connection between attempts: opening and closing one per
+        # job would be most of a no-op job's cost.
         self._idle_runners: list[Runner] = []
         self._runners_closed = False
         # Wakes the claim loop on a NOTIFY of new jobs, a freed slot or a stop.
@@ -96,7 +95,7 @@ class Worker:
         # reconnect storm while the database is down or failing over).
         self._listener = sessions.Listener(
             NOTIFY_CHANNEL,
-            lambda: leader_connection(listen_alias(self.using), role="runtasks listener"),
+            lambda: sessions.dedicated_connection(listen_alias(self.using), "runtasks listener"),
             retry_after=float(conf.POLL_INTERVAL),
         )
         self.outcomes = Outcomes(self.backend, self.worker_id)
@@ -105,7 +104,11 @@ class Worker:
         # mode every runtime of the owner is evidence for reconciliation.
         self.schedules = list(schedules or [])
         self.progress = Progress()  # health probes (see health.py)
-        metrics.track_worker(self)
+        metrics.add_gauge_source(self)
+
+    def process_gauges(self) -> metrics.ProcessGauges:
+        """This worker's slots, for ``awa_worker_busy_slots`` and ``awa_worker_slots``."""
+        return metrics.ProcessGauges(busy_slots=len(self._running), slots=self.concurrency)
 
     @property
     def completed(self) -> int:
@@ -294,6 +297,12 @@ class Worker:
             runner.handoff.put(None)
         for runner in runners:
             runner.join(timeout=5)
+
+    def flush_completions(self) -> Attempt | None:
+        """Store the waiting completions, each batch claiming the free slots;
+        the attempt kept for the calling task thread, if any."""
+        kept: Attempt | None = self.outcomes.flush(self)
+        return kept
 
     def slot_freed(self) -> None:
         """An attempt gave its slot back: wake the claim loop."""

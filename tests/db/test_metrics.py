@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import socket
+import threading
 import urllib.request
 from datetime import timedelta
 from typing import Any
@@ -11,11 +13,13 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 from django.test import RequestFactory
+from django.test.utils import override_settings
 from django.utils import timezone
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from awa_django import metrics
+from awa_django.db import sessions
 from awa_django.models import CronJob, Job
 from tests.conftest import operator_context, wait_for
 from tests.factories import CronJobFactory, JobFactory
@@ -138,3 +142,136 @@ def test_runcron__metrics_port_rejects_a_bad_port() -> None:
 
     with pytest.raises(CommandError, match="a port is 1-65535"):
         call_command("runcron", "--metrics-port", "70000")
+
+
+def connections_to_this_database() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        count: int = cursor.fetchone()[0]
+        return count
+
+
+def gauge_reads_waiting_on_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        count: int = cursor.fetchone()[0]
+        return count
+
+
+def scrapes_being_served() -> int:
+    return sum(1 for t in threading.enumerate() if "process_request_thread" in t.name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_exporter__concurrent_scrapes_share_one_connection_while_the_gauge_query_is_held() -> None:
+    JobFactory.create_batch(2, queue="flood", state="available")
+    with override_settings(AWA_METRICS_QUERY_TIMEOUT=300, AWA_METRICS_INTERVAL=3600):
+        port = free_port()
+        exporter = metrics.start_exporter(port)
+        locker = sessions.dedicated_connection("default", "test locker")
+        results: list[Samples] = []
+        scrapers = []
+        try:
+            with locker.transaction():
+                locker.execute("LOCK TABLE awa_jobs IN ACCESS EXCLUSIVE MODE")
+                before = connections_to_this_database()
+
+                def scrape_once() -> None:
+                    url = f"http://127.0.0.1:{port}/metrics"
+                    with urllib.request.urlopen(url, timeout=300) as response:
+                        results.append(parse(response.read().decode()))
+
+                scrapers = [threading.Thread(target=scrape_once) for _ in range(40)]
+                for scraper in scrapers:
+                    scraper.start()
+                wait_for(lambda: scrapes_being_served() >= 40 and gauge_reads_waiting_on_a_lock() >= 1)
+                assert connections_to_this_database() == before + 1
+            for scraper in scrapers:
+                scraper.join(300)
+        finally:
+            locker.close()
+            exporter.shutdown()
+    assert len(results) == 40
+    for samples in results:
+        assert value(samples, "awa_metrics_database_up") == 1
+        assert value(samples, "awa_jobs", queue="flood", state="available") == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_exporter__reads_the_database_gauges_at_most_once_per_interval() -> None:
+    JobFactory(queue="cached", state="available")
+    port = free_port()
+    exporter = metrics.start_exporter(port)
+    try:
+        with override_settings(AWA_METRICS_INTERVAL=3600):
+            assert value(scrape(port), "awa_jobs", queue="cached", state="available") == 1
+            JobFactory(queue="cached", state="available")
+            assert value(scrape(port), "awa_jobs", queue="cached", state="available") == 1
+        with override_settings(AWA_METRICS_INTERVAL=0.001):
+            scrape_until(port, lambda s: value(s, "awa_jobs", queue="cached", state="available") == 2)
+    finally:
+        exporter.shutdown()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_exporter__reports_database_down_and_recovers_on_a_new_connection() -> None:
+    port = free_port()
+    exporter = metrics.start_exporter(port)
+    try:
+        with override_settings(AWA_METRICS_INTERVAL=0.001):
+            assert value(scrape(port), "awa_metrics_database_up") == 1
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid, 60000) FROM pg_stat_activity"
+                    " WHERE application_name LIKE 'awa_django metrics exporter%%'"
+                )
+            assert value(scrape(port), "awa_metrics_database_up") == 0
+            scrape_until(port, lambda s: value(s, "awa_metrics_database_up") == 1)
+    finally:
+        exporter.shutdown()
+
+
+def test_exporter__listens_on_127_0_0_1_unless_a_host_is_given() -> None:
+    from awa_django.management.commands.runcron import Command as Runcron
+    from awa_django.management.commands.runtasks import Command as Runtasks
+
+    for command in (Runcron(), Runtasks()):
+        parser = command.create_parser("manage.py", "run")
+        assert parser.parse_args(["--metrics-port", "9400"]).metrics_host == "127.0.0.1"
+        assert parser.parse_args(["--metrics-port", "9400", "--metrics-host", "::"]).metrics_host == "::"
+    exporter = metrics.serve_from_options({"metrics_port": free_port()})
+    try:
+        assert exporter.address[0] == "127.0.0.1"
+    finally:
+        exporter.shutdown()
+
+
+class StandInSource:
+    def __init__(self, gauges: metrics.ProcessGauges) -> None:
+        self.gauges = gauges
+
+    def process_gauges(self) -> metrics.ProcessGauges:
+        return self.gauges
+
+
+def test_process_gauges__report_each_registered_source_while_it_exists() -> None:
+    registry = CollectorRegistry()
+    registry.register(metrics.PROCESS)
+
+    def exported() -> Samples:
+        return parse(generate_latest(registry).decode())
+
+    gc.collect()
+    before = exported()
+    source = StandInSource(metrics.ProcessGauges(leading=True, busy_slots=2, slots=3))
+    metrics.add_gauge_source(source)
+    during = exported()
+    assert value(during, "awa_cron_leader") == 1
+    assert value(during, "awa_worker_busy_slots") == value(before, "awa_worker_busy_slots") + 2
+    assert value(during, "awa_worker_slots") == value(before, "awa_worker_slots") + 3
+    del source
+    gc.collect()
+    assert exported() == before

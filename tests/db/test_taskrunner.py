@@ -1,8 +1,8 @@
-"""taskrunner.py: running one claimed attempt, and the task thread's loop.
+"""tasks/runner.py: running one claimed attempt, and the task thread's loop.
 
 test_task_outcomes.py covers what each kind of failure records through
 ``Worker.execute``; these call :func:`run_attempt` directly and drive a
-:class:`Runner` with a stand-in worker.
+:class:`Runner` with a stand-in :class:`~awa_django.tasks.runner.Pool`.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_drop_unusable_connections__closes_a_connection_left_without_autocommit(
 
 
 class StandInWorker:
-    """The part of Worker a Runner calls, recording the calls in order."""
+    """A :class:`~awa_django.tasks.runner.Pool` recording the calls in order."""
 
     def __init__(
         self, outcomes: list[Success | None], idle: bool = True, kept: list[Attempt | None] | None = None
@@ -128,7 +128,6 @@ class StandInWorker:
         self.kept = kept or []  # what each flush hands back to the flushing thread
         self.idle = idle
         self.calls: list[Any] = []
-        self.outcomes = self
 
     def run_one(self, attempt: Attempt) -> Success | None:
         self.calls.append(("run", attempt.key))
@@ -137,8 +136,7 @@ class StandInWorker:
     def slot_freed(self) -> None:
         self.calls.append("slot_freed")
 
-    def flush(self, refill: Any = None) -> Attempt | None:
-        assert refill is self  # the batch claims for the worker's free slots
+    def flush_completions(self) -> Attempt | None:
         self.calls.append("flush")
         return self.kept.pop(0) if self.kept else None
 
@@ -155,7 +153,7 @@ def attempt(job_id: int) -> Attempt:
 
 
 def run_runner(worker: StandInWorker, *handoff: Attempt | None) -> None:
-    runner = Runner(cast(Worker, worker))
+    runner = Runner(worker)
     for item in handoff:
         runner.handoff.put(item)
     runner.start()

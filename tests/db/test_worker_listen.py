@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from django.test.utils import override_settings
 
-from awa_django.tasks import worker as worker_module
+from awa_django.db import sessions
 from awa_django.tasks.worker import Worker
 
 
@@ -16,11 +16,11 @@ from awa_django.tasks.worker import Worker
 def test_worker__listen_uses_awa_listen_database_and_backs_off_after_a_failure(monkeypatch: Any) -> None:
     attempts: list[str] = []
 
-    def failing_connection(alias: str, role: str = "") -> Any:
+    def failing_connection(alias: str, role: str) -> Any:
         attempts.append(alias)
         raise psycopg.OperationalError("connection refused (test)")
 
-    monkeypatch.setattr(worker_module, "leader_connection", failing_connection)
+    monkeypatch.setattr(sessions, "dedicated_connection", failing_connection)
     with override_settings(AWA_LISTEN_DATABASE="listen-direct", AWA_POLL_INTERVAL=60.0):
         worker = Worker()
         assert worker._listener.connection() is None

@@ -22,11 +22,11 @@ from django.core.management import call_command
 from django.db import OperationalError, connection, connections
 from django.test import override_settings
 
+from awa_django.db import sessions
 from awa_django.db.guards import guard_process_connections, keepalive_options
 from awa_django.models import Job
 from awa_django.reconciliation.snapshots import RuntimeReporter
 from awa_django.scheduler.evaluator import evaluate
-from awa_django.scheduler.leader import leader_connection
 from tests.conftest import raw_connection, wait_for
 from tests.factories import CronJobFactory
 
@@ -144,14 +144,14 @@ def test_runcron__fires_and_stops_while_a_frozen_peer_holds_the_protocol_lock(
     assert proc.wait(timeout=60) == 0, proc.output()
 
 
-def test_leader_connection__and_django_connections_use_tcp_keepalives() -> None:
+def test_dedicated_connection__and_django_connections_use_tcp_keepalives() -> None:
     saved = dict(connection.settings_dict.get("OPTIONS", {}))
     try:
         with override_settings(AWA_TCP_KEEPALIVES_IDLE=17):
             guard_process_connections()
             params = connection.get_connection_params()
             assert params["keepalives_idle"] == 17 and params["keepalives"] == 1
-            with leader_connection("default") as conn:
+            with sessions.dedicated_connection("default", "runcron leader") as conn:
                 info = conn.info.get_parameters()
                 assert info.get("keepalives_idle") == "17"
                 assert info.get("keepalives_count") == str(keepalive_options()["keepalives_count"])

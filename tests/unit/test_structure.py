@@ -215,3 +215,17 @@ def test_the_rules_see_a_circle_and_a_private_reach(tmp_path: Path) -> None:
     ]
     assert private_reaches(package / "cron" / "search.py", package) == []
     assert private_reaches(package / "leader.py", package) == ["awa_django.cron.parse._X"]
+
+
+# Calls go one way: the worker uses its task threads, the leader and the worker use
+# the metrics; neither imports back (task threads call through runner.Pool, the
+# metrics read gauge sources).
+ONE_WAY = {
+    "awa_django.metrics": ("awa_django.scheduler", "awa_django.tasks"),
+    "awa_django.tasks.runner": ("awa_django.tasks.worker",),
+}
+
+
+@pytest.mark.parametrize("module", sorted(ONE_WAY))
+def test_imports__run_one_way_from_the_worker_and_the_leader(module: str) -> None:
+    assert sorted(t for t in import_graph()[module] if t.startswith(ONE_WAY[module])) == []
