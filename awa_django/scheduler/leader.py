@@ -55,23 +55,26 @@ def leader_connection(alias: str, role: str = "runcron leader") -> psycopg.Conne
     return sessions.dedicated_connection(alias, role)
 
 
-def _fired(jobs: Sequence[dict[str, Any]], using: str = "default") -> None:
+def _fired(
+    jobs: Sequence[dict[str, Any]], using: str = "default", send: Callable[..., Any] | None = None
+) -> None:
     """One committed batch of fires: tell listeners, count it in the metrics."""
-    announce_each(jobs)
+    announce_each(jobs, send)
     metrics.observe_fires(jobs)
     vacuum.after_fires(len(jobs), using)
 
 
-def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
+def announce_each(jobs: Sequence[dict[str, Any]], send: Callable[..., Any] | None = None) -> None:
     """``task_enqueued`` for each committed fire, one job at a time.
 
     Announcing imports the job's task; a module that fails to import (any
     exception, not only ImportError) must not stop the other announcements,
-    nor the leader: the fires are committed whatever happens here.
+    nor the leader: the fires are committed whatever happens here. ``send``
+    (the announcer's) calls the receivers one by one, naming any that fails.
     """
     for job in jobs:
         try:
-            announce_fires([job])
+            announce_fires([job], send)
         except Exception as exc:  # one job's module must not stop the leader
             logger.error(
                 "cannot announce job %s (%s): %s",
@@ -292,7 +295,8 @@ class Leader:
             target=self._maintenance_loop, args=(maintenance_stop,), name="awa-maintenance", daemon=True
         )
         maintenance.start()
-        self._announcer = Announcer(lambda jobs: _fired(jobs, self.using))
+        announcer = Announcer(lambda jobs: _fired(jobs, self.using, announcer.send))
+        self._announcer = announcer
         self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
             with pipeline.kept_connection(self.using):  # one fire connection while leading
@@ -303,9 +307,8 @@ class Leader:
         except psycopg.Error as exc:
             logger.warning("leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"})
         finally:
-            announcer, self._announcer = self._announcer, None
-            if announcer is not None:
-                announcer.close()
+            self._announcer = None
+            announcer.close()
             maintenance_stop.set()
             maintenance.join(timeout=10)
             self.release()
