@@ -27,6 +27,7 @@ from .. import metrics
 from ..actions.queues import prune_jobs
 from ..conf import conf
 from ..db import sessions
+from ..db.guards import CancellableWaits
 from ..exceptions import LeadershipUnavailable
 from ..health import Progress
 from ..reconciliation.persistence import configured, reconcile_all
@@ -105,6 +106,8 @@ class Leader:
         self.using = using
         self.on_pass = on_pass
         self.stop_requested = threading.Event()
+        # time.monotonic() by which a requested stop is over: one AWA_LOCK_TIMEOUT after it.
+        self._stop_deadline: float | None = None
         self.is_leader = False
         self._lock_conn: psycopg.Connection[Any] | None = None
         self._listener: sessions.Listener | None = None
@@ -115,7 +118,14 @@ class Leader:
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
-        """Ask the loop to finish its current pass, release the lock and return."""
+        """Ask the loop to finish its current pass, release the lock and return.
+
+        The stop waits on no frozen peer for longer than one ``AWA_LOCK_TIMEOUT``
+        from now: the helper threads' statements are cancelled, and only the
+        final runtime snapshot waits on the protocol lock, for what is left.
+        """
+        if self._stop_deadline is None:
+            self._stop_deadline = time.monotonic() + float(conf.LOCK_TIMEOUT)
         self.stop_requested.set()
         listener = self._listener
         if listener is not None:
@@ -159,7 +169,7 @@ class Leader:
                     next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
                 self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
         finally:
-            reporter.stop()
+            reporter.stop(self._stop_deadline)
 
     def run_once(self) -> PassResult:
         """One sync and one evaluation pass as leader (``runcron --once``).
@@ -237,11 +247,13 @@ class Leader:
         if not self.authoritative:
             sync_schedules(self.schedules, using=self.using)
 
-    def maintain(self) -> None:
+    def maintain(self, stop: threading.Event | None = None) -> None:
         """The leader's periodic work besides firing: sync, reconcile, clean up.
 
         Each step runs even when an earlier one failed (a sync error must not
-        stop pruning); the first error is re-raised at the end.
+        stop pruning); the first error is re-raised at the end. Once ``stop``
+        is set no further step starts, and errors (cancelled statements) are
+        expected.
         """
         steps: list[tuple[str, Callable[[], object]]] = [
             ("sync", self.sync),
@@ -253,10 +265,12 @@ class Leader:
         ]
         first_error: BaseException | None = None
         for label, step in steps:
+            if stop is not None and stop.is_set():
+                break
             # Inside a caller's transaction the error propagates (it is
             # aborted anyway); otherwise the next step gets a fresh connection.
             what = f"maintenance step {label}"
-            with sessions.reconnect_on_error(self.using, what, logger, "cron.error") as guard:
+            with sessions.reconnect_on_error(self.using, what, logger, "cron.error", stopping=stop) as guard:
                 step()
             first_error = first_error or guard.error
         if first_error is not None:
@@ -291,8 +305,12 @@ class Leader:
         its own thread, so a slow prune or reconcile never delays a fire.
         """
         maintenance_stop = threading.Event()
+        maintenance_waits = CancellableWaits(self.using)
         maintenance = threading.Thread(
-            target=self._maintenance_loop, args=(maintenance_stop,), name="awa-maintenance", daemon=True
+            target=self._maintenance_loop,
+            args=(maintenance_stop, maintenance_waits),
+            name="awa-maintenance",
+            daemon=True,
         )
         maintenance.start()
         announcer = Announcer(lambda jobs: _fired(jobs, self.using, announcer.send))
@@ -307,10 +325,13 @@ class Leader:
         except psycopg.Error as exc:
             logger.warning("leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"})
         finally:
+            # Maintenance waiting on a frozen peer's lock is cancelled, not waited for.
+            maintenance_stop.set()
+            maintenance_waits.join(
+                maintenance, self._stop_deadline or time.monotonic() + float(conf.LOCK_TIMEOUT)
+            )
             self._announcer = None
             announcer.close()
-            maintenance_stop.set()
-            maintenance.join(timeout=10)
             self.release()
 
     def _on_fired(self, jobs: Sequence[dict[str, Any]]) -> None:
@@ -377,14 +398,19 @@ class Leader:
             finally:
                 self._drain_announcements()
 
-    def _maintenance_loop(self, stop: threading.Event) -> None:
+    def _maintenance_loop(self, stop: threading.Event, waits: CancellableWaits) -> None:
         """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
+        waits.bind()
         try:
             while True:
                 with sessions.reconnect_on_error(
-                    self.using, "maintenance (sync, reconcile, cleanup, prune)", logger, "cron.error"
+                    self.using,
+                    "maintenance (sync, reconcile, cleanup, prune)",
+                    logger,
+                    "cron.error",
+                    stopping=stop,
                 ):
-                    self.maintain()
+                    self.maintain(stop)
                 if stop.wait(float(conf.SYNC_INTERVAL)):
                     return
         finally:
