@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
 from typing import Any
@@ -89,6 +90,13 @@ def bound_transaction_waits(cursor: Any, lock_timeout: float | None = None) -> N
             str(_milliseconds(conf.STATEMENT_TIMEOUT)),
         ],
     )
+
+
+def stop_deadline() -> float:
+    """``time.monotonic()`` by which a stop starting now is over: one
+    ``AWA_LOCK_TIMEOUT`` away, or never when the timeout is off (0)."""
+    timeout = float(conf.LOCK_TIMEOUT)
+    return time.monotonic() + timeout if timeout > 0 else math.inf
 
 
 # How often join() cancels again: a statement the helper thread started after

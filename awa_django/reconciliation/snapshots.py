@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -29,7 +30,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from .. import __version__
 from ..conf import conf
 from ..db import sessions
-from ..db.guards import CancellableWaits, bound_transaction_waits, lock_wait_timed_out
+from ..db.guards import CancellableWaits, bound_transaction_waits, lock_wait_timed_out, stop_deadline
 from ..health import Progress, record_progress
 from ..jsonlog import bind_process
 from ..schedules.declaration import Schedule
@@ -170,16 +171,17 @@ class RuntimeReporter:
         """Stop the thread and write the final ``shutting_down`` snapshot by ``deadline``.
 
         ``deadline`` (``time.monotonic()``) defaults to one ``AWA_LOCK_TIMEOUT``
-        from now. The thread's write, maybe waiting on a frozen peer's lock, is
+        from now (none when the timeout is off). The thread's write, maybe waiting on a frozen peer's lock, is
         cancelled rather than waited for; the final write waits on the lock
         for what is left until the deadline (at least ``FINAL_WRITE_LEAST_WAIT``).
         """
         if deadline is None:
-            deadline = time.monotonic() + float(conf.LOCK_TIMEOUT)
+            deadline = stop_deadline()
         self._stop.set()
         if self._thread is not None:
             self._waits.join(self._thread, deadline)
-        remaining = max(deadline - time.monotonic(), FINAL_WRITE_LEAST_WAIT)
+        # No deadline (AWA_LOCK_TIMEOUT = 0): the final write waits as long as it takes.
+        remaining = None if math.isinf(deadline) else max(deadline - time.monotonic(), FINAL_WRITE_LEAST_WAIT)
         try:
             self.write(shutting_down=True, lock_timeout=remaining)
         except (DatabaseError, InterfaceError) as exc:

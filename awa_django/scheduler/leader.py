@@ -27,7 +27,7 @@ from .. import metrics
 from ..actions.queues import prune_jobs
 from ..conf import conf
 from ..db import sessions
-from ..db.guards import CancellableWaits
+from ..db.guards import CancellableWaits, stop_deadline
 from ..exceptions import LeadershipUnavailable
 from ..health import Progress
 from ..reconciliation.persistence import configured, reconcile_all
@@ -125,7 +125,7 @@ class Leader:
         final runtime snapshot waits on the protocol lock, for what is left.
         """
         if self._stop_deadline is None:
-            self._stop_deadline = time.monotonic() + float(conf.LOCK_TIMEOUT)
+            self._stop_deadline = stop_deadline()
         self.stop_requested.set()
         listener = self._listener
         if listener is not None:
@@ -327,9 +327,7 @@ class Leader:
         finally:
             # Maintenance waiting on a frozen peer's lock is cancelled, not waited for.
             maintenance_stop.set()
-            maintenance_waits.join(
-                maintenance, self._stop_deadline or time.monotonic() + float(conf.LOCK_TIMEOUT)
-            )
+            maintenance_waits.join(maintenance, self._stop_deadline or stop_deadline())
             self._announcer = None
             announcer.close()
             self.release()
