@@ -171,9 +171,10 @@ class RuntimeReporter:
         """Stop the thread and write the final ``shutting_down`` snapshot by ``deadline``.
 
         ``deadline`` (``time.monotonic()``) defaults to one ``AWA_LOCK_TIMEOUT``
-        from now (none when the timeout is off). The thread's write, maybe waiting on a frozen peer's lock, is
-        cancelled rather than waited for; the final write waits on the lock
-        for what is left until the deadline (at least ``FINAL_WRITE_LEAST_WAIT``).
+        from now (none when the timeout is off). The thread's write, maybe
+        waiting on a frozen peer's lock, is cancelled rather than waited for;
+        the final write waits on the lock for what is left until the deadline
+        (at least ``FINAL_WRITE_LEAST_WAIT``).
         """
         if deadline is None:
             deadline = stop_deadline()
