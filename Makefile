@@ -94,3 +94,16 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) bench/run.py --quick
+
+# The soak benchmark (bench/soak.py): steady load, 1,000 every-second schedules,
+# pruning and a long REPEATABLE READ transaction on a private cluster, sampled
+# every 10 s. soak-quick is the CI run (about 3 minutes, scaled down; fails only
+# on a broken run, never on a timing); soak is the published run (SOAK_MINUTES).
+.PHONY: soak soak-quick
+SOAK_MINUTES ?= 60
+
+soak: $(STAMP)
+	$(PY) bench/soak.py --minutes $(SOAK_MINUTES) --publish
+
+soak-quick: $(STAMP)
+	$(PY) bench/soak.py --quick

@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.report_analysis import AWA, f, method, ratio, targets, w3_key, where_the_time_goes
 from bench.report_cpu import cpu_figures
+from bench.soak_report import kept_section
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = "images/benchmarks.png"
@@ -281,4 +282,7 @@ def write_plot(results: dict[str, Any], path: Path) -> None:
 if __name__ == "__main__":
     data = json.loads(Path(sys.argv[1]).read_text())
     write_plot(data, ROOT / "docs" / PLOT)
-    (ROOT / "docs" / "benchmarks.md").write_text(markdown(data, plot=True))
+    soak = kept_section()  # written by bench/soak.py, kept across regenerations
+    (ROOT / "docs" / "benchmarks.md").write_text(
+        markdown(data, plot=True) + ("\n" + soak + "\n" if soak else "")
+    )

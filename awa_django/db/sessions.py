@@ -289,6 +289,7 @@ class reconnect_on_error:
         log: logging.Logger,
         event: str,
         also: tuple[type[BaseException], ...] = (),
+        stopping: threading.Event | None = None,
     ) -> None:
         self.using = using
         self.what = what
@@ -296,6 +297,9 @@ class reconnect_on_error:
         self.event = event
         # Further errors handled the same way (e.g. a report that gave up retrying).
         self.errors = CONNECTION_ERRORS + also
+        # Once set, an error is expected (a stopping process cancels the
+        # statements of its helper threads) and logged at DEBUG only.
+        self.stopping = stopping
         self.error: BaseException | None = None
 
     def __enter__(self) -> reconnect_on_error:
@@ -307,7 +311,10 @@ class reconnect_on_error:
         if exc is None or not isinstance(exc, self.errors):
             return False
         self.error = exc
-        self.log.error("%s failed: %s", self.what, exc, extra={"event": self.event})
+        if self.stopping is not None and self.stopping.is_set():
+            self.log.debug("%s ended by the stop: %s", self.what, exc, extra={"event": self.event})
+        else:
+            self.log.error("%s failed: %s", self.what, exc, extra={"event": self.event})
         if connections[self.using].in_atomic_block:
             return False
         connections[self.using].close()

@@ -8,12 +8,16 @@ so evidence and declaration can never disagree. The first write happens at
 startup and also checks ownership: a conflict rolls the whole transaction back
 (nothing published) and startup fails. The last write marks the process
 ``shutting_down``, which removes its declaration from the live set at once.
+A stop takes at most one ``AWA_LOCK_TIMEOUT`` even when a frozen peer holds
+the protocol lock: the thread's pending write is cancelled and only the last
+write waits, for what is left of that budget.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -26,7 +30,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from .. import __version__
 from ..conf import conf
 from ..db import sessions
-from ..db.guards import bound_transaction_waits, lock_wait_timed_out
+from ..db.guards import CancellableWaits, bound_transaction_waits, lock_wait_timed_out, stop_deadline
 from ..health import Progress, record_progress
 from ..jsonlog import bind_process
 from ..schedules.declaration import Schedule
@@ -44,6 +48,9 @@ logger = logging.getLogger("awa_django.runtime")
 # How often the snapshot thread looks for a leadership change, which it
 # reports at once rather than at the next interval (health probes, metrics).
 LEADERSHIP_POLL = 0.25
+# The least lock wait the final snapshot gets when the stop's budget is spent
+# (it succeeds at once when the lock is free; a frozen peer costs this much more).
+FINAL_WRITE_LEAST_WAIT = 0.1
 
 UPSERT_SNAPSHOT = """
     INSERT INTO awa_runtime_instances
@@ -85,17 +92,23 @@ class RuntimeReporter:
         self._stop = threading.Event()
         self._reported_leader = False
         self._thread: threading.Thread | None = None
+        self._waits = CancellableWaits(using)
 
     @property
     def authoritative(self) -> bool:
         return self.config is not None
 
-    def write(self, *, check: bool = False, shutting_down: bool = False) -> None:
-        """One snapshot transaction: lock, snapshot, publication, optional check."""
+    def write(
+        self, *, check: bool = False, shutting_down: bool = False, lock_timeout: float | None = None
+    ) -> None:
+        """One snapshot transaction: lock, snapshot, publication, optional check.
+
+        ``lock_timeout`` (seconds) bounds its lock waits instead of ``AWA_LOCK_TIMEOUT``.
+        """
         interval_ms = int(conf.SNAPSHOT_INTERVAL * 1000)
         leading = bool(self.is_leader())
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
-            bound_transaction_waits(cursor)  # a frozen peer may hold the lock
+            bound_transaction_waits(cursor, lock_timeout)  # a frozen peer may hold the lock
             cursor.execute("SELECT awa_cron_protocol_lock()")
             cursor.execute(
                 UPSERT_SNAPSHOT,
@@ -137,6 +150,7 @@ class RuntimeReporter:
         self._thread.start()
 
     def _loop(self) -> None:
+        self._waits.bind()
         try:
             due = time.monotonic() + conf.SNAPSHOT_INTERVAL
             while not self._stop.wait(max(0.0, min(LEADERSHIP_POLL, due - time.monotonic()))):
@@ -146,18 +160,31 @@ class RuntimeReporter:
                 due = time.monotonic() + conf.SNAPSHOT_INTERVAL
                 # A failed write is retried at the next interval, not every poll.
                 self._reported_leader = leading
-                with sessions.reconnect_on_error(self.using, "snapshot", logger, "runtime.error"):
+                with sessions.reconnect_on_error(
+                    self.using, "snapshot", logger, "runtime.error", stopping=self._stop
+                ):
                     self.write()
         finally:
             connections[self.using].close()
 
-    def stop(self) -> None:
-        """Stop the thread and write the final ``shutting_down`` snapshot."""
+    def stop(self, deadline: float | None = None) -> None:
+        """Stop the thread and write the final ``shutting_down`` snapshot by ``deadline``.
+
+        ``deadline`` (``time.monotonic()``) defaults to one ``AWA_LOCK_TIMEOUT``
+        from now (none when the timeout is off). The thread's write, maybe
+        waiting on a frozen peer's lock, is cancelled rather than waited for;
+        the final write waits on the lock for what is left until the deadline
+        (at least ``FINAL_WRITE_LEAST_WAIT``).
+        """
+        if deadline is None:
+            deadline = stop_deadline()
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._waits.join(self._thread, deadline)
+        # No deadline (AWA_LOCK_TIMEOUT = 0): the final write waits as long as it takes.
+        remaining = None if math.isinf(deadline) else max(deadline - time.monotonic(), FINAL_WRITE_LEAST_WAIT)
         try:
-            self.write(shutting_down=True)
+            self.write(shutting_down=True, lock_timeout=remaining)
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("final snapshot failed: %s", exc, extra={"event": "runtime.error"})
 

@@ -11,11 +11,13 @@ holding every job of a large burst; :meth:`Announcer.drain` waits until
 everything handed over so far is announced (the leader calls it at the end
 of each pass, so a pass is announced when it returns).
 
-A ``task_enqueued`` receiver is user code and may hang. Once one batch has been
-in hand for ``stuck_after`` seconds the announcer counts as stuck: ``drain``
-stops waiting for it, and batches that find the queue full are dropped with an
-error (their jobs are committed; only the signal and the metrics miss them), so
-the leader goes on firing. Every wait here is bounded.
+A ``task_enqueued`` receiver is user code and may raise or hang.
+:meth:`Announcer.send` calls the receivers one by one: one that raises is
+logged by name and the others still run. Once one batch has been in hand for
+``stuck_after`` seconds the announcer counts as stuck and says which receiver
+it is in: ``drain`` stops waiting for it, and batches that find the queue full
+are dropped with an error (their jobs are committed; only the signal and the
+metrics miss them), so the leader goes on firing. Every wait here is bounded.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.dispatch import Signal
 
 logger = logging.getLogger("awa_django.announcer")
 
@@ -39,6 +44,15 @@ _RECHECK = 0.25
 Jobs = Sequence[dict[str, Any]]
 
 
+def receiver_name(receiver: Callable[..., Any]) -> str:
+    """``module.qualname`` of a signal receiver (its repr for other callables)."""
+    target = getattr(receiver, "__func__", receiver)
+    qualname = getattr(target, "__qualname__", None)
+    if qualname is None:
+        return repr(receiver)
+    return f"{getattr(target, '__module__', '?')}.{qualname}"
+
+
 class Announcer:
     """Run ``handle`` on each submitted batch, in order, on a daemon thread."""
 
@@ -49,6 +63,7 @@ class Announcer:
         self._stuck_after = STUCK_AFTER if stuck_after is None else stuck_after
         self._queue: queue.Queue[Jobs | None] = queue.Queue(maxsize=QUEUE_BATCHES)
         self._busy_since: float | None = None  # when the batch in hand was taken
+        self.receiver: str | None = None  # the receiver send() is in, by name
         self._stuck_reported = False
         self.dropped = 0  # jobs never announced because the announcer was stuck
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -66,6 +81,31 @@ class Announcer:
                 self.dropped,
                 extra={"event": "cron.announce_dropped"},
             )
+
+    def send(self, signal: Signal, sender: Any, **named: Any) -> None:
+        """Call each live receiver of ``signal`` in turn, naming the one in hand.
+
+        For the handler, on the announcer's thread: a receiver that raises is
+        logged by name (``cron.announce_failed``) and the next one still runs;
+        one that hangs is named by the stuck report.
+        """
+        if not signal.receivers:
+            return
+        sync_receivers, async_receivers = signal._live_receivers(sender)
+        receivers = [*sync_receivers, *(async_to_sync(r) for r in async_receivers)]
+        for receiver, original in zip(receivers, [*sync_receivers, *async_receivers], strict=True):
+            self.receiver = receiver_name(original)
+            try:
+                receiver(signal=signal, sender=sender, **named)
+            except Exception as exc:  # one receiver must not stop the others, nor the leader
+                logger.error(
+                    "task_enqueued receiver %s raised: %s",
+                    self.receiver,
+                    exc,
+                    extra={"event": "cron.announce_failed", "receiver": self.receiver},
+                )
+            finally:
+                self.receiver = None
 
     def drain(self) -> bool:
         """Wait until every batch submitted so far is handled; False if stuck instead."""
@@ -101,11 +141,13 @@ class Announcer:
     def _report_stuck(self) -> None:
         if not self._stuck_reported:
             self._stuck_reported = True
+            receiver = self.receiver
             logger.error(
-                "announcing is stuck: a task_enqueued receiver has not returned for over %.0f s; "
+                "announcing is stuck: %s has not returned for over %.0f s; "
                 "the leader goes on firing without waiting for it",
+                f"the task_enqueued receiver {receiver}" if receiver else "a task_enqueued receiver",
                 self._stuck_after,
-                extra={"event": "cron.announce_stuck"},
+                extra={"event": "cron.announce_stuck", "receiver": receiver},
             )
 
     def _run(self) -> None:

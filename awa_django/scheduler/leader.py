@@ -27,6 +27,7 @@ from .. import metrics
 from ..actions.queues import prune_jobs
 from ..conf import conf
 from ..db import sessions
+from ..db.guards import CancellableWaits, stop_deadline
 from ..exceptions import LeadershipUnavailable
 from ..health import Progress
 from ..reconciliation.persistence import configured, reconcile_all
@@ -50,23 +51,26 @@ NOTIFY_CHANNEL = "awa_cron"
 CONTENTION_BACKOFF = 0.05
 
 
-def _fired(jobs: Sequence[dict[str, Any]], using: str = "default") -> None:
+def _fired(
+    jobs: Sequence[dict[str, Any]], using: str = "default", send: Callable[..., Any] | None = None
+) -> None:
     """One committed batch of fires: tell listeners, count it in the metrics."""
-    announce_each(jobs)
+    announce_each(jobs, send)
     metrics.observe_fires(jobs)
     vacuum.after_fires(len(jobs), using)
 
 
-def announce_each(jobs: Sequence[dict[str, Any]]) -> None:
+def announce_each(jobs: Sequence[dict[str, Any]], send: Callable[..., Any] | None = None) -> None:
     """``task_enqueued`` for each committed fire, one job at a time.
 
     Announcing imports the job's task; a module that fails to import (any
     exception, not only ImportError) must not stop the other announcements,
-    nor the leader: the fires are committed whatever happens here.
+    nor the leader: the fires are committed whatever happens here. ``send``
+    (the announcer's) calls the receivers one by one, naming any that fails.
     """
     for job in jobs:
         try:
-            announce_fires([job])
+            announce_fires([job], send)
         except Exception as exc:  # one job's module must not stop the leader
             logger.error(
                 "cannot announce job %s (%s): %s",
@@ -97,6 +101,8 @@ class Leader:
         self.using = using
         self.on_pass = on_pass
         self.stop_requested = threading.Event()
+        # time.monotonic() by which a requested stop is over: one AWA_LOCK_TIMEOUT after it.
+        self._stop_deadline: float | None = None
         self.is_leader = False
         self._lock_conn: psycopg.Connection[Any] | None = None
         self._listener: sessions.Listener | None = None
@@ -111,7 +117,14 @@ class Leader:
 
     # -- lifecycle -----------------------------------------------------------
     def stop(self) -> None:
-        """Ask the loop to finish its current pass, release the lock and return."""
+        """Ask the loop to finish its current pass, release the lock and return.
+
+        The stop waits on no frozen peer for longer than one ``AWA_LOCK_TIMEOUT``
+        from now: the helper threads' statements are cancelled, and only the
+        final runtime snapshot waits on the protocol lock, for what is left.
+        """
+        if self._stop_deadline is None:
+            self._stop_deadline = stop_deadline()
         self.stop_requested.set()
         listener = self._listener
         if listener is not None:
@@ -155,7 +168,7 @@ class Leader:
                     next_sync = time.monotonic() + float(conf.SYNC_INTERVAL)
                 self.stop_requested.wait(float(conf.ELECTION_INTERVAL))
         finally:
-            reporter.stop()
+            reporter.stop(self._stop_deadline)
 
     def run_once(self) -> PassResult:
         """One sync and one evaluation pass as leader (``runcron --once``).
@@ -233,11 +246,13 @@ class Leader:
         if not self.authoritative:
             sync_schedules(self.schedules, using=self.using)
 
-    def maintain(self) -> None:
+    def maintain(self, stop: threading.Event | None = None) -> None:
         """The leader's periodic work besides firing: sync, reconcile, clean up.
 
         Each step runs even when an earlier one failed (a sync error must not
-        stop pruning); the first error is re-raised at the end.
+        stop pruning); the first error is re-raised at the end. Once ``stop``
+        is set no further step starts, and errors (cancelled statements) are
+        expected.
         """
         steps: list[tuple[str, Callable[[], object]]] = [
             ("sync", self.sync),
@@ -249,10 +264,12 @@ class Leader:
         ]
         first_error: BaseException | None = None
         for label, step in steps:
+            if stop is not None and stop.is_set():
+                break
             # Inside a caller's transaction the error propagates (it is
             # aborted anyway); otherwise the next step gets a fresh connection.
             what = f"maintenance step {label}"
-            with sessions.reconnect_on_error(self.using, what, logger, "cron.error") as guard:
+            with sessions.reconnect_on_error(self.using, what, logger, "cron.error", stopping=stop) as guard:
                 step()
             first_error = first_error or guard.error
         if first_error is not None:
@@ -287,11 +304,16 @@ class Leader:
         its own thread, so a slow prune or reconcile never delays a fire.
         """
         maintenance_stop = threading.Event()
+        maintenance_waits = CancellableWaits(self.using)
         maintenance = threading.Thread(
-            target=self._maintenance_loop, args=(maintenance_stop,), name="awa-maintenance", daemon=True
+            target=self._maintenance_loop,
+            args=(maintenance_stop, maintenance_waits),
+            name="awa-maintenance",
+            daemon=True,
         )
         maintenance.start()
-        self._announcer = Announcer(lambda jobs: _fired(jobs, self.using))
+        announcer = Announcer(lambda jobs: _fired(jobs, self.using, announcer.send))
+        self._announcer = announcer
         self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
             with pipeline.kept_connection(self.using):  # one fire connection while leading
@@ -302,11 +324,11 @@ class Leader:
         except psycopg.Error as exc:
             logger.warning("leader connection lost (%s); stepping down", exc, extra={"event": "leader.lost"})
         finally:
-            announcer, self._announcer = self._announcer, None
-            if announcer is not None:
-                announcer.close()
+            # Maintenance waiting on a frozen peer's lock is cancelled, not waited for.
             maintenance_stop.set()
-            maintenance.join(timeout=10)
+            maintenance_waits.join(maintenance, self._stop_deadline or stop_deadline())
+            self._announcer = None
+            announcer.close()
             self.release()
 
     def _on_fired(self, jobs: Sequence[dict[str, Any]]) -> None:
@@ -373,14 +395,19 @@ class Leader:
             finally:
                 self._drain_announcements()
 
-    def _maintenance_loop(self, stop: threading.Event) -> None:
+    def _maintenance_loop(self, stop: threading.Event, waits: CancellableWaits) -> None:
         """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
+        waits.bind()
         try:
             while True:
                 with sessions.reconnect_on_error(
-                    self.using, "maintenance (sync, reconcile, cleanup, prune)", logger, "cron.error"
+                    self.using,
+                    "maintenance (sync, reconcile, cleanup, prune)",
+                    logger,
+                    "cron.error",
+                    stopping=stop,
                 ):
-                    self.maintain()
+                    self.maintain(stop)
                 if stop.wait(float(conf.SYNC_INTERVAL)):
                     return
         finally:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -382,13 +382,14 @@ def job_from_row(row: dict[str, Any]) -> Job:
     return Job(**{k: v for k, v in row.items() if k in fields})
 
 
-def announce_fires(rows: Iterable[dict[str, Any]]) -> None:
+def announce_fires(rows: Iterable[dict[str, Any]], send: Callable[..., Any] | None = None) -> None:
     """Send ``task_enqueued`` for committed cron-fire job rows.
 
     Only jobs whose task uses an :class:`AwaBackend` are announced (another
     backend never sees these rows). Called once the fire statement has
-    committed: by the leader's announcer thread (``leader.announce_each``) and
-    after an operator's trigger (``actions.schedules.trigger``).
+    committed: by the leader's announcer thread (``leader.announce_each``,
+    whose ``send(signal, sender, **named)`` calls the receivers one by one)
+    and after an operator's trigger (``actions.schedules.trigger``).
     """
     for row in rows:
         task = resolve_task(row["kind"])
@@ -397,4 +398,7 @@ def announce_fires(rows: Iterable[dict[str, Any]]) -> None:
         backend = task.get_backend()
         if isinstance(backend, AwaBackend):
             result = backend.result_from_row(row, task)
-            task_enqueued.send(type(backend), task_result=result)
+            if send is None:
+                task_enqueued.send(type(backend), task_result=result)
+            else:
+                send(task_enqueued, type(backend), task_result=result)

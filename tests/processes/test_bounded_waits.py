@@ -10,6 +10,7 @@ still held*: that proves the wait is bounded without timing anything.
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -306,3 +307,72 @@ def test_bound_transaction_waits__never_leaks_into_the_callers_transaction() -> 
     with connection.cursor() as cursor:
         cursor.execute("SHOW lock_timeout")
         assert cursor.fetchone()[0] == "0"
+
+
+STOP_LOCK_TIMEOUT = 10.0
+
+
+def registered(pid: int) -> bool:
+    """The process wrote its first runtime snapshot (its start-up is over)."""
+    with raw_connection() as conn:
+        row = conn.execute("SELECT count(*) FROM awa_runtime_instances WHERE pid = %s", [pid]).fetchone()
+    return bool(row and row[0])
+
+
+def some_backend_waits_on_a_lock() -> bool:
+    with raw_connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["runcron", "runtasks"])
+def test_stop__a_process_waiting_on_a_frozen_lock_holder_exits_within_one_lock_timeout(
+    command: str, runcron: Callable[..., Any], runtasks: Callable[..., Any]
+) -> None:
+    env = {"AWA_LOCK_TIMEOUT": str(STOP_LOCK_TIMEOUT), "AWA_SNAPSHOT_INTERVAL": "0.5"}
+    proc = runcron(env=env) if command == "runcron" else runtasks(env=env)
+    wait_for(lambda: registered(proc.pid), timeout=60)
+    if command == "runcron":
+        wait_for(lambda: "elected leader" in proc.output(), timeout=60)  # maintenance runs too
+    holder = raw_connection(autocommit=False)
+    try:
+        holder.execute("SELECT awa_cron_protocol_lock()")
+        wait_for(some_backend_waits_on_a_lock, timeout=60)  # the snapshot thread, or maintenance
+        proc.signal(signal.SIGTERM)
+        # Generous (1.6x) yet below the two lock timeouts a stop costs when its
+        # waits come one after the other; the lock is still held throughout.
+        try:
+            code = proc.wait(timeout=1.6 * STOP_LOCK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{command} still stopping after 1.6 x AWA_LOCK_TIMEOUT:\n{proc.output()}")
+        assert code == 0, proc.output()
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+@override_settings(AWA_LOCK_TIMEOUT=300)
+def test_cancellable_waits__join_cancels_a_helper_waiting_on_the_lock(protocol_lock_holder: Any) -> None:
+    from awa_django.db.guards import CancellableWaits
+
+    waits = CancellableWaits("default")
+    errors: list[BaseException] = []
+
+    def helper() -> None:
+        waits.bind()
+        try:
+            RuntimeReporter("runtasks", []).write()  # waits up to 300 s on the held lock
+        except OperationalError as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=helper)
+    thread.start()
+    wait_for(some_backend_waits_on_a_lock, timeout=60)
+    assert waits.join(thread, time.monotonic() + 60)  # far below the 300 s lock timeout
+    assert errors and getattr(errors[0].__cause__, "sqlstate", None) == "57014", errors

@@ -116,3 +116,69 @@ def test_announcer__close_does_not_wait_for_a_stuck_handler() -> None:
     announcer.close(timeout=120)  # the queue is full and the handler hung: returns anyway
     assert announcer._thread.is_alive()
     release.set()
+
+
+def test_announcer_send__a_raising_receiver_is_logged_by_name_and_the_next_still_runs(caplog: Any) -> None:
+    from django.dispatch import Signal
+
+    signal = Signal()
+    seen: list[Any] = []
+
+    def broken_receiver(**kwargs: Any) -> None:
+        raise RuntimeError("receiver bug")
+
+    def counting_receiver(**kwargs: Any) -> None:
+        seen.append(kwargs["task_result"])
+
+    signal.connect(broken_receiver, weak=False)
+    signal.connect(counting_receiver, weak=False)
+    announcer = Announcer(lambda jobs: announcer.send(signal, object, task_result=jobs[0]["id"]))
+    announcer.submit([{"id": 7}])
+    assert announcer.drain()
+    assert seen == [7]
+    failed = [r for r in caplog.records if r.__dict__.get("event") == "cron.announce_failed"]
+    assert len(failed) == 1
+    assert failed[0].__dict__["receiver"].endswith("broken_receiver")
+    assert "broken_receiver" in failed[0].getMessage() and "receiver bug" in failed[0].getMessage()
+    announcer.close()
+
+
+def test_announcer_send__an_async_receiver_is_called_too() -> None:
+    from django.dispatch import Signal
+
+    signal = Signal()
+    seen: list[Any] = []
+
+    async def async_receiver(**kwargs: Any) -> None:
+        seen.append(kwargs["task_result"])
+
+    signal.connect(async_receiver, weak=False)
+    announcer = Announcer(lambda jobs: announcer.send(signal, object, task_result=jobs[0]["id"]))
+    announcer.submit([{"id": 3}])
+    assert announcer.drain()
+    assert seen == [3]
+    announcer.close()
+
+
+def test_announcer__the_stuck_report_names_the_hung_receiver(caplog: Any) -> None:
+    from django.dispatch import Signal
+
+    signal = Signal()
+    release = threading.Event()
+
+    def hanging_receiver(**kwargs: Any) -> None:
+        release.wait(120)
+
+    signal.connect(hanging_receiver, weak=False)
+    announcer = Announcer(lambda jobs: announcer.send(signal, object, task_result=None), stuck_after=0.2)
+    try:
+        announcer.submit([{"id": 1}])
+        assert announcer.drain() is False
+        stuck = [r for r in caplog.records if r.__dict__.get("event") == "cron.announce_stuck"]
+        assert len(stuck) == 1
+        assert stuck[0].__dict__["receiver"].endswith("hanging_receiver")
+        assert "hanging_receiver" in stuck[0].getMessage()
+    finally:
+        release.set()
+    assert drained(announcer)
+    announcer.close(timeout=60)

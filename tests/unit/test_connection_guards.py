@@ -88,3 +88,13 @@ def test_guard_process_connections__adds_keepalives_but_the_project_wins(
     guards.guard_process_connections()
     assert entry["OPTIONS"]["keepalives_idle"] == 11 and entry["OPTIONS"]["keepalives"] == 1
     assert entry["OPTIONS"]["keepalives_count"] == 9
+
+
+def test_stop_deadline__one_lock_timeout_away_or_none_when_the_timeout_is_off() -> None:
+    import math
+    import time
+
+    with override_settings(AWA_LOCK_TIMEOUT=7):
+        assert 6 < guards.stop_deadline() - time.monotonic() <= 7
+    with override_settings(AWA_LOCK_TIMEOUT=0):
+        assert math.isinf(guards.stop_deadline())
