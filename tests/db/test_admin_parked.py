@@ -14,8 +14,8 @@ from django.urls import reverse
 from awa_django.actions import schedules
 from awa_django.models import CronJob
 from awa_django.scheduler.evaluator import evaluate
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
 
 pytestmark = pytest.mark.django_db
 

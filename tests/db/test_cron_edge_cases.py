@@ -14,8 +14,8 @@ from django.urls import reverse
 from awa_django.db import sessions
 from awa_django.models import CronJob
 from awa_django.scheduler import evaluator
-from tests.db.test_admin import live_leader
 from tests.factories import CronJobFactory
+from tests.helpers.admin import live_leader
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.conftest import database_url, manage
+from tests.helpers.database import database_url
+from tests.helpers.processes import manage
 
 # One invocation of every verb that reads or writes the database.
 VERBS = [

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import manage
+from tests.helpers.processes import manage
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
