@@ -1,4 +1,4 @@
-"""Parked and poisoned schedule rows in the admin (issues 7 and 8 together).
+"""Parked and poisoned schedule rows in the admin.
 
 A row written by raw SQL with a timestamp no Python datetime can hold must not
 break the schedule list for every row, and a parked row shows why it is quiet.

@@ -1,6 +1,6 @@
 """``manage.py awa``, ``runcron`` and ``runtasks`` as a demanding operator uses
 them: bad input is a usage error naming the argument and writes nothing,
-database values never reach the terminal raw (the CLI audit's findings).
+database values never reach the terminal raw.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Audit "daymatch", the parts that need the database: ``manage.py check`` on a
+"""Cron edge cases that need the database: ``manage.py check`` on a
 non-ASCII digit, and the admin's overdue column for a schedule that never fired."""
 
 from __future__ import annotations

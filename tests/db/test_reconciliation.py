@@ -1,4 +1,4 @@
-"""Owner-scoped reconciliation (ADR-007 "#481"), driven through the Python API.
+"""Owner-scoped reconciliation (ADR-007), driven through the Python API.
 
 Ports Awa's ``cron_reconciliation_test.rs`` scenarios and adds one test per
 ADR requirement they leave implicit. Runtimes are simulated with real

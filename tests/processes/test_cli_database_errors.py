@@ -1,6 +1,6 @@
 """``manage.py awa`` in a real shell against a database that is not there or not
 migrated: every verb ends with a message and a non-zero status, never a
-traceback or a SQL excerpt (the CLI audit's findings).
+traceback or a SQL excerpt.
 """
 
 from __future__ import annotations

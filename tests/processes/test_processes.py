@@ -107,8 +107,8 @@ def test_runcron__first_signal_waits_for_the_pass_second_exits_at_once(runcron: 
     wait_for(lambda: slots("stuck"), timeout=60)
     with raw_connection(autocommit=False) as blocker, raw_connection() as observer:
         # Hold the jobs table: the leader's next fire statement blocks on its
-        # insert, so its pass cannot finish. (A held schedule row no longer
-        # blocks a pass: the fire statement skips it.)
+        # insert, so its pass cannot finish. (A held schedule row does not
+        # block a pass: the fire statement skips it.)
         blocker.execute("LOCK TABLE awa_jobs IN ACCESS EXCLUSIVE MODE")
         wait_for(
             lambda: observer.execute(

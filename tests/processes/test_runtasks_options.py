@@ -1,4 +1,4 @@
-"""Issue 9: runtasks exit status after failures, --max-tasks, --worker-id, AWA_TASK_TIMEOUT."""
+"""``runtasks`` exit status after failures, --max-tasks, --worker-id, AWA_TASK_TIMEOUT."""
 
 from __future__ import annotations
 

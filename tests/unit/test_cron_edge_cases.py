@@ -1,5 +1,5 @@
-"""Audit "daymatch": non-ASCII digits, the day fields in descriptions, wrap-around
-ranges and the admin's first fire, each pinned without a database."""
+"""Cron edge cases, without a database: non-ASCII digits, the day fields in
+descriptions, wrap-around ranges and the admin's first fire."""
 
 from __future__ import annotations
 
