@@ -20,10 +20,12 @@ from tests.factories import CronJobFactory
 
 
 def texts(response: Any) -> list[str]:
+    """The messages the response shows the user."""
     return [str(m) for m in response.context["messages"]]
 
 
 def staff(username: str, *codenames: str) -> Client:
+    """A client logged in as a staff user holding only these awa_django permissions."""
     user = User.objects.create_user(username, password="pw", is_staff=True)
     perms = Permission.objects.filter(content_type__app_label="awa_django", codename__in=codenames)
     assert perms.count() == len(codenames), codenames
@@ -37,6 +39,7 @@ VIEW_ALL = ("view_cronjob", "view_job", "view_queue", "view_cronowner", "view_ru
 
 
 def live_leader() -> None:
+    """Store a live ``runcron`` leader: the console marks rows overdue only with one."""
     RuntimeInstance.objects.create(
         instance_id=uuid.uuid4(),
         hostname="box",
@@ -51,6 +54,7 @@ def live_leader() -> None:
 
 
 def owned(owner: str, *names: str) -> None:
+    """Owner ``owner`` with a schedule of each name."""
     CronOwner.objects.get_or_create(owner_id=owner)
     for name in names:
         CronJobFactory(name=name, owner_id=owner)

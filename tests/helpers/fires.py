@@ -42,10 +42,12 @@ def plan_entry(
     }
 
 
+# The fire function ``fire`` calls; the SQL tests set it to each installed version.
 FIRE = {"function": "awa_cron_fire_v2"}
 
 
 def fire(*entries: dict[str, Any]) -> list[dict[str, Any]]:
+    """Call the fire function ``FIRE`` names with these plan entries: the jobs it inserted."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT * FROM {FIRE['function']}(%s::jsonb)", [json.dumps(list(entries))])
         columns = [c.name for c in cursor.description]
@@ -53,6 +55,7 @@ def fire(*entries: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def fresh(name: str) -> CronJob:
+    """Schedule row ``name`` as stored now."""
     return CronJob.objects.get(name=name)
 
 
@@ -81,11 +84,13 @@ def prepared_for(names: list[str], **kwargs: Any) -> prefire.Prepared:
 
 
 def slots(name: str) -> list[datetime]:
+    """The fire slots of schedule ``name`` that landed in ``awa_jobs``."""
     values = Job.objects.filter(metadata__cron_name=name).values_list("metadata__cron_fire_at", flat=True)
     return [datetime.fromisoformat(v) for v in values]
 
 
 def assert_exactly_once_no_gap(name: str, since: datetime | None = None) -> list[datetime]:
+    """Every second from ``since`` fired once for ``name`` (at least two): its slots."""
     fired = slots(name)
     assert len(fired) == len(set(fired)), f"{name}: duplicate fires"
     window = sorted(f for f in fired if since is None or f >= since)
