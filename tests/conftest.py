@@ -1,72 +1,22 @@
-"""Shared fixtures: real PostgreSQL only (the test database of pytest-django)."""
+"""Shared fixtures: real PostgreSQL only (the test database of pytest-django).
+
+Fixtures only: the helpers they use live in ``tests/helpers/``.
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from django.db import connection, transaction
 
-from awa_django.schedules.declaration import registry
+# Before the helpers are imported: their asserts report like a test's own.
+pytest.register_assert_rewrite("tests.helpers")
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def database_url() -> str:
-    """A URL for the *test* database, for subprocesses and raw connections."""
-    s = connection.settings_dict
-    host = s.get("HOST") or ""
-    port = f":{s['PORT']}" if s.get("PORT") else ""
-    socket = s.get("OPTIONS", {}).get("host")
-    query = f"?host={socket}" if socket else ""
-    user = s.get("USER") or "postgres"
-    return f"postgres://{user}@{host}{port}/{s['NAME']}{query}"
-
-
-def manage(*args: str, **env: str | None) -> subprocess.CompletedProcess[str]:
-    """``python -m django ARGS`` with tests.settings from the project root, as a
-    shell user runs it. ``env`` overrides the environment (None removes a name)."""
-    environ = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings")
-    for name, value in env.items():
-        if value is None:
-            environ.pop(name, None)
-        else:
-            environ[name] = value
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-@contextmanager
-def operator_context() -> Iterator[None]:
-    """A transaction in which the schedule fence lets lifecycle columns change,
-    as awa_django's operator actions do (tests use it to set up rows)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('awa.cron_admin', 'on', true)")
-        yield
-
-
-def raw_connection(autocommit: bool = True) -> psycopg.Connection[Any]:
-    """A second, independent session on the test database."""
-    params = dict(connection.get_connection_params())
-    for key in ("cursor_factory", "context", "prepare_threshold"):
-        params.pop(key, None)
-    return psycopg.connect(autocommit=autocommit, **params)
+from awa_django.schedules.declaration import registry  # noqa: E402
+from tests.helpers.database import raw_connection  # noqa: E402
+from tests.helpers.processes import Runcron, Runtasks  # noqa: E402
 
 
 @pytest.fixture
@@ -97,89 +47,6 @@ def _restored_connection_options() -> Iterator[None]:
     yield
     for alias, options in saved.items():
         connections[alias].settings_dict["OPTIONS"] = options
-
-
-class Runcron:
-    """A real ``manage.py runcron`` (or ``runtasks``) subprocess on the test database."""
-
-    command = "runcron"
-    # Printed right after the command installs its SIGTERM/SIGINT handlers.
-    started_line = "waiting for leadership"
-
-    def __init__(self, schedules: dict[str, Any], extra_env: dict[str, str], args: list[str]) -> None:
-        env = dict(os.environ)
-        env.update(
-            {
-                "DJANGO_SETTINGS_MODULE": "tests.settings",
-                "DATABASE_URL": database_url(),
-                "AWA_TEST_SCHEDULES": json.dumps(schedules),
-                "AWA_EVALUATE_INTERVAL": "0.2",
-                "AWA_ELECTION_INTERVAL": "0.2",
-                "AWA_LEADER_CHECK_INTERVAL": "0.5",
-                "AWA_SYNC_INTERVAL": "5",
-                "AWA_LOG_LEVEL": "INFO",
-                "AWA_HEARTBEAT_INTERVAL": "0.2",
-                "AWA_RESCUE_AFTER": "1.0",
-                "AWA_POLL_INTERVAL": "0.5",
-                "AWA_RETRY_BACKOFF": "0.05",
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        env.update(extra_env)
-        self.log_path = (
-            Path(os.environ.get("TMPDIR", "/tmp")) / f"{self.command}-{os.getpid()}-{time.monotonic_ns()}.log"
-        )
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "django", self.command, *args],
-            cwd=ROOT,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def output(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text(errors="replace")
-
-    def signal(self, signum: int) -> None:
-        if signum in (signal.SIGTERM, signal.SIGINT):
-            # Sent before the handlers are installed (Django still starting on a
-            # loaded machine), it would kill the process instead of stopping it.
-            wait_for(lambda: self.started_line in self.output() or self.proc.poll() is not None, timeout=60)
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-
-    def kill(self) -> None:
-        self.signal(signal.SIGKILL)
-        self.wait()
-
-    def wait(self, timeout: float = 60) -> int:
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            self._log.close()
-
-    def close(self) -> None:
-        """Kill the process if it still runs, reap it and close its log file."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(timeout=60)
-        finally:
-            self._log.close()
-
-
-class Runtasks(Runcron):
-    """A real ``manage.py runtasks`` subprocess on the test database."""
-
-    command = "runtasks"
-    started_line = "runtasks: worker"
 
 
 @pytest.fixture
@@ -214,32 +81,3 @@ def runtasks(_processes: list[Runcron]) -> Callable[..., Runtasks]:
         return proc
 
     return start
-
-
-def leader_pid() -> int | None:
-    """The pid of the backend session holding the runcron leader lock, if any."""
-    from awa_django.scheduler.leader import LEADER_LOCK_KEY
-
-    key = LEADER_LOCK_KEY & 0xFFFFFFFFFFFFFFFF
-    with raw_connection() as conn:
-        row = conn.execute(
-            "SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.granted "
-            # Advisory locks are per database; other test databases may have leaders too.
-            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND l.classid::bigint = %s AND l.objid::bigint = %s",
-            [key >> 32, key & 0xFFFFFFFF],
-        ).fetchone()
-    return row[0] if row else None
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 60, interval: float = 0.05) -> Any:
-    """Poll ``predicate`` until truthy; fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)

@@ -92,7 +92,7 @@ LOGGING = {
 AWA_LOCK_TIMEOUT = env.float("AWA_LOCK_TIMEOUT", default=5.0)
 AWA_STATEMENT_TIMEOUT = env.float("AWA_STATEMENT_TIMEOUT", default=60.0)
 
-# Issue 13 (production operation): faster health limits for subprocess tests,
+# Production operation: faster health limits for subprocess tests,
 # JSON logs on request, and a direct alias for the leader/LISTEN connections
 # when DATABASE_URL goes through a (test-started) PgBouncer.
 AWA_HEALTH_MAX_PASS_AGE = env.float("AWA_HEALTH_MAX_PASS_AGE", default=60.0)

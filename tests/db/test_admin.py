@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.db import DatabaseError, connection
 from django.test import Client, override_settings
 from django.urls import reverse
@@ -22,8 +22,9 @@ from django.urls import reverse
 from awa_django import periodic
 from awa_django.actions import owners, queues, schedules
 from awa_django.admin.fires import dst_marked_fires
-from awa_django.models import CronJob, CronOwner, Job, RuntimeInstance
+from awa_django.models import CronJob, Job, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
+from tests.helpers.admin import VIEW_ALL, live_leader, owned, staff, texts
 
 pytestmark = pytest.mark.django_db
 
@@ -44,41 +45,10 @@ def act(client: Client, url: str, action: str, *pks: Any, **extra: str) -> Any:
     )
 
 
-def texts(response: Any) -> list[str]:
-    return [str(m) for m in response.context["messages"]]
-
-
 def offered(client: Client, url: str) -> set[str]:
     """The actions offered to this user on this list."""
     form = client.get(url).context["action_form"]
     return set() if form is None else set(dict(form.fields["action"].choices)) - {""}
-
-
-def staff(username: str, *codenames: str) -> Client:
-    user = User.objects.create_user(username, password="pw", is_staff=True)
-    perms = Permission.objects.filter(content_type__app_label="awa_django", codename__in=codenames)
-    assert perms.count() == len(codenames), codenames
-    user.user_permissions.set(perms)
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-VIEW_ALL = ("view_cronjob", "view_job", "view_queue", "view_cronowner", "view_runtimeinstance")
-
-
-def live_leader() -> None:
-    RuntimeInstance.objects.create(
-        instance_id=uuid.uuid4(),
-        hostname="box",
-        pid=42,
-        version="t",
-        role="runcron",
-        started_at=datetime.now(UTC),
-        snapshot_interval_ms=10_000,
-        leader=True,
-        cron_protocol=1,
-    )
 
 
 # -- schedule list -----------------------------------------------------------------
@@ -439,12 +409,6 @@ def test_runtimes__leader_fresh_and_stale(admin_client: Client) -> None:
 
 
 # -- owners ------------------------------------------------------------------------
-
-
-def owned(owner: str, *names: str) -> None:
-    CronOwner.objects.get_or_create(owner_id=owner)
-    for name in names:
-        CronJobFactory(name=name, owner_id=owner)
 
 
 def test_owners__list_and_detail_show_the_live_plan(admin_client: Client) -> None:

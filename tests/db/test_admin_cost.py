@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from awa_django.actions import schedules
-from tests.conftest import raw_connection
+from tests.helpers.database import raw_connection
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Parked and poisoned schedule rows in the admin (issues 7 and 8 together).
+"""Parked and poisoned schedule rows in the admin.
 
 A row written by raw SQL with a timestamp no Python datetime can hold must not
 break the schedule list for every row, and a parked row shows why it is quiet.
@@ -14,8 +14,8 @@ from django.urls import reverse
 from awa_django.actions import schedules
 from awa_django.models import CronJob
 from awa_django.scheduler.evaluator import evaluate
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
 
 pytestmark = pytest.mark.django_db
 

@@ -22,6 +22,7 @@ from awa_django.exceptions import JobCancelled, WorkerLost
 from awa_django.models import Job, JobState
 from awa_django.tasks.backend import AwaBackend
 from tests.factories import JobFactory
+from tests.helpers.database import db_now
 from tests.testapp import backend_tasks
 from tests.testapp.backend_tasks import async_echo, echo, report
 from tests.testapp.tasks import record, send_mail
@@ -32,12 +33,6 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ECHO = "tests.testapp.backend_tasks.echo"
 BACKEND = "awa_django.tasks.backend.AwaBackend"
 QUEUES = ["default", "mail", "reports"]
-
-
-def db_now() -> datetime:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clock_timestamp()")
-        return cursor.fetchone()[0]
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Issue 9: TaskResult and get_result follow django.tasks' documented meaning."""
+"""TaskResult and get_result follow django.tasks' documented meaning."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from django.test import override_settings
 
 from awa_django import checks
 from awa_django.schedules.declaration import periodic
-from tests.conftest import ROOT
+from tests.helpers.processes import ROOT
 
 RECORD = "tests.testapp.tasks.record"
 VALID = {"cron": "0 2 * * *", "task": RECORD}

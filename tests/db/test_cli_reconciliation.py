@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from awa_django.models import CronJob
 from tests.factories import CronJobFactory
-from tests.reconcile_helpers import PLAN_KEYS, job, publish
+from tests.helpers.reconcile import PLAN_KEYS, job, publish
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

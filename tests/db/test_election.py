@@ -10,7 +10,8 @@ import psycopg
 import pytest
 
 from awa_django.scheduler import election
-from tests.conftest import raw_connection, wait_for
+from tests.helpers.database import raw_connection
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""``enqueue()`` in one statement and ``AwaBackend.enqueue_many`` (issue 10)."""
+"""``enqueue()`` in one statement and ``AwaBackend.enqueue_many``."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ ROW_FIELDS = ("kind", "queue", "args", "priority", "max_attempts", "metadata", "
 
 @pytest.mark.parametrize("run_after", [None, "past", "future"])
 def test_enqueue__one_call_stores_the_row_enqueue_many_stores(run_after: str | None) -> None:
-    # enqueue() has its own single-row INSERT (issue 10); the rows must not differ.
+    # enqueue() has its own single-row INSERT; the rows must not differ.
     now = timezone.now()
     when = {None: None, "past": now - timedelta(hours=1), "future": now + timedelta(hours=1)}[run_after]
     task = echo.using(run_after=when) if when is not None else echo

@@ -16,14 +16,9 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from awa_django.models import CronJob, Job
 from awa_django.scheduler.evaluator import evaluate
 from tests.factories import CronJobFactory
+from tests.helpers.database import db_now
 
 pytestmark = pytest.mark.django_db
-
-
-def db_now() -> datetime:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement_timestamp()")
-        return cursor.fetchone()[0]
 
 
 def midnight(moment: datetime, days_ago: int = 0) -> datetime:

@@ -15,9 +15,9 @@ from django.db import connection, transaction
 
 from awa_django.reconciliation import evidence
 from awa_django.reconciliation.decision import Agreement
-from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory
-from tests.reconcile_helpers import age_evidence, execute, job, legacy_runtime, publish, shut_down
+from tests.helpers.database import operator_context, raw_connection
+from tests.helpers.reconcile import age_evidence, execute, job, legacy_runtime, publish, shut_down
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,9 +8,10 @@ import pytest
 from django.db import connections
 
 from awa_django.models import Job
-from tests.conftest import raw_connection, wait_for
-from tests.db.test_fire_sql import FIRE, T0, fire, fresh, plan_entry
 from tests.factories import CronJobFactory
+from tests.helpers.database import raw_connection
+from tests.helpers.fires import FIRE, T0, fire, fresh, plan_entry
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ the caller remembering anything.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -17,36 +17,15 @@ from django.db import DatabaseError, connection, transaction
 
 from awa_django.models import CronJob, Job
 from awa_django.scheduler.evaluator import job_row
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
+from tests.helpers.fires import FIRE, T0, fire, fresh, plan_entry
 
 pytestmark = pytest.mark.django_db
-
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-def plan_entry(
-    row: CronJob, fires: list[datetime], next_fire_at: Any = None, prev: Any = "read"
-) -> dict[str, Any]:
-    """A fire-plan entry as the evaluator would build it from ``row``."""
-    if prev == "read":
-        prev = row.last_enqueued_at
-    return {
-        "name": row.name,
-        "prev": prev.isoformat() if prev else None,
-        "created_at": row.created_at.isoformat(),
-        "cron_expr": row.cron_expr,
-        "timezone": row.timezone,
-        "missed_fire_policy": row.missed_fire_policy,
-        "fires": [f.isoformat() for f in fires],
-        "next_fire_at": (next_fire_at or (fires[-1] + timedelta(minutes=1) if fires else T0)).isoformat(),
-    }
-
 
 # Every fire statement keeps the same contract: v2 adds name-ordered row
 # locking, v3 (used by the evaluator) parking; v1 stays installed for older writers.
 FIRE_FUNCTIONS = ["awa_cron_fire_v1", "awa_cron_fire_v2", "awa_cron_fire_v3"]
-FIRE = {"function": "awa_cron_fire_v2"}
 
 
 @pytest.fixture(autouse=True, params=FIRE_FUNCTIONS)
@@ -54,17 +33,6 @@ def fire_function(request: pytest.FixtureRequest) -> Any:
     FIRE["function"] = request.param
     yield request.param
     FIRE["function"] = "awa_cron_fire_v2"
-
-
-def fire(*entries: dict[str, Any]) -> list[dict[str, Any]]:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT * FROM {FIRE['function']}(%s::jsonb)", [json.dumps(list(entries))])
-        columns = [c.name for c in cursor.description]
-        return [job_row(columns, r) for r in cursor.fetchall()]
-
-
-def fresh(name: str) -> CronJob:
-    return CronJob.objects.get(name=name)
 
 
 def test_fire__first_fire_marks_and_inserts_in_one_statement() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -17,53 +16,9 @@ from django.utils import timezone
 
 from awa_django import health
 from awa_django.health import Progress, probe
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
-
-HOST = "probe-host"
-
-
-def add_runtime(
-    role: str = "runcron",
-    *,
-    hostname: str = HOST,
-    pid: int = 100,
-    leader: bool = False,
-    seen_ago: float = 0.0,
-    pass_ago: float | None = 0.0,
-    started_ago: float = 60.0,
-    interval_ms: int = 10_000,
-    shutting_down: bool = False,
-) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            INSERT INTO awa_runtime_instances
-                (instance_id, hostname, pid, version, role, started_at, last_seen_at,
-                 snapshot_interval_ms, leader, queues, shutting_down, cron_protocol, last_pass_at)
-            VALUES (%s, %s, %s, 'test', %s,
-                    clock_timestamp() - make_interval(secs => %s),
-                    clock_timestamp() - make_interval(secs => %s),
-                    %s, %s, '[]'::jsonb, %s, 1,
-                    clock_timestamp() - make_interval(secs => %s))
-            """,
-            [
-                str(uuid.uuid4()),
-                hostname,
-                pid,
-                role,
-                started_ago,
-                seen_ago,
-                interval_ms,
-                leader,
-                shutting_down,
-                pass_ago,
-            ],
-        )
-
-
-def by_name(report: health.HealthReport) -> dict[str, health.Check]:
-    return {c.name: c for c in report.checks}
+from tests.helpers.database import operator_context
+from tests.helpers.health import HOST, add_runtime, by_name
 
 
 @pytest.mark.django_db

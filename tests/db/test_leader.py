@@ -17,8 +17,9 @@ from awa_django.exceptions import LeadershipUnavailable
 from awa_django.models import CronJob, Job
 from awa_django.scheduler.leader import LEADER_LOCK_KEY, Leader
 from awa_django.schedules.declaration import build_schedule
-from tests.conftest import leader_pid, wait_for
 from tests.factories import CronJobFactory
+from tests.helpers.database import leader_pid
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,70 +3,25 @@
 from __future__ import annotations
 
 import gc
-import socket
 import threading
 import urllib.request
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.models import Count
 from django.test import RequestFactory
 from django.test.utils import override_settings
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from awa_django import metrics
 from awa_django.db import sessions
-from awa_django.models import CronJob, Job
-from tests.conftest import operator_context, wait_for
+from awa_django.models import CronJob
 from tests.factories import CronJobFactory, JobFactory
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def parse(text: str) -> Samples:
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def scrape(port: int) -> Samples:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
-        assert response.status == 200
-        return parse(response.read().decode())
-
-
-def scrape_until(port: int, ready: Any, timeout: float = 30) -> Samples:
-    """Scrape until ``ready(samples)``: a counter moves just after the row it counts commits."""
-    found: list[Samples] = []
-
-    def attempt() -> bool:
-        found[:] = [scrape(port)]
-        return bool(ready(found[0]))
-
-    wait_for(attempt, timeout=timeout, interval=0.2)
-    return found[0]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def jobs_by_queue_and_state() -> dict[tuple[str, str], int]:
-    rows = Job.objects.values("queue", "state").annotate(n=Count("id"))
-    return {(r["queue"], r["state"]): r["n"] for r in rows}
+from tests.helpers.database import operator_context
+from tests.helpers.metrics import Samples, jobs_by_queue_and_state, parse, scrape, scrape_until, value
+from tests.helpers.servers import free_port
+from tests.helpers.waiting import wait_for
 
 
 @pytest.mark.django_db

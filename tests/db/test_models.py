@@ -7,8 +7,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from awa_django.models import CronJob, Job, JobState, Queue, TextArrayField
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory, JobFactory
+from tests.helpers.database import operator_context
 
 pytestmark = pytest.mark.django_db
 

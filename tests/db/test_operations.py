@@ -9,8 +9,8 @@ import pytest
 from awa_django.actions import schedules
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import CronJob, Job
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
 
 pytestmark = pytest.mark.django_db
 

@@ -75,7 +75,7 @@ def test_prepared_batches__side_by_side_on_two_connections_never_early(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from awa_django.scheduler import prefire
-    from tests.db.test_prefire import prepared_for
+    from tests.helpers.fires import prepared_for
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     names = make_due(5)

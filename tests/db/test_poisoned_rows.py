@@ -21,47 +21,13 @@ from awa_django.scheduler import evaluator
 from awa_django.scheduler.evaluator import evaluate
 from awa_django.scheduler.leader import Leader
 from tests.factories import CronJobFactory
+from tests.helpers.rows import POISONS, parked, poison
 
 pytestmark = pytest.mark.django_db
-
-POISONS = {
-    "last_enqueued_at_year_9999": ("last_enqueued_at", "'9999-12-31 23:59+00'"),
-    "last_enqueued_at_year_1": ("last_enqueued_at", "'0001-01-01 00:00+00'"),
-    "last_enqueued_at_infinity": ("last_enqueued_at", "'infinity'"),
-    "last_enqueued_at_minus_infinity": ("last_enqueued_at", "'-infinity'"),
-    "created_at_year_9999": ("created_at", "'9999-12-31 23:59+00'"),
-    "created_at_year_1": ("created_at", "'0001-01-01 00:00+00'"),
-    "created_at_infinity": ("created_at", "'infinity'"),
-    "created_at_minus_infinity": ("created_at", "'-infinity'"),
-    "args_list": ("args", "'[1]'"),
-    "args_number": ("args", """'{"args": 5}'"""),
-    "args_extra_key": ("args", """'{"args": [], "kwargs": {}, "x": 1}'"""),
-    "metadata_list": ("metadata", "'[]'"),
-    "kind_relative": ("kind", "'.x'"),
-    "kind_dots": ("kind", "'..'"),
-    "cron_garbage": ("cron_expr", "'not a cron'"),
-    "cron_step_too_large": ("cron_expr", "'*/61 * * * *'"),
-    "zone_unknown": ("timezone", "'Mars/Olympus_Mons'"),
-    "zone_localtime": ("timezone", "'localtime'"),
-}
-
-
-def poison(name: str, column: str, value: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE awa_cron_jobs SET {column} = {value} WHERE name = %s", [name])
 
 
 def fired(name: str) -> int:
     return Job.objects.filter(metadata__cron_name=name).count()
-
-
-def parked(name: str) -> tuple[bool, str | None]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT parked_at IS NOT NULL, parked_reason FROM awa_cron_jobs WHERE name = %s", [name]
-        )
-        row: tuple[bool, str | None] = cursor.fetchone()
-    return row
 
 
 @pytest.mark.parametrize("case", sorted(POISONS))

@@ -4,46 +4,19 @@ and nothing a pause, a change or a stale plan forbids."""
 from __future__ import annotations
 
 import threading
-import time
-from datetime import datetime
-from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from awa_django.models import CronJob, Job
 from awa_django.scheduler import prefire
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
+from tests.helpers.fires import prepared_for, set_slot
 
 pytestmark = pytest.mark.django_db
 
 EVERY_SECOND = "* * * * * *"
-
-
-def set_slot(names: list[str], seconds_ahead: int) -> datetime:
-    """Store the next whole second at least ``seconds_ahead`` away as these rows' next fire."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE awa_cron_jobs SET next_fire_at = date_trunc('second', clock_timestamp())"
-            " + make_interval(secs => %s) WHERE name = ANY(%s) RETURNING next_fire_at",
-            [seconds_ahead, names],
-        )
-        slot: datetime = cursor.fetchone()[0]
-    return slot
-
-
-def prepared_for(names: list[str], **kwargs: Any) -> prefire.Prepared:
-    """Prepare the slot of ``names``; a machine stalled past the slot retries (60 s)."""
-    deadline = time.monotonic() + 60
-    while True:
-        slot = set_slot(names, 2)
-        prepared = prefire.prepare(ahead=30, **kwargs)
-        if prepared is not None or time.monotonic() > deadline:
-            assert prepared is not None, "nothing prepared"
-            assert prepared.slot == slot
-            return prepared
 
 
 def jobs(name: str) -> list[Job]:

@@ -13,8 +13,9 @@ from django.db import connection, connections
 
 from awa_django.actions.queues import prune_jobs
 from awa_django.models import Job
-from tests.conftest import raw_connection, wait_for
 from tests.factories import JobFactory
+from tests.helpers.database import raw_connection
+from tests.helpers.waiting import wait_for
 
 
 def finished_long_ago(**fields: Any) -> Job:

@@ -27,8 +27,9 @@ from awa_django.actions.queues import (
 )
 from awa_django.management.commands.awa import default_actor
 from awa_django.models import Job, JobState, QueueMeta
-from tests.conftest import raw_connection, wait_for
 from tests.factories import JobFactory
+from tests.helpers.database import db_now, raw_connection
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -36,12 +37,6 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 UNFINISHED = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RUNNING, JobState.RETRYABLE)
 FINISHED = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
 CANCELLABLE = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
-
-
-def db_now() -> datetime:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clock_timestamp()")
-        return cursor.fetchone()[0]
 
 
 def awa(*args: str) -> str:

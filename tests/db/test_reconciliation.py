@@ -1,8 +1,8 @@
-"""Owner-scoped reconciliation (ADR-007 "#481"), driven through the Python API.
+"""Owner-scoped reconciliation (ADR-007), driven through the Python API.
 
 Ports Awa's ``cron_reconciliation_test.rs`` scenarios and adds one test per
 ADR requirement they leave implicit. Runtimes are simulated with real
-:class:`RuntimeReporter` snapshot transactions (see ``reconcile_helpers``);
+:class:`RuntimeReporter` snapshot transactions (see ``tests.helpers.reconcile``);
 "leader passes" are :func:`reconciliation.reconcile` calls. Grace periods are
 100-200 ms and every wait is slightly longer; all clocks are the database's.
 """
@@ -43,12 +43,11 @@ from awa_django.scheduler.evaluator import evaluate
 from awa_django.scheduler.leader import Leader
 from awa_django.schedules.declaration import build_schedule
 from awa_django.schedules.sync import sync_schedules
-from tests.conftest import raw_connection
-from tests.reconcile_helpers import (
+from tests.helpers.database import db_now, raw_connection
+from tests.helpers.reconcile import (
     PLAN_KEYS,
     Background,
     age_evidence,
-    db_now,
     execute,
     fire,
     fire_entry,

@@ -22,11 +22,10 @@ from awa_django.models import CronJob, Job
 from awa_django.reconciliation.persistence import CRON_PROTOCOL_VERSION, plan
 from awa_django.scheduler.evaluator import evaluate
 from awa_django.schedules.sync import sync_schedules
-from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory, JobFactory
-from tests.reconcile_helpers import (
+from tests.helpers.database import db_now, operator_context, raw_connection
+from tests.helpers.reconcile import (
     Background,
-    db_now,
     execute,
     fire,
     fire_entry,

@@ -594,7 +594,7 @@ def test_build_schedule__an_expression_is_parsed_once_per_process(monkeypatch: p
     schedules._parse_cron.cache_clear()
 
 
-# -- settings_schedules keeps one validation (issue 10: start-up at 10,000 declared)
+# -- settings_schedules keeps one validation (start-up with 10,000 declared)
 CACHED = {"cached-a": {"cron": "*/5 * * * *", "task": "tests.testapp.tasks.record"}}
 
 

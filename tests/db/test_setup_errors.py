@@ -1,4 +1,4 @@
-"""Issue 9: setup mistakes get a message that says what to do (E070-E073, missing migrate)."""
+"""Setup mistakes get a message that says what to do (E070-E073, missing migrate)."""
 
 from __future__ import annotations
 

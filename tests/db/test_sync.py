@@ -10,8 +10,8 @@ from django.utils import timezone
 from awa_django.models import CronJob
 from awa_django.schedules.declaration import build_schedule
 from awa_django.schedules.sync import sync_schedules
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
 
 pytestmark = pytest.mark.django_db
 

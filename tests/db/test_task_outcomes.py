@@ -246,7 +246,7 @@ def test_worker__failure_report_survives_a_terminated_connection(caplog: pytest.
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
-    from tests.conftest import raw_connection
+    from tests.helpers.database import raw_connection
 
     with raw_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
@@ -282,7 +282,7 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
-    from tests.conftest import raw_connection
+    from tests.helpers.database import raw_connection
 
     with raw_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
@@ -331,8 +331,8 @@ def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> 
 
     from django.db import connection, connections
 
-    from tests.conftest import wait_for
-    from tests.tcpproxy import TcpProxy
+    from tests.helpers.tcpproxy import TcpProxy
+    from tests.helpers.waiting import wait_for
 
     direct = connection.settings_dict
     proxy = TcpProxy((direct["HOST"] or "127.0.0.1", int(direct["PORT"] or 5432)))
@@ -368,7 +368,7 @@ def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> 
 def test_worker__heartbeat_report_survives_a_terminated_connection() -> None:
     from django.db import connection
 
-    from tests.conftest import raw_connection
+    from tests.helpers.database import raw_connection
 
     result = tasks.write_effect.enqueue("beat")
     worker = Worker()

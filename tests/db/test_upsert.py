@@ -14,8 +14,8 @@ from awa_django.models import CronJob, CronManifest, CronOwner
 from awa_django.reconciliation.manifest import manifest_for
 from awa_django.schedules import upsert
 from awa_django.schedules.declaration import Schedule, build_schedule
-from tests.conftest import operator_context
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
 
 pytestmark = pytest.mark.django_db
 

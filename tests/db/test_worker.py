@@ -284,7 +284,7 @@ def test_cron_fire__sends_task_enqueued_after_commit() -> None:
 
     def receiver(sender: Any, task_result: Any, **kw: Any) -> None:
         # Sent after the fire committed: another session already sees the row.
-        from tests.conftest import raw_connection
+        from tests.helpers.database import raw_connection
 
         with raw_connection() as other:
             visible = other.execute(

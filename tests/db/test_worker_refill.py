@@ -1,4 +1,4 @@
-"""The batch that completes finished attempts also claims the free slots (issue 10, item 2)."""
+"""The batch that completes finished attempts also claims the free slots."""
 
 from __future__ import annotations
 

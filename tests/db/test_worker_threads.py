@@ -1,4 +1,4 @@
-"""Task threads are reused with their connection (issue 10), never a broken one."""
+"""Task threads are reused with their connection, never a broken one."""
 
 from __future__ import annotations
 

@@ -7,18 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-
-def open_files() -> dict[int, str]:
-    """This process's descriptors on regular files (not sockets, pipes or devices)."""
-    found: dict[int, str] = {}
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{name}")
-        except OSError:  # closed between listdir and readlink (the listdir fd itself)
-            continue
-        if target.startswith("/") and not target.startswith(("/dev/", "/proc/")):
-            found[int(name)] = target
-    return found
+from tests.helpers.processes import open_files
 
 
 @pytest.fixture(autouse=True)

@@ -28,8 +28,9 @@ from awa_django.db.guards import guard_process_connections, keepalive_options
 from awa_django.models import Job
 from awa_django.reconciliation.snapshots import RuntimeReporter
 from awa_django.scheduler.evaluator import evaluate
-from tests.conftest import raw_connection, wait_for
 from tests.factories import CronJobFactory
+from tests.helpers.database import raw_connection
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

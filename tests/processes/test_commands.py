@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 import pytest
 
 from awa_django.models import CronJob, Job, JobState
-from tests.conftest import ROOT, database_url, manage
 from tests.factories import CronJobFactory, JobFactory
+from tests.helpers.database import database_url
+from tests.helpers.processes import ROOT, manage
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 BAD_SCHEDULES = {"bad": {"cron": "nope", "task": "tests.testapp.tasks.record"}}

@@ -13,11 +13,11 @@ import sys
 from datetime import datetime, timedelta
 
 import pytest
-from django.db import connection
 
 from awa_django.models import Job
-from tests.conftest import ROOT, database_url
 from tests.factories import CronJobFactory
+from tests.helpers.database import database_url, db_now
+from tests.helpers.processes import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIBFAKETIME = next(
@@ -54,12 +54,6 @@ def shifted(shift: timedelta, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
-
-
-def db_now() -> datetime:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement_timestamp()")
-        return cursor.fetchone()[0]
 
 
 def test_clockshift__harness_really_shifts_the_host_clock() -> None:

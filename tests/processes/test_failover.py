@@ -11,33 +11,18 @@ and that every job ended completed, the one caught mid-run re-run after a rescue
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.servers import Cluster, server_dir, wait_until
+from tests.helpers.processes import manage_with
+from tests.helpers.servers import Cluster, server_dir, wait_until
 
 pytestmark = [pytest.mark.slow]
 
 DBNAME = "awa_failover"
-
-
-def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    full = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", **env)
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args],
-        cwd=ROOT,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def query(cluster: Cluster, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -66,7 +51,7 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
             with primary.connect() as conn:
                 conn.execute(f"CREATE DATABASE {DBNAME}")
             primary_url = f"postgres://postgres@127.0.0.1:{primary.port}/{DBNAME}"
-            migrated = manage({"DATABASE_URL": primary_url}, "migrate", "-v", "0")
+            migrated = manage_with({"DATABASE_URL": primary_url}, "migrate", "-v", "0", timeout=180)
             assert migrated.returncode == 0, migrated.stderr
             standby.init_standby_of(primary)
             standby.start()
@@ -98,12 +83,13 @@ def test_failover__runcron_and_runtasks_survive_promotion_of_a_streaming_standby
             )
 
             # A task running when the primary dies, its start already replicated.
-            enqueued = manage(
+            enqueued = manage_with(
                 {"DATABASE_URL": primary_url},
                 "shell",
                 "-c",
                 "from tests.testapp.tasks import slow_effect\n"
                 "slow_effect.enqueue(label='mid-crash', seconds=3)",
+                timeout=180,
             )
             assert enqueued.returncode == 0, enqueued.stderr
             wait_until(

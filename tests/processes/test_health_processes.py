@@ -13,8 +13,10 @@ import pytest
 from django.test import override_settings
 
 from awa_django.health import probe
-from tests.conftest import ROOT, database_url, raw_connection, wait_for
-from tests.db.test_health import by_name
+from tests.helpers.database import database_url, raw_connection
+from tests.helpers.health import by_name
+from tests.helpers.processes import ROOT
+from tests.helpers.waiting import wait_for
 
 
 def test_awa_health__unreachable_database_exits_1_with_a_message_not_a_traceback() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.conftest import wait_for
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

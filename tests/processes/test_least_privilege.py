@@ -15,7 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from awa_django.models import Job
-from tests.conftest import ROOT, database_url, manage, raw_connection
+from tests.helpers.database import database_url, raw_connection
+from tests.helpers.processes import ROOT, manage
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

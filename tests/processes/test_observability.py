@@ -13,9 +13,10 @@ from django.utils import timezone
 
 from awa_django.actions import schedules as operations
 from awa_django.models import Job, RuntimeInstance
-from tests.conftest import wait_for
-from tests.db.test_metrics import free_port, jobs_by_queue_and_state, scrape, scrape_until, value
 from tests.factories import JobFactory
+from tests.helpers.metrics import jobs_by_queue_and_state, scrape, scrape_until, value
+from tests.helpers.servers import free_port
+from tests.helpers.waiting import wait_for
 
 
 @pytest.mark.slow

@@ -22,9 +22,11 @@ import pytest
 from django.db import connection
 
 from awa_django.models import Job, RuntimeInstance
-from tests.conftest import ROOT, database_url, raw_connection, wait_for
-from tests.processes.test_processes import assert_exactly_once_no_gap, db_now, leader_process_pid, slots
-from tests.servers import PgBouncer, server_dir
+from tests.helpers.database import database_url, db_now, raw_connection
+from tests.helpers.fires import assert_exactly_once_no_gap, slots
+from tests.helpers.processes import ROOT, leader_process_pid
+from tests.helpers.servers import PgBouncer, server_dir
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from awa_django.models import Job
-from tests.conftest import wait_for
-from tests.db.test_poisoned_rows import POISONS, parked, poison
 from tests.factories import CronJobFactory
+from tests.helpers.rows import POISONS, parked, poison
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

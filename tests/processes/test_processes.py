@@ -7,17 +7,18 @@ they assert on what landed in ``awa_jobs``, never on durations.
 
 from __future__ import annotations
 
-import itertools
 import random
 import signal
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from awa_django.models import Job
-from tests.conftest import leader_pid, raw_connection, wait_for
+from tests.helpers.database import db_now, leader_pid, raw_connection
+from tests.helpers.fires import assert_exactly_once_no_gap, slots
+from tests.helpers.processes import leader_process_pid
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -26,40 +27,6 @@ TASK = "tests.testapp.tasks.record"
 
 def every_second(policy: str) -> dict[str, Any]:
     return {"cron": "* * * * * *", "task": TASK, "missed_fire_policy": policy}
-
-
-def slots(name: str) -> list[datetime]:
-    values = Job.objects.filter(metadata__cron_name=name).values_list("metadata__cron_fire_at", flat=True)
-    return [datetime.fromisoformat(v) for v in values]
-
-
-def assert_exactly_once_no_gap(name: str, since: datetime | None = None) -> list[datetime]:
-    fired = slots(name)
-    assert len(fired) == len(set(fired)), f"{name}: duplicate fires"
-    window = sorted(f for f in fired if since is None or f >= since)
-    assert len(window) >= 2, f"{name}: too few fires: {window}"
-    gaps = [(a, b) for a, b in itertools.pairwise(window) if b - a != timedelta(seconds=1)]
-    assert gaps == [], f"{name}: gaps {gaps}"
-    return window
-
-
-def leader_process_pid() -> int | None:
-    """OS pid of the runcron process holding the lock (from its application_name)."""
-    backend = leader_pid()
-    if backend is None:
-        return None
-    with raw_connection() as conn:
-        row = conn.execute(
-            "SELECT application_name FROM pg_stat_activity WHERE pid = %s", [backend]
-        ).fetchone()
-    if not row or "pid=" not in row[0]:
-        return None
-    return int(row[0].rsplit("pid=", 1)[1])
-
-
-def db_now() -> datetime:
-    with raw_connection() as conn:
-        return conn.execute("SELECT statement_timestamp()").fetchone()[0]
 
 
 def test_runcron__three_replicas_fire_each_slot_exactly_once(runcron: Any) -> None:
@@ -140,8 +107,8 @@ def test_runcron__first_signal_waits_for_the_pass_second_exits_at_once(runcron: 
     wait_for(lambda: slots("stuck"), timeout=60)
     with raw_connection(autocommit=False) as blocker, raw_connection() as observer:
         # Hold the jobs table: the leader's next fire statement blocks on its
-        # insert, so its pass cannot finish. (A held schedule row no longer
-        # blocks a pass: the fire statement skips it.)
+        # insert, so its pass cannot finish. (A held schedule row does not
+        # block a pass: the fire statement skips it.)
         blocker.execute("LOCK TABLE awa_jobs IN ACCESS EXCLUSIVE MODE")
         wait_for(
             lambda: observer.execute(

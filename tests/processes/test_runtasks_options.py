@@ -1,4 +1,4 @@
-"""Issue 9: runtasks exit status after failures, --max-tasks, --worker-id, AWA_TASK_TIMEOUT."""
+"""``runtasks`` exit status after failures, --max-tasks, --worker-id, AWA_TASK_TIMEOUT."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.test.utils import override_settings
 
 from awa_django.models import Job
 from awa_django.tasks.worker import Worker
-from tests.conftest import wait_for
+from tests.helpers.waiting import wait_for
 from tests.testapp import tasks
 from tests.testapp.models import Effect
 

@@ -15,8 +15,10 @@ from django.core.management import call_command
 from django.db import connection
 
 from awa_django.models import CronDeclaration, CronJob, CronManifest, CronOwner, RuntimeInstance
-from tests.conftest import ROOT, database_url, raw_connection, wait_for
 from tests.factories import CronJobFactory
+from tests.helpers.database import database_url, raw_connection
+from tests.helpers.processes import ROOT
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -11,7 +11,7 @@ import pytest
 
 from awa_django.actions import queues
 from awa_django.models import Job
-from tests.conftest import wait_for
+from tests.helpers.waiting import wait_for
 from tests.testapp import tasks
 from tests.testapp.models import Effect
 

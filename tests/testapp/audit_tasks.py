@@ -1,5 +1,6 @@
-"""Tasks of the worker audit (tests/db/test_audit_worker.py): failures that are hard to
-store or to print."""
+"""Tasks whose failures are hard to store or to print (tests/db/test_backend_contract.py).
+
+The module path is stored in job rows, so it keeps its name."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ class CustomBaseException(BaseException):
 
 @task
 def raises_base_exception(kind: str = "system_exit") -> None:
-    """Raise a BaseException that is not an Exception (issue 9)."""
+    """Raise a BaseException that is not an Exception."""
     _effect(kind, "attempted")
     if kind == "system_exit":
         raise SystemExit("task called sys.exit")

@@ -1,7 +1,7 @@
 """Day matching as classic (Vixie/cronie) cron does it, and the extensions ``L``, ``W``, ``#``.
 
-The mismatches listed in issue 14 are reproduced here one by one; each was found by a
-brute-force oracle and failed on the croniter-based engine.
+Each case pins one day-field shape where a brute-force oracle of classic cron and
+croniter's reading disagree: the engine must follow the oracle.
 """
 
 from __future__ import annotations

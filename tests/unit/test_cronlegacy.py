@@ -1,4 +1,4 @@
-"""``legacy_difference`` against the engine awa_django used before issue 14 (croniter).
+"""``legacy_difference`` against croniter, the reading of day fields it reports changes from.
 
 For a deterministic sample of day-field shapes, the fire times of croniter and of
 cronexpr are compared (naive local times, 2026 to 2032): every expression whose fire

@@ -96,7 +96,7 @@ def test_parse_cron__macro_and_five_fields_compile_like_their_six_field_form() -
 @pytest.mark.parametrize("dow", ["*", "1-5", "0,6", "7", "*/2", "3", "1,3,5"])
 @pytest.mark.parametrize("dom", ["*", "1-7", "15", "29-31", "*/3", "1,10,20,31"])
 def test_day_masks__bit_tables_match_day_by_day_matching(dom: str, dow: str) -> None:
-    # The cached bit tables (issue 10) against the plain definition, day by day.
+    # The cached bit tables against the plain definition, day by day.
     dom_field, dow_field = _parse_days(3, dom), _parse_days(5, dow)
     for length in (28, 29, 30, 31):
         for first in range(7):

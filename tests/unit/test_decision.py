@@ -18,7 +18,7 @@ from awa_django.reconciliation.decision import (
     retirement_revisions,
     single_hash,
 )
-from tests.reconcile_helpers import PLAN_KEYS
+from tests.helpers.reconcile import PLAN_KEYS
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(seconds=30)

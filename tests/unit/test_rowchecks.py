@@ -7,7 +7,6 @@ end through the database.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,28 +14,7 @@ from django.test.utils import override_settings
 
 from awa_django.conf import DEFAULTS
 from awa_django.scheduler.row_checks import max_args_bytes, row_problem
-
-
-def healthy(**changes: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "last_enqueued_at": datetime(2026, 3, 1, 12, 0, tzinfo=UTC),
-        "prev_text": "2026-03-01 12:00:00+00",
-        "created_at": datetime(2026, 1, 1, tzinfo=UTC),
-        "created_text": "2026-01-01 00:00:00+00",
-        "args_type": "object",
-        "args_args_type": "array",
-        "args_kwargs_type": "object",
-        "args_keys": ["args", "kwargs"],
-        "args_bytes": 30,
-        "metadata_type": "object",
-        "metadata_bytes": 2,
-        "kind": "tests.testapp.tasks.record",
-        "cron_expr": "*/5 * * * *",
-        "timezone": "Europe/Berlin",
-        "missed_fire_policy": "catch_up",
-    }
-    row.update(changes)
-    return row
+from tests.helpers.rows import healthy
 
 
 def test_row_problem__none_for_a_row_a_declaration_could_write() -> None:

@@ -1,6 +1,6 @@
 """ownership.py: an applied verb that changes no row keeps the owner's clock.
 
-ADR-007 (#481): "operator actions invalidate that certificate only for
+ADR-007: "operator actions invalidate that certificate only for
 affected owners". An owner none of whose rows changed is not affected: a
 retire of an already retired row, a restore of an active one, or an owner
 verb with nothing to do must leave ``synced_hash`` and the agreement clock

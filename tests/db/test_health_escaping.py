@@ -19,9 +19,9 @@ from django.db import connection
 from django.utils import timezone
 
 from awa_django import health
-from tests.conftest import operator_context
-from tests.db.test_health import add_runtime
 from tests.factories import CronJobFactory
+from tests.helpers.database import operator_context
+from tests.helpers.health import add_runtime
 
 EVIL_NAME = "nightly\x1b[2J\rok   schedules"
 EVIL_HOST = "host\x1b]0;owned\x07\u202e"

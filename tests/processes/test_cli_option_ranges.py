@@ -1,7 +1,7 @@
 """Out-of-range ``manage.py awa`` options in a real shell: a usage error, no traceback.
 
 The values are refused by the argument parser, before any database access;
-tests/db/test_audit_faults.py covers the same options through call_command.
+tests/db/test_out_of_range_values.py covers the same options through call_command.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import manage
+from tests.helpers.processes import manage
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
 """``manage.py awa``, ``runcron`` and ``runtasks`` as a demanding operator uses
 them: bad input is a usage error naming the argument and writes nothing,
-database values never reach the terminal raw (the CLI audit's findings).
+database values never reach the terminal raw.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from awa_django.models import CronJob, Job, QueueMeta
-from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory, JobFactory
+from tests.helpers.database import operator_context, raw_connection
 
 pytestmark = pytest.mark.django_db
 

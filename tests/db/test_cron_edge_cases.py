@@ -1,4 +1,4 @@
-"""Audit "daymatch", the parts that need the database: ``manage.py check`` on a
+"""Cron edge cases that need the database: ``manage.py check`` on a
 non-ASCII digit, and the admin's overdue column for a schedule that never fired."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from django.urls import reverse
 from awa_django.db import sessions
 from awa_django.models import CronJob
 from awa_django.scheduler import evaluator
-from tests.db.test_admin import live_leader
 from tests.factories import CronJobFactory
+from tests.helpers.admin import live_leader
 
 pytestmark = pytest.mark.django_db
 

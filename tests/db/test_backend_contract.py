@@ -1,4 +1,4 @@
-"""Audit of the django.tasks contract in the backend and the worker.
+"""The django.tasks contract in the backend and the worker, under hostile failures.
 
 Failures that are hard to store or print (NUL, lone surrogates, an exception whose
 ``str()`` raises, a module whose import raises them or ``KeyboardInterrupt``) end the

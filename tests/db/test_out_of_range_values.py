@@ -26,9 +26,9 @@ from awa_django.reconciliation import evidence, persistence
 from awa_django.scheduler.evaluator import evaluate
 from awa_django.scheduler.leader import Leader
 from awa_django.tasks.worker import Worker
-from tests.conftest import operator_context, raw_connection
 from tests.factories import CronJobFactory, JobFactory
-from tests.reconcile_helpers import execute, job, publish
+from tests.helpers.database import operator_context, raw_connection
+from tests.helpers.reconcile import execute, job, publish
 from tests.testapp import tasks
 
 TIMESTAMPS = ("last_enqueued_at", "created_at", "updated_at", "paused_at", "retired_at")

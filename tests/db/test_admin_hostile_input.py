@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from awa_django.models import CronJob, CronOwner, Job
-from tests.db.test_admin import VIEW_ALL, live_leader, owned, staff, texts
 from tests.factories import CronJobFactory, JobFactory
+from tests.helpers.admin import VIEW_ALL, live_leader, owned, staff, texts
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
-"""Audit "daymatch": non-ASCII digits, the day fields in descriptions, wrap-around
-ranges and the admin's first fire, each pinned without a database."""
+"""Cron edge cases, without a database: non-ASCII digits, the day fields in
+descriptions, wrap-around ranges and the admin's first fire."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from awa_django.models import CronJob
 from awa_django.scheduler.row_checks import row_problem
 from awa_django.schedules import validation
 from awa_django.schedules.builder import build_schedule
-from tests.unit.test_rowchecks import healthy
+from tests.helpers.rows import healthy
 
 RECORD = "tests.testapp.tasks.record"
 UTC_ZONE = ZoneInfo("UTC")

@@ -25,7 +25,8 @@ from awa_django.models import CronJob
 from awa_django.reconciliation.persistence import ReconciliationConfig
 from awa_django.reconciliation.snapshots import RuntimeReporter
 from awa_django.schedules.declaration import Schedule, build_schedule
-from tests.conftest import raw_connection, wait_for
+from tests.helpers.database import raw_connection
+from tests.helpers.waiting import wait_for
 
 TASK = "tests.testapp.tasks.record"
 # The keys of a plan's JSON (``awa cron plan --json``), pinned here once: a change
@@ -113,10 +114,6 @@ def execute(sql: str, params: Any = None) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return list(cursor.fetchall()) if cursor.description else []
-
-
-def db_now() -> datetime:
-    return execute("SELECT clock_timestamp()")[0][0]
 
 
 def age_evidence(seconds: float) -> None:

@@ -17,8 +17,8 @@ import pytest
 from django.db import connection
 
 from awa_django.db.aliases import effective_pool_mode
-from tests.processes.test_pgbouncer import manage
-from tests.servers import PgBouncer, server_dir
+from tests.helpers.processes import manage_with as manage
+from tests.helpers.servers import PgBouncer, server_dir
 
 W104 = "awa_django.W104"
 

@@ -1,6 +1,6 @@
 """``manage.py awa`` in a real shell against a database that is not there or not
 migrated: every verb ends with a message and a non-zero status, never a
-traceback or a SQL excerpt (the CLI audit's findings).
+traceback or a SQL excerpt.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.conftest import database_url, manage
+from tests.helpers.database import database_url
+from tests.helpers.processes import manage
 
 # One invocation of every verb that reads or writes the database.
 VERBS = [

@@ -30,7 +30,7 @@ def run(*args: str) -> str:
 
 
 def insert_raw(name: str) -> None:
-    # Raw SQL, as an old writer would: declarations refuse such names now.
+    # Raw SQL, as a hand edit can: declarations refuse such names.
     CronJobFactory(name="template")
     with connection.cursor() as cursor:
         cursor.execute("UPDATE awa_cron_jobs SET name = %s WHERE name = 'template'", [name])
