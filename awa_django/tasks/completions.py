@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.db import DataError
-from django.tasks import Task
-from django.tasks.base import TaskResult, TaskResultStatus
 
 from .. import metrics
 from ..exceptions import UnstorableResult
 from . import jobs
+from .compat import Task, TaskResult, TaskResultStatus
 
 if TYPE_CHECKING:
     from .backend import AwaBackend

@@ -19,13 +19,12 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
-from django.tasks.base import TaskResult, TaskResultStatus
-from django.tasks.signals import task_finished
 
 from .. import metrics
 from ..conf import conf
 from . import jobs
 from .backend import AwaBackend
+from .compat import TaskResult, TaskResultStatus, task_finished
 from .completions import Completions, ReportAbandoned, Success
 from .paths import TaskNotHere
 from .payloads import exception_text, storable_text

@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db import close_old_connections, connections
-from django.tasks.base import TaskContext
-from django.tasks.signals import task_started
-from django.utils.json import normalize_json
 
 from ..exceptions import UnstorableResult
 from . import context
+from .compat import TaskContext, normalize_json, task_started
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
 from .payloads import unstorable_reason

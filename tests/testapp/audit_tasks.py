@@ -3,7 +3,7 @@ store or to print."""
 
 from __future__ import annotations
 
-from django.tasks import task
+from awa_django.tasks.compat import task
 
 # Texts PostgreSQL text and jsonb refuse: a NUL character, a lone surrogate.
 UNSTORABLE_MESSAGES = {
