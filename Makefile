@@ -12,7 +12,7 @@ DEMO_ADMIN ?= 0
 $(STAMP): pyproject.toml
 	@test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e . --group dev
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -30,7 +30,7 @@ VENV_OLDEST := .venv-django60
 $(VENV_OLDEST)/.installed: pyproject.toml
 	@test -x $(VENV_OLDEST)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_OLDEST)
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_OLDEST)/bin/python -m pip install --quiet 'django>=6.0,<6.1' -e '.[dev]'
+	$(VENV_OLDEST)/bin/python -m pip install --quiet 'django>=6.0,<6.1' -e . --group dev
 	@touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed
@@ -41,7 +41,7 @@ VENV_DJANGO52 := .venv-django52
 $(VENV_DJANGO52)/.installed: pyproject.toml
 	@test -x $(VENV_DJANGO52)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_DJANGO52)
 	$(VENV_DJANGO52)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_DJANGO52)/bin/python -m pip install --quiet -e '.[dev,django52]'
+	$(VENV_DJANGO52)/bin/python -m pip install --quiet -e '.[django52]' --group dev
 	@touch $@
 
 .PHONY: test-django52 conformance-django52
@@ -60,6 +60,15 @@ demo: $(STAMP)
 conformance: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/conformance.py $(PYTEST_ARGS)
 
+# What a registry would get: build the sdist and wheel, twine check them, then install
+# the wheel (not this tree) into a fresh virtualenv and run a generated project on it.
+.PHONY: release-check
+release-check: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+	$(PY) scripts/with_db.py $(PY) scripts/check_wheel.py dist
+
 LINTED := awa_django tests scripts example_project conformance bench verification
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
@@ -70,7 +79,7 @@ check: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) manage.py check
 
 clean:
-	rm -rf $(VENV) $(VENV_OLDEST) $(VENV_DJANGO52) .pgdata .pytest_cache
+	rm -rf $(VENV) $(VENV_OLDEST) $(VENV_DJANGO52) .pgdata dist build .pytest_cache
 
 # The documentation site (MkDocs); --strict turns a broken link into a failure.
 .PHONY: docs screenshots
