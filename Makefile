@@ -52,6 +52,20 @@ test-django52: $(VENV_DJANGO52)/.installed
 conformance-django52: $(VENV_DJANGO52)/.installed
 	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python scripts/conformance.py $(PYTEST_ARGS)
 
+# Python 3.13 (the suite's unit and database tiers); the default venv takes the
+# oldest Python found (3.12). Needs a python3.13 on PATH or in pyenv.
+VENV_PY313 := .venv313
+$(VENV_PY313)/.installed: pyproject.toml
+	@test -x $(VENV_PY313)/bin/python || "$$(scripts/find-python 3.13)" -m venv $(VENV_PY313)
+	$(VENV_PY313)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_PY313)/bin/python -m pip install --quiet -e . --group dev
+	@touch $@
+
+.PHONY: test-py313
+test-py313: $(VENV_PY313)/.installed
+	$(VENV_PY313)/bin/python scripts/with_db.py $(VENV_PY313)/bin/python -m pytest -p no:cacheprovider \
+		tests/unit tests/db $(PYTEST_ARGS)
+
 demo: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/demo.py --seconds $(DEMO_SECONDS) --admin $(DEMO_ADMIN)
 
@@ -79,7 +93,7 @@ check: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) manage.py check
 
 clean:
-	rm -rf $(VENV) $(VENV_OLDEST) $(VENV_DJANGO52) .pgdata dist build .pytest_cache
+	rm -rf $(VENV) $(VENV_OLDEST) $(VENV_DJANGO52) $(VENV_PY313) .pgdata dist build .pytest_cache
 
 # The documentation site (MkDocs); --strict turns a broken link into a failure.
 .PHONY: docs screenshots
