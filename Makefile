@@ -12,7 +12,7 @@ DEMO_ADMIN ?= 0
 $(STAMP): pyproject.toml
 	@test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e . --group dev
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -25,16 +25,46 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
 
-# The oldest Django we support (6.0), to keep the ">= 6.0" promise honest.
+# Django 6.0 (the oldest with django.tasks built in): keeps "<6.1 works too" honest.
 VENV_OLDEST := .venv-django60
 $(VENV_OLDEST)/.installed: pyproject.toml
 	@test -x $(VENV_OLDEST)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_OLDEST)
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_OLDEST)/bin/python -m pip install --quiet 'django>=6.0,<6.1' -e '.[dev]'
+	$(VENV_OLDEST)/bin/python -m pip install --quiet 'django>=6.0,<6.1' -e . --group dev
 	@touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed
 	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# Django 5.2 LTS with the django-tasks backport (the django52 extra): the whole suite.
+VENV_DJANGO52 := .venv-django52
+$(VENV_DJANGO52)/.installed: pyproject.toml
+	@test -x $(VENV_DJANGO52)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_DJANGO52)
+	$(VENV_DJANGO52)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_DJANGO52)/bin/python -m pip install --quiet -e '.[django52]' --group dev
+	@touch $@
+
+.PHONY: test-django52 conformance-django52
+test-django52: $(VENV_DJANGO52)/.installed
+	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# Django 6.0's tests/tasks on the backport (scripts/conformance.py says why 6.0's).
+conformance-django52: $(VENV_DJANGO52)/.installed
+	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python scripts/conformance.py $(PYTEST_ARGS)
+
+# Python 3.13 (the suite's unit and database tiers); the default venv takes the
+# oldest Python found (3.12). Needs a python3.13 on PATH or in pyenv.
+VENV_PY313 := .venv313
+$(VENV_PY313)/.installed: pyproject.toml
+	@test -x $(VENV_PY313)/bin/python || "$$(scripts/find-python 3.13)" -m venv $(VENV_PY313)
+	$(VENV_PY313)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_PY313)/bin/python -m pip install --quiet -e . --group dev
+	@touch $@
+
+.PHONY: test-py313
+test-py313: $(VENV_PY313)/.installed
+	$(VENV_PY313)/bin/python scripts/with_db.py $(VENV_PY313)/bin/python -m pytest -p no:cacheprovider \
+		tests/unit tests/db $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/demo.py --seconds $(DEMO_SECONDS) --admin $(DEMO_ADMIN)
@@ -43,6 +73,15 @@ demo: $(STAMP)
 # pip into .cache/) against AwaBackend; deviations: conformance/expected_deviations.txt.
 conformance: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/conformance.py $(PYTEST_ARGS)
+
+# What a registry would get: build the sdist and wheel, twine check them, then install
+# the wheel (not this tree) into a fresh virtualenv and run a generated project on it.
+.PHONY: release-check
+release-check: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+	$(PY) scripts/with_db.py $(PY) scripts/check_wheel.py dist
 
 LINTED := awa_django tests scripts example_project conformance bench verification
 lint: $(STAMP)
@@ -54,7 +93,7 @@ check: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) manage.py check
 
 clean:
-	rm -rf $(VENV) $(VENV_OLDEST) .pgdata .pytest_cache
+	rm -rf $(VENV) $(VENV_OLDEST) $(VENV_DJANGO52) $(VENV_PY313) .pgdata dist build .pytest_cache
 
 # The documentation site (MkDocs); --strict turns a broken link into a failure.
 .PHONY: docs screenshots

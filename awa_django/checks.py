@@ -360,10 +360,10 @@ def check_migrations_applied(
 @register(Tags.compatibility)
 def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Declared schedules need an AwaBackend: their fires are rows only runtasks runs."""
-    from django.tasks import task_backends
     from django.utils.module_loading import import_string
 
     from .tasks.backend import AwaBackend
+    from .tasks.compat import task_backends
     from .tasks.paths import is_allowed_module
 
     schedules, _ = settings_schedules()  # invalid ones are reported by check_schedules

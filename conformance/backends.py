@@ -14,11 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.db import connections
-from django.tasks import Task
-from django.tasks.base import TaskResult
 
 from awa_django.scheduler.evaluator import job_row
 from awa_django.tasks.backend import AwaBackend
+from awa_django.tasks.compat import Task, TaskResult
 from awa_django.tasks.worker import Worker
 
 # One claim of one job by id, like awa_claim_v1 for a single row: a test must

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import environ
 
+from awa_django.tasks import compat
+
 env = environ.Env()
 
 SECRET_KEY = "awa-django-conformance"
@@ -19,6 +21,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
     "awa_django",
+    *compat.APPS,  # the django-tasks backport's app on Django 5.2
     "tasks",  # Django's tests/tasks package
 ]
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/awa")}

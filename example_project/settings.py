@@ -10,6 +10,8 @@ from pathlib import Path
 
 import environ
 
+from awa_django.tasks import compat
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 
@@ -26,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    *compat.APPS,  # "django_tasks" on Django 5.2 (the backport), nothing on 6.x
     "awa_django",
     "example_project.demo",
 ]

@@ -1,6 +1,6 @@
 """Tasks in a module outside every installed app (AWA_TASK_MODULES tests)."""
 
-from django.tasks import task
+from awa_django.tasks.compat import task
 
 
 @task

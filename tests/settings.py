@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import environ
 
+from awa_django.tasks import compat
+
 env = environ.Env()
 
 SECRET_KEY = "awa-django-tests"
@@ -22,6 +24,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "awa_django",
     "tests.testapp",
+    # The django-tasks backport's app on Django 5.2 (nothing on 6.x).
+    *compat.APPS,
     # The operators' console (admin tests and browser tests).
     "django.contrib.admin",
     "django.contrib.sessions",

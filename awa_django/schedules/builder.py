@@ -12,13 +12,12 @@ import json
 from collections.abc import Iterable, Mapping, Set, ValuesView
 from typing import Any
 
-from django.tasks import Task
-from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from django.utils.module_loading import import_string
 
 from ..conf import conf
 from ..cron import search
 from ..exceptions import InvalidSchedule
+from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task
 from . import validation
 from .shape import Schedule
 

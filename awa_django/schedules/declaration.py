@@ -17,11 +17,11 @@ from typing import Any
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.tasks import Task
 from django.utils.module_loading import autodiscover_modules
 
 from ..conf import conf
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
+from ..tasks.compat import Task
 from . import validation
 from .builder import (
     MAX_ATTEMPTS_RANGE,

@@ -1,6 +1,8 @@
 """Running tasks: the ``django.tasks`` backend over ``awa_jobs`` and its worker.
 
-``backend`` is :class:`~awa_django.tasks.backend.AwaBackend` (enqueue, results);
+``compat`` is the one module that knows whether ``django.tasks`` (Django 6) or the
+``django-tasks`` backport (Django 5.2) is installed; ``backend`` is
+:class:`~awa_django.tasks.backend.AwaBackend` (enqueue, results);
 ``payloads`` checks what a job may store; ``paths`` loads a job's task from its
 dotted path; ``context`` tells a running task about its job; ``jobs`` holds
 every statement on ``awa_jobs``; ``worker`` is ``runtasks``: it claims jobs and
@@ -9,4 +11,4 @@ hands them to its ``runner`` threads (which call back through
 the successful ones in batches.
 """
 
-__all__ = ["backend", "context", "jobs", "paths", "payloads", "worker"]
+__all__ = ["backend", "compat", "context", "jobs", "paths", "payloads", "worker"]

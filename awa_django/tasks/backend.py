@@ -23,15 +23,20 @@ from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.db import connections, transaction
 from django.db.models.base import ModelState
-from django.tasks import Task
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.base import TaskError, TaskResult, TaskResultStatus
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
 
 from ..conf import conf
 from ..models import Job, JobState
 from ..schedules.validation import queue_problem, run_after_problem
+from .compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_enqueued,
+)
 from .paths import require_runnable_here, resolve_task
 from .payloads import call_parts, checked_payload, enqueue_calls, naming_call
 

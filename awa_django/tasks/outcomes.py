@@ -28,15 +28,13 @@ from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
 from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connections
-from django.tasks import Task
-from django.tasks.base import TaskResult, TaskResultStatus
-from django.tasks.signals import task_finished
 
 from .. import metrics
 from ..conf import conf
 from ..exceptions import UnstorableResult
 from . import jobs
 from .backend import AwaBackend
+from .compat import Task, TaskResult, TaskResultStatus, task_finished
 from .paths import TaskNotHere
 from .payloads import exception_text, storable_text
 

@@ -27,10 +27,9 @@ from typing import Any
 from django.apps import apps
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.tasks import Task
-from django.tasks.exceptions import InvalidTask
 
 from ..conf import conf
+from .compat import InvalidTask, Task
 from .payloads import exception_text
 
 DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")

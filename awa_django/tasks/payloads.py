@@ -15,11 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from django.tasks import Task
-from django.tasks.exceptions import InvalidTask
-from django.utils.json import normalize_json
-
 from ..schedules.validation import json_problem
+from .compat import InvalidTask, Task, normalize_json
 
 
 def checked_payload(args: Any, kwargs: Any) -> tuple[dict[str, Any], str]:

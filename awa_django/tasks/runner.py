@@ -18,12 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
-from django.tasks.base import TaskContext
-from django.tasks.signals import task_started
-from django.utils.json import normalize_json
 
 from ..exceptions import UnstorableResult
 from . import context
+from .compat import TaskContext, normalize_json, task_started
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
 from .payloads import unstorable_reason

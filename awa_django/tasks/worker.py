@@ -20,7 +20,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import DatabaseError, connections
-from django.tasks import task_backends
 
 from .. import metrics
 from ..conf import conf
@@ -33,6 +32,7 @@ from ..schedules.declaration import Schedule
 from ..shutdown import install_two_stage_shutdown
 from . import jobs
 from .backend import AwaBackend
+from .compat import task_backends
 from .outcomes import Outcomes, ReportAbandoned, Success, error_entry, retry_delay
 from .runner import Attempt, Runner, drop_unusable_connections, run_attempt
 

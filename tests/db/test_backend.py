@@ -11,16 +11,24 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.checks import run_checks
 from django.db import DatabaseError, connection, transaction
-from django.tasks import default_task_backend, task, task_backends
-from django.tasks.base import TaskError, TaskResult, TaskResultStatus
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist, TaskResultMismatch
-from django.tasks.signals import task_enqueued
 from django.test import override_settings
 
 from awa_django.actions.queues import cancel_cron_jobs
 from awa_django.exceptions import JobCancelled, WorkerLost
 from awa_django.models import Job, JobState
 from awa_django.tasks.backend import AwaBackend
+from awa_django.tasks.compat import (
+    InvalidTask,
+    TaskError,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    default_task_backend,
+    task,
+    task_backends,
+    task_enqueued,
+)
 from tests.factories import JobFactory
 from tests.helpers.database import db_now
 from tests.testapp import backend_tasks

@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection, transaction
-from django.tasks import task_backends
-from django.tasks.base import TaskResultStatus
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.test import override_settings
 
 from awa_django.models import Job
+from awa_django.tasks import compat
+from awa_django.tasks.compat import InvalidTask, TaskResultDoesNotExist, TaskResultStatus, task_backends
 from awa_django.tasks.worker import Worker
 from tests.testapp import audit_tasks
 from tests.testapp.audit_tasks import UNSTORABLE_MESSAGES
@@ -318,8 +317,8 @@ def test_enqueue__run_after_at_the_ends_of_the_range_round_trips(run_after: date
 def tasks_setting(queues: list[str]) -> dict[str, Any]:
     return {
         "default": {"BACKEND": AWA, "QUEUES": queues},
-        "dummy": {"BACKEND": "django.tasks.backends.dummy.DummyBackend", "QUEUES": queues},
-        "immediate": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend", "QUEUES": queues},
+        "dummy": {"BACKEND": compat.DUMMY_BACKEND, "QUEUES": queues},
+        "immediate": {"BACKEND": compat.IMMEDIATE_BACKEND, "QUEUES": queues},
     }
 
 

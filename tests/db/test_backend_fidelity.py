@@ -6,12 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
-from django.tasks import task_backends
-from django.tasks.base import TaskResultStatus
 from django.test.utils import modify_settings, override_settings
 from django.utils import timezone
 
 from awa_django.models import Job
+from awa_django.tasks.compat import TaskResultStatus, task_backends
 from awa_django.tasks.worker import Worker
 from tests.testapp import tasks
 from tests.testapp.backend_tasks import report

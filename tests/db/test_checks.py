@@ -460,7 +460,7 @@ def test_backend_check__e030_non_postgresql_database(tmp_path: Any) -> None:
                 }
             }
         ):
-            from django.tasks import task_backends
+            from awa_django.tasks.compat import task_backends
 
             messages = task_backends["default"].check()
     finally:

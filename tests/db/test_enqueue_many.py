@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
-from django.tasks import task_backends
-from django.tasks.signals import task_enqueued
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from awa_django.models import Job, JobState
 from awa_django.tasks.backend import AwaBackend
+from awa_django.tasks.compat import task_backends, task_enqueued
 from tests.testapp.backend_tasks import echo, report
 
 pytestmark = pytest.mark.django_db

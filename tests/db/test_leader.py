@@ -108,7 +108,7 @@ def test_runcron_once__syncs_fires_and_releases() -> None:
 
 
 def test_runcron_once__announces_after_releasing_the_lock() -> None:
-    from django.tasks.signals import task_enqueued
+    from awa_django.tasks.compat import task_enqueued
 
     held: list[int | None] = []
 
@@ -257,9 +257,8 @@ def test_leader__slow_maintenance_never_delays_fires(
 def test_leader__a_hung_task_enqueued_receiver_never_stops_the_fires(
     leader_threads: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
-    from django.tasks.signals import task_enqueued
-
     from awa_django.scheduler import announcer
+    from awa_django.tasks.compat import task_enqueued
 
     monkeypatch.setattr(announcer, "STUCK_AFTER", 0.5)
     release = threading.Event()

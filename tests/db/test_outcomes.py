@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 from django.db import connection, connections
-from django.tasks.base import TaskResultStatus
-from django.tasks.signals import task_finished
 from django.test.utils import CaptureQueriesContext
 
 from awa_django.models import Job
 from awa_django.tasks import jobs
 from awa_django.tasks.backend import job_from_row
+from awa_django.tasks.compat import TaskResultStatus, task_finished
 from awa_django.tasks.outcomes import Success
 from awa_django.tasks.paths import load_task
 from awa_django.tasks.worker import Worker

@@ -19,8 +19,6 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.checks import run_checks
 from django.db import connection, transaction
-from django.tasks import task, task_backends
-from django.tasks.exceptions import InvalidTask
 from django.test import override_settings
 
 from awa_django import InvalidSchedule
@@ -35,6 +33,7 @@ from awa_django.schedules.declaration import (
 )
 from awa_django.schedules.sync import sync_schedules
 from awa_django.tasks.backend import AwaBackend
+from awa_django.tasks.compat import InvalidTask, task, task_backends
 from tests.factories import CronJobFactory, JobFactory
 from tests.testapp.backend_tasks import echo, report
 

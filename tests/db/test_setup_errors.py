@@ -11,11 +11,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
 
+from awa_django.tasks import compat
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 AWA = {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]}
 IMMEDIATE = {
-    "BACKEND": "django.tasks.backends.immediate.ImmediateBackend",
+    "BACKEND": compat.IMMEDIATE_BACKEND,
     "QUEUES": ["default", "mail", "reports"],
 }
 SCHEDULES = {"nightly": {"cron": "0 2 * * *", "task": "tests.testapp.tasks.record"}}

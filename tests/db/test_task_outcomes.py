@@ -9,12 +9,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.tasks.base import TaskResultStatus
-from django.tasks.exceptions import InvalidTask
-from django.tasks.signals import task_finished
 from django.test.utils import override_settings
 
 from awa_django.models import Job
+from awa_django.tasks.compat import InvalidTask, TaskResultStatus, task_finished
 from awa_django.tasks.jobs import Done
 from awa_django.tasks.worker import Worker
 from tests.testapp import tasks
@@ -292,7 +290,7 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
 
 
 def test_worker__task_started_receiver_that_raises_fails_the_attempt() -> None:
-    from django.tasks.signals import task_started
+    from awa_django.tasks.compat import task_started
 
     def broken(sender: Any, task_result: Any, **kw: Any) -> None:
         raise SystemExit("receiver exits")

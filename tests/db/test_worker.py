@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.tasks.base import TaskResultStatus
-from django.tasks.signals import task_finished, task_started
 from django.test.utils import override_settings
 
 from awa_django.actions import queues
 from awa_django.models import CronJob, Job
 from awa_django.scheduler.evaluator import evaluate
+from awa_django.tasks.compat import TaskResultStatus, task_finished, task_started
 from awa_django.tasks.worker import Worker, retry_delay
 from tests.factories import CronJobFactory
 from tests.testapp import tasks
@@ -275,10 +274,9 @@ def test_schedule_pause__does_not_touch_queued_jobs() -> None:
 
 
 def test_cron_fire__sends_task_enqueued_after_commit() -> None:
-    from django.tasks.signals import task_enqueued
-
     from awa_django.scheduler.leader import Leader
     from awa_django.schedules.declaration import build_schedule
+    from awa_django.tasks.compat import task_enqueued
 
     seen: list[Any] = []
 
@@ -312,7 +310,7 @@ def test_enqueue__nul_in_arguments_is_a_clean_error_that_keeps_the_transaction()
 
 
 def test_backend_check__max_attempts_option_is_validated() -> None:
-    from django.tasks import task_backends
+    from awa_django.tasks.compat import task_backends
 
     with override_settings(
         TASKS={
@@ -328,9 +326,8 @@ def test_backend_check__max_attempts_option_is_validated() -> None:
 
 
 def test_manual_trigger__sends_task_enqueued_after_commit() -> None:
-    from django.tasks.signals import task_enqueued
-
     from awa_django.actions import schedules
+    from awa_django.tasks.compat import task_enqueued
 
     CronJobFactory(
         name="by-hand", kind="tests.testapp.tasks.write_effect", args={"args": ["manual"], "kwargs": {}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.tasks import task
+from awa_django.tasks.compat import task
 
 
 @task

@@ -11,7 +11,6 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
-from django.tasks.exceptions import InvalidTaskBackend
 
 from awa_django.cli import bounded_int, text_of
 from awa_django.exceptions import InvalidSchedule, NotMigrated
@@ -22,6 +21,7 @@ from ...db.migration_state import require_migrated
 from ...reconciliation.persistence import RegistrationConflict
 from ...schedules import validation
 from ...schedules.declaration import declared_schedules
+from ...tasks.compat import InvalidTaskBackend
 from ...tasks.worker import Worker
 
 # Each task thread holds a database connection, and awa_claim_v1 takes the
