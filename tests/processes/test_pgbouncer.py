@@ -22,7 +22,7 @@ import pytest
 from django.db import connection
 
 from awa_django.models import Job, RuntimeInstance
-from tests.conftest import ROOT, database_url, raw_connection, wait_for
+from tests.conftest import ROOT, database_url, database_user, raw_connection, tcp_address, wait_for
 from tests.processes.test_processes import assert_exactly_once_no_gap, db_now, leader_process_pid, slots
 from tests.servers import PgBouncer, server_dir
 
@@ -31,11 +31,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 @pytest.fixture
 def pgbouncer() -> Iterator[PgBouncer]:
-    settings = connection.settings_dict
-    host = settings.get("HOST") or settings.get("OPTIONS", {}).get("host") or "127.0.0.1"
-    port = int(settings.get("PORT") or 5432)
+    host, port = tcp_address()
     with server_dir("awa-pgbouncer-") as directory:
-        bouncer = PgBouncer(directory, host, port)
+        bouncer = PgBouncer(directory, host, port, user=database_user())
         try:
             yield bouncer
         finally:
