@@ -238,6 +238,7 @@ W060_HINT = "Set AWA_LOCK_TIMEOUT > 0 so a frozen peer cannot stall every proces
 # The PostgreSQL major versions awa_django supports and tests (make test-matrix).
 OLDEST_POSTGRESQL = 14
 NEWEST_TESTED_POSTGRESQL = 18
+HINTS["awa_django.E051"] = "awa_django supports PostgreSQL 14 to 18; upgrade the server."
 
 
 def _server_version_num(connection: Any) -> int:
@@ -275,7 +276,7 @@ def check_server_version(app_configs: Any = None, databases: Any = None, **kwarg
             messages.append(
                 Error(
                     f"database {alias!r}: PostgreSQL {major}.{minor} is not supported by awa_django",
-                    hint=f"awa_django supports {supported}; upgrade the server.",
+                    hint=HINTS["awa_django.E051"],
                     id="awa_django.E051",
                 )
             )
