@@ -47,7 +47,7 @@ $(VENV_OLDEST)/.installed: pyproject.toml
 	@touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed
-	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(PY) scripts/with_db.py $(PY) scripts/demo.py --seconds $(DEMO_SECONDS) --admin $(DEMO_ADMIN)
