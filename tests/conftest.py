@@ -81,3 +81,14 @@ def runtasks(_processes: list[Runcron]) -> Callable[..., Runtasks]:
         return proc
 
     return start
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Captured output stays sendable: pytest-xdist workers send reports as UTF-8,
+    and some tests log messages with lone surrogates (shown escaped instead)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    report.sections = [
+        (title, text.encode("utf-8", "backslashreplace").decode("utf-8")) for title, text in report.sections
+    ]

@@ -1,7 +1,7 @@
 """Settings for the test-suite (and for runcron subprocesses started by tests).
 
 The database comes from DATABASE_URL (``make test`` provides one: the local
-server in CI, an embedded pgserver elsewhere). Interval settings can be
+server in CI, an embedded PostgreSQL elsewhere). Interval settings can be
 shortened through environment variables so subprocess tests run fast.
 """
 

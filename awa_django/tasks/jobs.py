@@ -42,7 +42,7 @@ class Done(NamedTuple):
 def claim(cursor: Any, queues: Sequence[str] | None, limit: int, worker_id: str) -> list[Row]:
     """Claim up to ``limit`` ready jobs in one statement (one new attempt each)."""
     cursor.execute(
-        "SELECT * FROM awa_claim_v1(%s, %s, %s)",
+        "SELECT * FROM awa_claim_v2(%s, %s, %s)",
         [list(queues) if queues is not None else None, limit, worker_id],
     )
     return job_rows(cursor)
@@ -76,7 +76,7 @@ COMPLETE_AND_CLAIM_COLUMNS = [*COMPLETED_COLUMNS, *CLAIMED_ONLY]
 COMPLETE_AND_CLAIM = (
     f"SELECT {', '.join(COMPLETED_COLUMNS)}, "
     + ", ".join(f"CASE WHEN state = 'running' THEN {c} END AS {c}" for c in CLAIMED_ONLY)
-    + " FROM awa_complete_claim_v1(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)"
+    + " FROM awa_complete_claim_v2(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)"
 )
 
 

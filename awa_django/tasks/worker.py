@@ -1,6 +1,6 @@
 """The ``runtasks`` worker: claim ready jobs, run them, record the outcome.
 
-Claims go through ``awa_claim_v1`` (``FOR UPDATE SKIP LOCKED``, priority then
+Claims go through ``awa_claim_v2`` (``FOR UPDATE SKIP LOCKED``, priority then
 ``run_at`` order, paused queues skipped). Each claim is one *attempt*; every
 report back (completion, failure, heartbeat) names the attempt, so a late
 report from an attempt that was rescued after its worker was presumed dead

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from awa_django.models import Job, QueueMeta
 from awa_django.tasks import jobs
@@ -42,6 +43,48 @@ def test_claim__takes_up_to_the_limit_in_priority_order_with_a_new_attempt(curso
     assert all(r["state"] == "running" and r["attempt"] == 1 and r["worker_ids"] == ["w-1"] for r in rows)
     assert isinstance(rows[0]["args"], dict)  # JSON columns decoded
     assert [r["id"] for r in jobs.claim(cursor, None, 5, "w-2")] == [low.id]
+
+
+def expected_start_order(rows: list[Job]) -> list[int]:
+    """Highest priority first, then earliest run_at, then id."""
+    return [j.id for j in sorted(rows, key=lambda j: (-j.priority, j.run_at, j.id))]
+
+
+def many_ready_jobs() -> list[Job]:
+    """Ready jobs stored in the reverse of their start order, with ties on
+    priority (broken by run_at) and on priority and run_at (broken by id)."""
+    now = Job.objects.values_list("run_at", flat=True).first() or timezone.now()
+    start = now - timedelta(hours=1)
+    made = [new_job(priority=n // 8, run_at=start + timedelta(seconds=(40 - n) // 3)) for n in range(40)]
+    Job.objects.bulk_create(Job(kind="tests.testapp.tasks.echo", state="completed") for _ in range(400))
+    return made
+
+
+@pytest.fixture
+def hash_joins(cursor: Any) -> None:
+    """Plans that join by hashing: the claim's order must not depend on the plan."""
+    cursor.execute("ANALYZE awa_jobs")
+    cursor.execute("SET LOCAL enable_nestloop = off")
+    cursor.execute("SET LOCAL enable_mergejoin = off")
+
+
+def test_claim__returns_the_jobs_in_the_order_they_start(cursor: Any, hash_joins: None) -> None:
+    made = many_ready_jobs()
+    rows = jobs.claim(cursor, None, len(made), "w-1")
+    assert [r["id"] for r in rows] == expected_start_order(made)
+
+
+def test_complete_and_claim__returns_the_claimed_jobs_in_the_order_they_start(
+    cursor: Any, hash_joins: None
+) -> None:
+    running = new_job(priority=100)
+    row = claimed(cursor, running)
+    made = many_ready_jobs()
+    done, got = jobs.complete_and_claim(
+        cursor, [jobs.Done(row["id"], row["attempt"], '"ok"')], None, len(made), "w-2"
+    )
+    assert [r["id"] for r in done] == [running.id]
+    assert [r["id"] for r in got] == expected_start_order(made)
 
 
 def test_claim__skips_paused_queues_and_other_queues(cursor: Any) -> None:

@@ -27,7 +27,7 @@ from awa_django.scheduler.evaluator import evaluate
 from awa_django.scheduler.leader import Leader
 from awa_django.tasks.worker import Worker
 from tests.factories import CronJobFactory, JobFactory
-from tests.helpers.database import operator_context, raw_connection
+from tests.helpers.database import operator_context, raw_connection, tcp_address
 from tests.helpers.reconcile import execute, job, publish
 from tests.testapp import tasks
 
@@ -211,7 +211,9 @@ def test_keepalive_options__the_largest_accepted_values_connect(option: str, lar
     params = dict(connection.get_connection_params())
     for key in ("cursor_factory", "context", "prepare_threshold"):
         params.pop(key, None)
-    params.update(host="127.0.0.1", keepalives=1)
+    # Keepalives are TCP options: the same server over TCP.
+    host, port = tcp_address()
+    params.update(host=host, port=port, keepalives=1)
     with psycopg.connect(**{**params, option: largest}) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
     with pytest.raises(psycopg.OperationalError):

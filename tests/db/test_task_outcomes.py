@@ -329,14 +329,21 @@ def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> 
 
     from django.db import connection, connections
 
+    from tests.helpers.database import tcp_address
     from tests.helpers.tcpproxy import TcpProxy
     from tests.helpers.waiting import wait_for
 
     direct = connection.settings_dict
-    proxy = TcpProxy((direct["HOST"] or "127.0.0.1", int(direct["PORT"] or 5432)))
+    proxy = TcpProxy(tcp_address())
     # Connections opened from now on, i.e. the worker's threads, go through the
     # proxy; this thread keeps its open direct connection.
-    connections.settings["default"] = {**direct, "HOST": "127.0.0.1", "PORT": str(proxy.port)}
+    options = {k: v for k, v in direct.get("OPTIONS", {}).items() if k not in ("host", "port")}
+    connections.settings["default"] = {
+        **direct,
+        "HOST": "127.0.0.1",
+        "PORT": str(proxy.port),
+        "OPTIONS": options,
+    }
     try:
         with override_settings(AWA_POLL_INTERVAL=0.05, AWA_HEARTBEAT_INTERVAL=0.2):
             result = tasks.sleeps_then_returns.enqueue(1.5, "outage")

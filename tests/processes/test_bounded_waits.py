@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -231,16 +232,27 @@ def test_migration_0005__forward_and_back_against_live_snapshot_writers_never_de
 PROTOCOL_LOCK_KEY = 4708303696999502420
 
 
-def protocol_lock_held() -> bool:
+def protocol_lock_held(*, idle_in_transaction: bool = False) -> bool:
+    """Some session holds the protocol lock; with ``idle_in_transaction``, one
+    that has done all its client sent and waits for more inside its transaction
+    (a frozen client: nothing it already sent can still release the lock)."""
     key = PROTOCOL_LOCK_KEY & 0xFFFFFFFFFFFFFFFF
     with raw_connection() as conn:
         row = conn.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND classid::bigint = %s AND objid::bigint = %s",
-            [key >> 32, key & 0xFFFFFFFF],
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND l.classid::bigint = %s AND l.objid::bigint = %s "
+            "AND (NOT %s OR a.state = 'idle in transaction')",
+            [key >> 32, key & 0xFFFFFFFF, idle_in_transaction],
         ).fetchone()
     return bool(row and row[0])
+
+
+def stopped(pid: int) -> bool:
+    """The process is stopped by a signal (state T in /proc)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "T"
 
 
 @pytest.mark.slow
@@ -250,10 +262,13 @@ def test_runtasks__a_sigstopped_peer_inside_its_snapshot_transaction_delays_no_o
     frozen = runtasks(env={"AWA_SNAPSHOT_INTERVAL": "0.005"})
     wait_for(lambda: "runtasks: worker" in frozen.output(), timeout=60)
     # Stop it at a moment it holds the protocol lock (inside a snapshot write).
+    # Its backend must be idle in that transaction: a statement it sent before
+    # the stop (such as the COMMIT) may still be on its way to the server.
     for _ in range(2000):
         frozen.signal(signal.SIGSTOP)
+        wait_for(lambda: stopped(frozen.pid), timeout=60)
         time.sleep(0.02)
-        if protocol_lock_held():
+        if protocol_lock_held(idle_in_transaction=True):
             break
         frozen.signal(signal.SIGCONT)
         time.sleep(0.003)

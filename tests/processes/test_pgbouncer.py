@@ -22,7 +22,7 @@ import pytest
 from django.db import connection
 
 from awa_django.models import Job, RuntimeInstance
-from tests.helpers.database import database_url, db_now, raw_connection
+from tests.helpers.database import database_url, database_user, db_now, raw_connection, tcp_address
 from tests.helpers.fires import assert_exactly_once_no_gap, slots
 from tests.helpers.processes import ROOT, leader_process_pid
 from tests.helpers.servers import PgBouncer, server_dir
@@ -33,11 +33,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 @pytest.fixture
 def pgbouncer() -> Iterator[PgBouncer]:
-    settings = connection.settings_dict
-    host = settings.get("HOST") or settings.get("OPTIONS", {}).get("host") or "127.0.0.1"
-    port = int(settings.get("PORT") or 5432)
+    host, port = tcp_address()
     with server_dir("awa-pgbouncer-") as directory:
-        bouncer = PgBouncer(directory, host, port)
+        bouncer = PgBouncer(directory, host, port, user=database_user())
         try:
             yield bouncer
         finally:

@@ -17,6 +17,7 @@ import pytest
 from django.db import connection
 
 from awa_django.db.aliases import effective_pool_mode
+from tests.helpers.database import database_user, tcp_address
 from tests.helpers.processes import manage_with as manage
 from tests.helpers.servers import PgBouncer, server_dir
 
@@ -26,13 +27,13 @@ W104 = "awa_django.W104"
 @pytest.fixture
 def start_pgbouncer() -> Iterator[Callable[..., PgBouncer]]:
     """Start PgBouncers in front of the test server (stopped after the test)."""
-    settings = connection.settings_dict
-    host = settings.get("HOST") or settings.get("OPTIONS", {}).get("host") or "127.0.0.1"
-    port = int(settings.get("PORT") or 5432)
+    host, port = tcp_address()
     with ExitStack() as stack:
 
         def start(**options: Any) -> PgBouncer:
-            bouncer = PgBouncer(stack.enter_context(server_dir("awa-pgbouncer-")), host, port, **options)
+            bouncer = PgBouncer(
+                stack.enter_context(server_dir("awa-pgbouncer-")), host, port, user=database_user(), **options
+            )
             stack.callback(bouncer.stop)
             return bouncer
 

@@ -134,7 +134,8 @@ def test_migration__locks_cron_jobs_before_anything_and_never_cycles_with_a_fire
         )
         waiting = wait_for(
             lambda: observer.execute(
-                "SELECT pid FROM pg_locks WHERE relation = 'awa_cron_jobs'::regclass AND NOT granted"
+                "SELECT pid FROM pg_locks WHERE relation = 'awa_cron_jobs'::regclass AND NOT granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             ).fetchone(),
             timeout=60,
         )[0]
