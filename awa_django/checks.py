@@ -227,7 +227,7 @@ HINTS["awa_django.E090"] = "The admin marks a schedule overdue when its next fir
 # --- Hostile input and bounded waits (issue 8): E060-E069, W060-W069 ----------
 HINTS.update(
     {
-        "awa_django.E060": "AWA_MAX_ARGS_BYTES is a whole number of bytes >= 1 (default 1048576).",
+        "awa_django.E060": "AWA_MAX_ARGS_BYTES: bytes >= 1 (default 1048576); AWA_MAX_JSON_DEPTH: 1-200 (32).",
         "awa_django.E061": "Timeouts are seconds from 0 (off) to 2147483.647 (PostgreSQL's limit); defaults 5, 60.",
         "awa_django.E062": "Keepalive idle and interval are whole seconds 1-32767; the count is 1-127.",
     }

@@ -6,7 +6,6 @@ the planner's statistics, or a count capped at :data:`COUNT_CAP`).
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from typing import Any
 
@@ -24,7 +23,7 @@ from django.utils.safestring import SafeString
 
 from ..actions import queues
 from ..models import CronJob, Job, QueueMeta
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, run_each
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, pretty_json, run_each
 
 # Above this many matching rows the list says "more than N" instead of counting.
 COUNT_CAP = 10_000
@@ -112,12 +111,6 @@ class CronNameFilter(admin.SimpleListFilter):
         return filtered
 
 
-def _pretty(value: Any) -> SafeString:
-    return format_html(
-        '<pre class="awa-json">{}</pre>', json.dumps(value, indent=2, sort_keys=True, default=str)
-    )
-
-
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
     list_display = ["id", "kind", "queue", "state_badge", "attempts", "schedule", "run_at", "finished_at"]
@@ -154,24 +147,23 @@ class JobAdmin(ReadOnlyAdmin):
         if not name:
             return "-"
         url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
-        fire = job.metadata.get("cron_fire_at") or (
-            f"manual, by {job.metadata.get('triggered_by', '?')}"
-            if job.metadata.get("triggered_manually")
-            else ""
+        metadata = job.metadata  # a dict: cron_name found a name in it
+        fire = metadata.get("cron_fire_at") or (
+            f"manual, by {metadata.get('triggered_by', '?')}" if metadata.get("triggered_manually") else ""
         )
         return format_html('<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, name, fire)
 
     @admin.display(description="args")
     def arguments(self, job: Job) -> SafeString:
-        return _pretty(job.args)
+        return pretty_json(job.args)
 
     @admin.display(description="result")
     def outcome(self, job: Job) -> SafeString:
-        return _pretty(job.result)
+        return pretty_json(job.result)
 
     @admin.display(description="metadata")
     def meta(self, job: Job) -> SafeString:
-        return _pretty(job.metadata)
+        return pretty_json(job.metadata)
 
     @admin.display(description="errors (every attempt)")
     def attempt_errors(self, job: Job) -> SafeString | str:

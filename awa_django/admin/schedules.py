@@ -31,6 +31,7 @@ from .common import (
     confirmation,
     has_awa_perm,
     live_leader,
+    pretty_json,
     run_each,
     utc,
 )
@@ -93,8 +94,8 @@ class CronJobAdmin(ReadOnlyAdmin):
                     ("name", "owner_id", "declared_in"),
                     ("cron_expr", "description", "timezone", "missed_fire_policy"),
                     ("kind", "queue", "priority", "max_attempts"),
-                    "args",
-                    ("tags", "metadata"),
+                    "arguments",
+                    ("tags", "meta"),
                 ]
             },
         ),
@@ -111,7 +112,15 @@ class CronJobAdmin(ReadOnlyAdmin):
             },
         ),
     ]
-    readonly_fields = ["description", "declared_in", "created_at", "updated_at", "next_fire_at"]
+    readonly_fields = [
+        "description",
+        "declared_in",
+        "created_at",
+        "updated_at",
+        "next_fire_at",
+        "arguments",
+        "meta",
+    ]
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_cronjob")
@@ -131,6 +140,14 @@ class CronJobAdmin(ReadOnlyAdmin):
         return schedules.with_safe_timestamps(super().get_queryset(request))
 
     # -- columns ---------------------------------------------------------------
+    @admin.display(description="args")
+    def arguments(self, row: CronJob) -> SafeString:
+        return pretty_json(row.args)
+
+    @admin.display(description="metadata")
+    def meta(self, row: CronJob) -> SafeString:
+        return pretty_json(row.metadata)
+
     @admin.display(description="schedule", ordering="cron_expr")
     def expression(self, row: CronJob) -> SafeString:
         return format_html(

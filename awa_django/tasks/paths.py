@@ -31,6 +31,7 @@ from django.tasks import Task
 from django.tasks.exceptions import InvalidTask
 
 from ..conf import conf
+from ..db.jsonb import Undecodable
 from .payloads import exception_text
 
 DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -125,8 +126,11 @@ def call_arguments(args: Any) -> tuple[list[Any], dict[str, Any]]:
     """The positional and keyword arguments stored in a row's ``args``.
 
     Raises :class:`TaskNotRunnable` unless it is ``{"args": [...], "kwargs": {...}}``
-    (either key may be missing).
+    (either key may be missing), naming the limit when a stored value could not
+    be decoded (too large or too deep, see :mod:`awa_django.db.jsonb`).
     """
+    if isinstance(args, Undecodable):
+        raise TaskNotRunnable(f"job {args.column} cannot be read: it {args.reason}")
     if not isinstance(args, dict) or set(args) - {"args", "kwargs"}:
         raise TaskNotRunnable(f"job args must be an object with 'args' and 'kwargs', got {args!r:.200}")
     positional = args.get("args", [])

@@ -25,7 +25,7 @@ from ..exceptions import UnstorableResult
 from . import context
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
-from .payloads import unstorable_reason
+from .payloads import payload_problem, unstorable_reason
 
 if TYPE_CHECKING:
     from .worker import Worker
@@ -100,7 +100,11 @@ def _encoded(row: dict[str, Any], value: Any) -> str:
     reason = unstorable_reason(value)
     if reason is not None:
         raise UnstorableResult(f"the return value of {row['kind']} {reason}")
-    return json.dumps(value, allow_nan=False)
+    text = json.dumps(value, allow_nan=False)
+    reason = payload_problem(text)
+    if reason is not None:
+        raise UnstorableResult(f"the return value of {row['kind']} {reason}")
+    return text
 
 
 def drop_unusable_connections() -> None:
