@@ -17,6 +17,7 @@ from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
 from .db.jsonb import GuardedJSONField
+from .terminal import printable
 
 
 class TextArrayField(models.Field):  # type: ignore[type-arg]
@@ -125,7 +126,9 @@ class CronJob(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.name
+        # Shown in page titles, breadcrumbs and history: control and bidi
+        # characters written out, as everywhere a name is shown.
+        return printable(self.name)
 
     def _is_set(self, column: str) -> bool:
         # Rows loaded by the operator views (operations.TIMESTAMP_COLUMNS) hold
@@ -226,7 +229,7 @@ class Job(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind}#{self.id}"
+        return printable(f"{self.kind}#{self.id}")
 
     @property
     def cron_name(self) -> str | None:

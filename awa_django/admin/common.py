@@ -31,6 +31,7 @@ from django.utils.safestring import SafeString
 from ..db.jsonb import Undecodable
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..reconciliation.evidence import FRESH_FOR
+from ..terminal import printable
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,23 @@ def pretty_json(value: Any) -> SafeString:
         len(text),
         SHOWN_JSON_CHARS,
     )
+
+
+def shown_name(value: Any) -> SafeString:
+    """A name (schedule, task, queue, owner) as the console shows it: control,
+    bidi and zero-width characters written out (``\\u202e``), as in
+    ``manage.py awa``, so no name passes for another; a long one is cut by
+    the ``awa-name`` style, whole in its title (on hover)."""
+    text = printable(value)
+    return format_html('<span class="awa-name" title="{}">{}</span>', text, text)
+
+
+class EscapedValuesFilter(admin.AllValuesFieldListFilter):
+    """``AllValuesFieldListFilter`` showing each value as :func:`shown_name` escapes it."""
+
+    def choices(self, changelist: Any) -> Iterable[dict[str, Any]]:
+        for choice in super().choices(changelist):
+            yield {**choice, "display": printable(choice["display"])}
 
 
 def actor(request: HttpRequest) -> str:

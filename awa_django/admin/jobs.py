@@ -23,7 +23,8 @@ from django.utils.safestring import SafeString
 
 from ..actions import queues
 from ..models import CronJob, Job, QueueMeta
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, pretty_json, run_each
+from ..terminal import printable
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, pretty_json, run_each, shown_name
 
 # Above this many matching rows the list says "more than N" instead of counting.
 COUNT_CAP = 10_000
@@ -70,7 +71,7 @@ class QueueFilter(admin.SimpleListFilter):
         names.update(CronJob.objects.values_list("queue", flat=True).distinct())
         if self.value():
             names.add(str(self.value()))
-        return [(n, n) for n in sorted(names)]
+        return [(n, printable(n)) for n in sorted(names)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(queue=self.value()) if self.value() else queryset
@@ -86,7 +87,7 @@ class KindFilter(admin.SimpleListFilter):
         kinds = set(CronJob.objects.values_list("kind", flat=True).distinct())
         if self.value():
             kinds.add(str(self.value()))
-        return [(k, k) for k in sorted(kinds)]
+        return [(k, printable(k)) for k in sorted(kinds)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(kind=self.value()) if self.value() else queryset
@@ -113,7 +114,16 @@ class CronNameFilter(admin.SimpleListFilter):
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "kind", "queue", "state_badge", "attempts", "schedule", "run_at", "finished_at"]
+    list_display = [
+        "id",
+        "task",
+        "queue_name",
+        "state_badge",
+        "attempts",
+        "schedule",
+        "run_at",
+        "finished_at",
+    ]
     list_filter = ["state", QueueFilter, KindFilter, CronNameFilter]
     list_per_page = 50
     ordering = ["-id"]
@@ -123,12 +133,21 @@ class JobAdmin(ReadOnlyAdmin):
     show_facets = admin.ShowFacets.NEVER
     actions = ["cancel_jobs", "retry_jobs"]
     fieldsets = [
-        (None, {"fields": [("id", "state", "attempts", "queue", "priority"), ("kind", "schedule")]}),
+        (None, {"fields": [("id", "state", "attempts", "queue_name", "priority"), ("task", "schedule")]}),
         ("Outcome", {"fields": ["attempt_errors", "outcome", "worker_ids"]}),
         ("Input", {"fields": ["arguments", "tags", "meta"]}),
         ("Times", {"fields": [("run_at", "created_at"), ("attempted_at", "finished_at", "heartbeat_at")]}),
     ]
-    readonly_fields = ["schedule", "attempts", "arguments", "outcome", "attempt_errors", "meta"]
+    readonly_fields = [
+        "schedule",
+        "attempts",
+        "arguments",
+        "outcome",
+        "attempt_errors",
+        "meta",
+        "task",
+        "queue_name",
+    ]
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "cancel_job")
@@ -136,6 +155,14 @@ class JobAdmin(ReadOnlyAdmin):
     @admin.display(description="state", ordering="state")
     def state_badge(self, job: Job) -> str:
         return badge(job.state, f"job-{job.state}")
+
+    @admin.display(description="task", ordering="kind")
+    def task(self, job: Job) -> SafeString:
+        return shown_name(job.kind)
+
+    @admin.display(description="queue", ordering="queue")
+    def queue_name(self, job: Job) -> SafeString:
+        return shown_name(job.queue)
 
     @admin.display(description="attempt")
     def attempts(self, job: Job) -> str:
@@ -151,7 +178,9 @@ class JobAdmin(ReadOnlyAdmin):
         fire = metadata.get("cron_fire_at") or (
             f"manual, by {metadata.get('triggered_by', '?')}" if metadata.get("triggered_manually") else ""
         )
-        return format_html('<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, name, fire)
+        return format_html(
+            '<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, shown_name(name), fire
+        )
 
     @admin.display(description="args")
     def arguments(self, job: Job) -> SafeString:
