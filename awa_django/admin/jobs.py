@@ -152,6 +152,15 @@ class JobAdmin(ReadOnlyAdmin):
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "cancel_job")
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        queryset: QuerySet[Job] = super().get_queryset(request)
+        match = request.resolver_match
+        if match is not None and match.url_name == "awa_django_job_changelist":
+            # The list shows none of these; each may be up to AWA_MAX_ARGS_BYTES
+            # (or, written by raw SQL, any size): never loaded for 50 rows.
+            queryset = queryset.defer("args", "result", "errors")
+        return queryset
+
     @admin.display(description="state", ordering="state")
     def state_badge(self, job: Job) -> str:
         return badge(job.state, f"job-{job.state}")

@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.tasks import task_backends
 from django.test import Client
-from django.test.utils import override_settings
+from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
 
 from awa_django.db import jsonb
@@ -168,6 +168,9 @@ def test_admin_and_cli__serve_lists_and_pages_beside_hostile_rows(admin_client: 
         page = admin_client.get(url)
         assert page.status_code == 200, url
         assert len(page.content) < 1_000_000, url
+    with CaptureQueriesContext(connection) as queries:
+        admin_client.get(reverse("admin:awa_django_job_changelist"))
+    assert not any('"awa_jobs"."result"' in q["sql"] for q in queries.captured_queries)
     detail = admin_client.get(reverse("admin:awa_django_job_change", args=[big])).content.decode()
     assert "too large to show" in detail
     listing = awa("cron", "list")
