@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -75,7 +75,7 @@ def shown_name(value: Any) -> SafeString:
 class EscapedValuesFilter(admin.AllValuesFieldListFilter):
     """``AllValuesFieldListFilter`` showing each value as :func:`shown_name` escapes it."""
 
-    def choices(self, changelist: Any) -> Iterable[dict[str, Any]]:
+    def choices(self, changelist: Any) -> Iterator[Any]:
         for choice in super().choices(changelist):
             yield {**choice, "display": printable(choice["display"])}
 
