@@ -15,6 +15,9 @@ class AwaDjangoConfig(AppConfig):
         # cron.py that declares an invalid schedule raises InvalidSchedule here,
         # so every management command fails at startup, before any write.
         from . import checks  # noqa: F401
+        from .logs import install
         from .schedules.declaration import autodiscover
 
+        # Data in awa_django's log records is escaped for plain-text handlers.
+        install()
         autodiscover()

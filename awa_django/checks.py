@@ -141,7 +141,7 @@ SETTING_HINTS: Mapping[str, str] = MappingProxyType(
     {
         "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
         "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
-        "awa_django.E060": "AWA_MAX_ARGS_BYTES is a whole number of bytes >= 1 (default 1048576).",
+        "awa_django.E060": "AWA_MAX_ARGS_BYTES: bytes >= 1 (default 1048576); AWA_MAX_JSON_DEPTH: 1-200 (32).",
         "awa_django.E061": (
             "Timeouts are seconds from 0 (off) to 2147483.647 (PostgreSQL's limit); defaults 5, 60."
         ),

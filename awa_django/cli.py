@@ -16,6 +16,7 @@ from .actions import schedules
 from .conf import MAX_RETENTION, conf
 from .cron.describe import describe_cron
 from .db.guards import lock_wait_timed_out, privilege_error
+from .db.jsonb import Undecodable
 from .db.migration_state import require_migrated
 from .exceptions import NotMigrated
 from .models import CronJob, Job, JobState
@@ -57,6 +58,8 @@ def plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, Undecodable):  # a stored value too large or deep to decode: its reason
+        return str(value)
     return value
 
 

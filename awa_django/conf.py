@@ -48,6 +48,9 @@ MAX_KEEPALIVE_COUNT = 127
 # --older-than``): 1000 years of 365 days. Much larger ages overflow a
 # timedelta or, subtracted from now, PostgreSQL's timestamps (from 4713 BC).
 MAX_RETENTION = 365_000 * 24 * 3600
+# The deepest AWA_MAX_JSON_DEPTH: far below the recursion limits of Python's
+# json, psycopg and the admin's rendering, which each nesting level uses.
+MAX_JSON_DEPTH = 200
 
 
 def _at_most(value: object, high: float) -> bool:
@@ -72,6 +75,7 @@ class Kind(Enum):
     RETENTION = f"a number of seconds 0-{MAX_RETENTION}"
     KEEPALIVE_SECONDS = f"a whole number 1-{MAX_KEEPALIVE_SECONDS}"
     KEEPALIVE_COUNT = f"a whole number 1-{MAX_KEEPALIVE_COUNT}"
+    JSON_DEPTH = f"a whole number 1-{MAX_JSON_DEPTH}"
     MODULE_PATHS = "a list of module paths"
     BOOL = "a bool"
     # Validated by dedicated checks, because their validity depends on more
@@ -101,6 +105,8 @@ class Kind(Enum):
             return _whole(value, 1, MAX_KEEPALIVE_SECONDS)
         if self is Kind.KEEPALIVE_COUNT:
             return _whole(value, 1, MAX_KEEPALIVE_COUNT)
+        if self is Kind.JSON_DEPTH:
+            return _whole(value, 1, MAX_JSON_DEPTH)
         if self is Kind.MODULE_PATHS:
             return _module_paths(value)
         if self is Kind.BOOL:
@@ -183,9 +189,13 @@ SETTINGS: tuple[Setting, ...] = (
     # Admin: a schedule is "overdue" when a live leader exists and its next fire
     # is this many seconds in the past.
     Setting("AWA_OVERDUE_AFTER", 60.0, Kind.INTERVAL, "awa_django.E090"),
-    # Hostile input: the largest args (and metadata) of a schedule, in bytes
-    # of JSON. Larger declarations are refused; larger stored rows are parked.
+    # Hostile input: the largest JSON value (a schedule's or a job's args,
+    # metadata, a task's result), in bytes of JSON, and its deepest nesting
+    # (arrays and objects within one another). Larger or deeper values are
+    # refused when declared, enqueued or returned; stored rows holding one are
+    # parked (schedules) or failed (jobs).
     Setting("AWA_MAX_ARGS_BYTES", 1024 * 1024, Kind.COUNT, "awa_django.E060"),
+    Setting("AWA_MAX_JSON_DEPTH", 32, Kind.JSON_DEPTH, "awa_django.E060"),
     # Bounded waits: the longest wait for a lock another process holds (the
     # protocol lock, schedule rows) and the longest statement, in runcron and
     # awa sessions and in every process's snapshot transaction. 0 = no limit.
@@ -331,6 +341,10 @@ class AwaSettings:
     @property
     def MAX_ARGS_BYTES(self) -> int:
         return cast(int, _value("AWA_MAX_ARGS_BYTES"))
+
+    @property
+    def MAX_JSON_DEPTH(self) -> int:
+        return cast(int, _value("AWA_MAX_JSON_DEPTH"))
 
     @property
     def LOCK_TIMEOUT(self) -> float:

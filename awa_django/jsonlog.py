@@ -55,6 +55,21 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+# Characters JSON allows raw inside strings but line splitters (Python's
+# str.splitlines, some log shippers) take for a line break: one record would
+# become two. They occur only inside strings of the output, where the \uXXXX
+# escape means the same character.
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
+
+
+def _escape_line_breaks(text: str) -> str:
+    if text.isascii():
+        return text
+    for char, escape in _LINE_BREAKS.items():
+        text = text.replace(char, escape)
+    return text
+
+
 class JsonFormatter(logging.Formatter):
     """Format each record as one JSON object on one line."""
 
@@ -83,7 +98,7 @@ class JsonFormatter(logging.Formatter):
             data["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             data["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(data, ensure_ascii=False, default=str)
+        return _escape_line_breaks(json.dumps(data, ensure_ascii=False, default=str))
 
 
 def json_logging(level: str = "INFO", *, root: bool = False) -> dict[str, Any]:

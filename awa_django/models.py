@@ -16,6 +16,9 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
+from .db.jsonb import GuardedJSONField
+from .terminal import printable
+
 
 class TextArrayField(models.Field):  # type: ignore[type-arg]
     """A PostgreSQL ``text[]`` column.
@@ -55,11 +58,11 @@ class CronJob(models.Model):
     timezone = models.TextField(default="UTC", db_default="UTC")
     kind = models.TextField(help_text="Module path of the django.tasks Task to run.")
     queue = models.TextField(default="default", db_default="default")
-    args = models.JSONField(default=dict, db_default={}, help_text='{"args": [...], "kwargs": {...}}')
+    args = GuardedJSONField(default=dict, db_default={}, help_text='{"args": [...], "kwargs": {...}}')
     priority = models.IntegerField(default=0, db_default=0)
     max_attempts = models.IntegerField(default=3, db_default=3)
     tags = TextArrayField(default=list, blank=True)
-    metadata = models.JSONField(default=dict, db_default={}, blank=True)
+    metadata = GuardedJSONField(default=dict, db_default={}, blank=True)
     missed_fire_policy = models.TextField(
         choices=MissedFirePolicy.choices,
         default=MissedFirePolicy.COALESCE,
@@ -123,7 +126,9 @@ class CronJob(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.name
+        # Shown in page titles, breadcrumbs and history: control and bidi
+        # characters written out, as everywhere a name is shown.
+        return printable(self.name)
 
     def _is_set(self, column: str) -> bool:
         # Rows loaded by the operator views (actions.schedules.TIMESTAMP_COLUMNS) hold
@@ -160,7 +165,7 @@ class Job(models.Model):
     id = models.BigAutoField(primary_key=True)
     kind = models.TextField()
     queue = models.TextField(default="default", db_default="default")
-    args = models.JSONField(default=dict, db_default={})
+    args = GuardedJSONField(default=dict, db_default={})
     state = models.TextField(
         choices=JobState.choices, default=JobState.AVAILABLE, db_default=JobState.AVAILABLE
     )
@@ -174,10 +179,10 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    errors = models.JSONField(default=list, db_default=[])
-    result = models.JSONField(null=True, blank=True)
+    errors = GuardedJSONField(default=list, db_default=[])
+    result = GuardedJSONField(null=True, blank=True)
     tags = TextArrayField(default=list, blank=True)
-    metadata = models.JSONField(default=dict, db_default={})
+    metadata = GuardedJSONField(default=dict, db_default={})
     # One entry per attempt: the id of the worker that claimed it.
     worker_ids = TextArrayField(default=list, blank=True)
 
@@ -224,7 +229,7 @@ class Job(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind}#{self.id}"
+        return printable(f"{self.kind}#{self.id}")
 
     @property
     def cron_name(self) -> str | None:

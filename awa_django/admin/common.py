@@ -8,8 +8,9 @@ turns the errors those functions raise into admin messages.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -25,15 +26,58 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
+from ..db.jsonb import Undecodable
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..reconciliation.evidence import FRESH_FOR
+from ..terminal import printable
 
 logger = logging.getLogger(__name__)
 
 # What a service function raises for a refused or failed action. Each becomes
 # an error message naming the row; anything else is a bug and stays loud.
 OPERATOR_ERRORS = (OperationRefused, ScheduleNotFound, ValueError, DatabaseError)
+
+
+# The most characters of one JSON value a page shows (a value may be up to
+# AWA_MAX_ARGS_BYTES, 1 MiB by default, and a page shows several).
+SHOWN_JSON_CHARS = 64 * 1024
+
+
+def pretty_json(value: Any) -> SafeString:
+    """A stored JSON value, indented, cut at :data:`SHOWN_JSON_CHARS` with a
+    "too large to show" note; a value that was not decoded shows its reason."""
+    if isinstance(value, Undecodable):
+        note = "too large to show" if "AWA_MAX_ARGS_BYTES" in value.reason else "not shown"
+        return format_html('<p class="awa-too-large">{}: {} {}</p>', note, value.column, value.reason)
+    text = json.dumps(value, indent=2, sort_keys=True, default=str)
+    if len(text) <= SHOWN_JSON_CHARS:
+        return format_html('<pre class="awa-json">{}</pre>', text)
+    return format_html(
+        '<pre class="awa-json">{}</pre><p class="awa-too-large">… too large to show in full: '
+        "{} characters as JSON, the first {} shown</p>",
+        text[:SHOWN_JSON_CHARS],
+        len(text),
+        SHOWN_JSON_CHARS,
+    )
+
+
+def shown_name(value: Any) -> SafeString:
+    """A name (schedule, task, queue, owner) as the console shows it: control,
+    bidi and zero-width characters written out (``\\u202e``), as in
+    ``manage.py awa``, so no name passes for another; a long one is cut by
+    the ``awa-name`` style, whole in its title (on hover)."""
+    text = printable(value)
+    return format_html('<span class="awa-name" title="{}">{}</span>', text, text)
+
+
+class EscapedValuesFilter(admin.AllValuesFieldListFilter):
+    """``AllValuesFieldListFilter`` showing each value as :func:`shown_name` escapes it."""
+
+    def choices(self, changelist: Any) -> Iterator[Any]:
+        for choice in super().choices(changelist):
+            yield {**choice, "display": printable(choice["display"])}
 
 
 def actor(request: HttpRequest) -> str:

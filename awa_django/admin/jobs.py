@@ -6,7 +6,6 @@ the planner's statistics, or a count capped at :data:`COUNT_CAP`).
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from typing import Any
 
@@ -24,7 +23,8 @@ from django.utils.safestring import SafeString
 
 from ..actions import queues
 from ..models import CronJob, Job, QueueMeta
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, run_each
+from ..terminal import printable
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, pretty_json, run_each, shown_name
 
 # Above this many matching rows the list says "more than N" instead of counting.
 COUNT_CAP = 10_000
@@ -71,7 +71,7 @@ class QueueFilter(admin.SimpleListFilter):
         names.update(CronJob.objects.values_list("queue", flat=True).distinct())
         if self.value():
             names.add(str(self.value()))
-        return [(n, n) for n in sorted(names)]
+        return [(n, printable(n)) for n in sorted(names)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(queue=self.value()) if self.value() else queryset
@@ -87,7 +87,7 @@ class KindFilter(admin.SimpleListFilter):
         kinds = set(CronJob.objects.values_list("kind", flat=True).distinct())
         if self.value():
             kinds.add(str(self.value()))
-        return [(k, k) for k in sorted(kinds)]
+        return [(k, printable(k)) for k in sorted(kinds)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(kind=self.value()) if self.value() else queryset
@@ -112,15 +112,18 @@ class CronNameFilter(admin.SimpleListFilter):
         return filtered
 
 
-def _pretty(value: Any) -> SafeString:
-    return format_html(
-        '<pre class="awa-json">{}</pre>', json.dumps(value, indent=2, sort_keys=True, default=str)
-    )
-
-
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
-    list_display = ["id", "kind", "queue", "state_badge", "attempts", "schedule", "run_at", "finished_at"]
+    list_display = [
+        "id",
+        "task",
+        "queue_name",
+        "state_badge",
+        "attempts",
+        "schedule",
+        "run_at",
+        "finished_at",
+    ]
     list_filter = ["state", QueueFilter, KindFilter, CronNameFilter]
     list_per_page = 50
     ordering = ["-id"]
@@ -130,19 +133,45 @@ class JobAdmin(ReadOnlyAdmin):
     show_facets = admin.ShowFacets.NEVER
     actions = ["cancel_jobs", "retry_jobs"]
     fieldsets = [
-        (None, {"fields": [("id", "state", "attempts", "queue", "priority"), ("kind", "schedule")]}),
+        (None, {"fields": [("id", "state", "attempts", "queue_name", "priority"), ("task", "schedule")]}),
         ("Outcome", {"fields": ["attempt_errors", "outcome", "worker_ids"]}),
         ("Input", {"fields": ["arguments", "tags", "meta"]}),
         ("Times", {"fields": [("run_at", "created_at"), ("attempted_at", "finished_at", "heartbeat_at")]}),
     ]
-    readonly_fields = ["schedule", "attempts", "arguments", "outcome", "attempt_errors", "meta"]
+    readonly_fields = [
+        "schedule",
+        "attempts",
+        "arguments",
+        "outcome",
+        "attempt_errors",
+        "meta",
+        "task",
+        "queue_name",
+    ]
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "cancel_job")
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        queryset: QuerySet[Job] = super().get_queryset(request)
+        match = request.resolver_match
+        if match is not None and match.url_name == "awa_django_job_changelist":
+            # The list shows none of these; each may be up to AWA_MAX_ARGS_BYTES
+            # (or, written by raw SQL, any size): never loaded for 50 rows.
+            queryset = queryset.defer("args", "result", "errors")
+        return queryset
+
     @admin.display(description="state", ordering="state")
     def state_badge(self, job: Job) -> str:
         return badge(job.state, f"job-{job.state}")
+
+    @admin.display(description="task", ordering="kind")
+    def task(self, job: Job) -> SafeString:
+        return shown_name(job.kind)
+
+    @admin.display(description="queue", ordering="queue")
+    def queue_name(self, job: Job) -> SafeString:
+        return shown_name(job.queue)
 
     @admin.display(description="attempt")
     def attempts(self, job: Job) -> str:
@@ -154,24 +183,25 @@ class JobAdmin(ReadOnlyAdmin):
         if not name:
             return "-"
         url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
-        fire = job.metadata.get("cron_fire_at") or (
-            f"manual, by {job.metadata.get('triggered_by', '?')}"
-            if job.metadata.get("triggered_manually")
-            else ""
+        metadata = job.metadata  # a dict: cron_name found a name in it
+        fire = metadata.get("cron_fire_at") or (
+            f"manual, by {metadata.get('triggered_by', '?')}" if metadata.get("triggered_manually") else ""
         )
-        return format_html('<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, name, fire)
+        return format_html(
+            '<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, shown_name(name), fire
+        )
 
     @admin.display(description="args")
     def arguments(self, job: Job) -> SafeString:
-        return _pretty(job.args)
+        return pretty_json(job.args)
 
     @admin.display(description="result")
     def outcome(self, job: Job) -> SafeString:
-        return _pretty(job.result)
+        return pretty_json(job.result)
 
     @admin.display(description="metadata")
     def meta(self, job: Job) -> SafeString:
-        return _pretty(job.metadata)
+        return pretty_json(job.metadata)
 
     @admin.display(description="errors (every attempt)")
     def attempt_errors(self, job: Job) -> SafeString | str:

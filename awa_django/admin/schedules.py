@@ -25,13 +25,16 @@ from ..models import CronJob
 from ..schedules.declaration import registry
 from .common import (
     OPERATOR_ERRORS,
+    EscapedValuesFilter,
     ReadOnlyAdmin,
     actor,
     badge,
     confirmation,
     has_awa_perm,
     live_leader,
+    pretty_json,
     run_each,
+    shown_name,
     utc,
 )
 from .fires import dst_marked_fires, last_fires, zone_of
@@ -68,11 +71,11 @@ def _local_and_utc(moment: datetime, zone: ZoneInfo | None) -> SafeString:
 class CronJobAdmin(ReadOnlyAdmin):
     """Read-only schedule rows (definitions come from code) with operator actions."""
 
-    list_display = ["name", "expression", "zone", "next_fire", "last_fire", "owner", "badges"]
+    list_display = ["schedule_name", "expression", "zone", "next_fire", "last_fire", "owner", "badges"]
     list_filter = [
         StateFilter,
-        ("owner_id", admin.AllValuesFieldListFilter),
-        ("queue", admin.AllValuesFieldListFilter),
+        ("owner_id", EscapedValuesFilter),
+        ("queue", EscapedValuesFilter),
     ]
     search_fields = ["name"]
     list_per_page = 50
@@ -90,11 +93,11 @@ class CronJobAdmin(ReadOnlyAdmin):
             "Definition (from code)",
             {
                 "fields": [
-                    ("name", "owner_id", "declared_in"),
+                    ("schedule_name", "owner", "declared_in"),
                     ("cron_expr", "description", "timezone", "missed_fire_policy"),
-                    ("kind", "queue", "priority", "max_attempts"),
-                    "args",
-                    ("tags", "metadata"),
+                    ("task", "queue_name", "priority", "max_attempts"),
+                    "arguments",
+                    ("tags", "meta"),
                 ]
             },
         ),
@@ -111,7 +114,19 @@ class CronJobAdmin(ReadOnlyAdmin):
             },
         ),
     ]
-    readonly_fields = ["description", "declared_in", "created_at", "updated_at", "next_fire_at"]
+    readonly_fields = [
+        "description",
+        "declared_in",
+        "created_at",
+        "updated_at",
+        "next_fire_at",
+        "arguments",
+        "meta",
+        "schedule_name",
+        "owner",
+        "task",
+        "queue_name",
+    ]
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_cronjob")
@@ -131,6 +146,26 @@ class CronJobAdmin(ReadOnlyAdmin):
         return schedules.with_safe_timestamps(super().get_queryset(request))
 
     # -- columns ---------------------------------------------------------------
+    @admin.display(description="name", ordering="name")
+    def schedule_name(self, row: CronJob) -> SafeString:
+        return shown_name(row.name)
+
+    @admin.display(description="task", ordering="kind")
+    def task(self, row: CronJob) -> SafeString:
+        return shown_name(row.kind)
+
+    @admin.display(description="queue", ordering="queue")
+    def queue_name(self, row: CronJob) -> SafeString:
+        return shown_name(row.queue)
+
+    @admin.display(description="args")
+    def arguments(self, row: CronJob) -> SafeString:
+        return pretty_json(row.args)
+
+    @admin.display(description="metadata")
+    def meta(self, row: CronJob) -> SafeString:
+        return pretty_json(row.metadata)
+
     @admin.display(description="schedule", ordering="cron_expr")
     def expression(self, row: CronJob) -> SafeString:
         return format_html(
@@ -175,8 +210,8 @@ class CronJobAdmin(ReadOnlyAdmin):
         )
 
     @admin.display(description="owner", ordering="owner_id")
-    def owner(self, row: CronJob) -> str:
-        return row.owner_id or "-"
+    def owner(self, row: CronJob) -> SafeString | str:
+        return shown_name(row.owner_id) if row.owner_id else "-"
 
     @admin.display(description="status")
     def badges(self, row: CronJob) -> SafeString:

@@ -27,6 +27,7 @@ from django.db import connections
 
 from ..conf import conf
 from ..cron import search
+from ..db import jsonb
 from ..db.sessions import dict_rows
 from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
 from .pipeline import FirePipeline
@@ -71,11 +72,23 @@ _DUE_COLUMNS = """
     octet_length(args::text) AS args_bytes,
     jsonb_typeof(metadata) AS metadata_type,
     octet_length(metadata::text) AS metadata_bytes,
+    -- Nesting depth up to %(max_depth)s + 1: a value with no more opening
+    -- brackets than the limit cannot be deeper (the common case, no call).
+    {depth_args} AS args_depth,
+    {depth_metadata} AS metadata_depth,
     statement_timestamp() AS now
 """
 
-# The columns every read of rows to plan selects (see plan_row).
-DUE_COLUMNS = _DUE_COLUMNS.format(low=TIMESTAMP_LOW, high=TIMESTAMP_HIGH)
+# The columns every read of rows to plan selects (see plan_row); its
+# parameter %(max_depth)s is AWA_MAX_JSON_DEPTH (row_checks.max_json_depth()).
+_DEPTH = """CASE WHEN octet_length({column}::text) - octet_length(translate({column}::text, '[{{', ''))
+              <= %(max_depth)s THEN 0 ELSE awa_json_depth_v1({column}, %(max_depth)s) END"""
+DUE_COLUMNS = _DUE_COLUMNS.format(
+    low=TIMESTAMP_LOW,
+    high=TIMESTAMP_HIGH,
+    depth_args=_DEPTH.format(column="args"),
+    depth_metadata=_DEPTH.format(column="metadata"),
+)
 
 # Rows needing evaluation: due, or awaiting a (re)computation. Two arms of a
 # UNION ALL rather than an OR, so each is a range scan of the partial index
@@ -318,6 +331,7 @@ def evaluate(
     """
     result = PassResult()
     limit = int(conf.CATCH_UP_LIMIT)
+    max_depth = jsonb.max_depth()
     pipeline: FirePipeline | None = None
 
     def fired(jobs: list[dict[str, Any]]) -> None:
@@ -331,7 +345,9 @@ def evaluate(
         try:
             after = ""
             while True:
-                cursor.execute(SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE})
+                cursor.execute(
+                    SELECT_DUE_BATCH, {"after": after, "limit": FIRE_BATCH_SIZE, "max_depth": max_depth}
+                )
                 rows = dict_rows(cursor)
                 result.evaluated += len(rows)
                 more = len(rows) == FIRE_BATCH_SIZE

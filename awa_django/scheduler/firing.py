@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, InternalError
 
-from ..db import sessions
+from ..db import jsonb, sessions
 
 logger = logging.getLogger("awa_django.evaluator")
 
@@ -24,20 +24,34 @@ FIRE = "SELECT * FROM awa_cron_fire_v3(%s::jsonb)"
 # RAISE); anything else is not a row's fault.
 ROW_FAULTS = (IntegrityError, DataError, InternalError)
 _JSON_COLUMNS = ("args", "metadata", "errors", "result")
+# What a column that cannot be decoded reads as (its reason goes to args).
+_EMPTY: dict[str, Any] = {"metadata": {}, "errors": []}
 
 
 def job_row(columns: list[str], values: Any) -> dict[str, Any]:
     """A raw ``awa_jobs`` row as a dict, with JSON columns decoded.
 
     Django's psycopg adapters hand jsonb to Python as text (JSONField decodes it
-    itself), so raw cursors must decode it here.
+    itself), so raw cursors must decode it here, through :func:`jsonb.decode`:
+    a value too large, too deep or invalid never raises. ``args`` then holds an
+    :class:`~awa_django.db.jsonb.Undecodable` naming the column (the worker
+    fails such a job with that reason); so does a ``metadata`` that is not an
+    object or ``errors`` not an array, which then read as empty, so the row's
+    other readers go on.
     """
     job = dict(zip(columns, values, strict=True))
     for key in _JSON_COLUMNS:
         value = job.get(key)
         if isinstance(value, str):
-            # jsonb prints an empty object or array exactly so: no decoder needed.
-            job[key] = {} if value == "{}" else [] if value == "[]" else json.loads(value)
+            job[key] = jsonb.decode(value, key)
+    for key, empty in _EMPTY.items():
+        value = job.get(key)
+        if key in job and value is not None and not isinstance(value, (type(empty), jsonb.Undecodable)):
+            value = jsonb.Undecodable(key, f"is {jsonb.type_name(value)}, not {jsonb.type_name(empty)}")
+        if isinstance(value, jsonb.Undecodable):
+            job[key] = empty
+            if not isinstance(job.get("args"), jsonb.Undecodable):
+                job["args"] = value
     return job
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from django.db import connections
 
 from ..conf import conf
+from ..db import jsonb
 from ..db.sessions import dict_rows
 from . import evaluator
 from .firing import log_fired
@@ -96,7 +97,10 @@ def prepare(
     seconds (and not already due); None when there is nothing to prepare."""
     limit = int(conf.CATCH_UP_LIMIT)
     with connections[using].cursor() as cursor:
-        cursor.execute(SELECT_NEXT_SLOT, {"ahead": ahead, "limit": rows_limit or PREPARED_ROWS})
+        cursor.execute(
+            SELECT_NEXT_SLOT,
+            {"ahead": ahead, "limit": rows_limit or PREPARED_ROWS, "max_depth": jsonb.max_depth()},
+        )
         rows = dict_rows(cursor)
     if not rows:
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..conf import DEFAULTS, conf
+from ..db import jsonb
 from ..schedules import validation
 
 # Timestamps the evaluator accepts (see docs/explanation/semantics.md).
@@ -21,20 +21,20 @@ PARSE_CACHE_SIZE = 4096
 
 
 def max_args_bytes() -> int:
-    """``AWA_MAX_ARGS_BYTES``, or its default when the setting is invalid."""
-    limit = conf.MAX_ARGS_BYTES
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        # A settings mistake (reported by check E060) must not park every row.
-        limit = DEFAULTS["AWA_MAX_ARGS_BYTES"]
-    return int(limit)
+    """``AWA_MAX_ARGS_BYTES``, or its default when the setting is invalid.
+
+    A settings mistake (reported by check E060) must not park every row."""
+    return jsonb.max_bytes()
 
 
-def row_problem(row: dict[str, Any], max_bytes: int | None = None) -> str | None:
+def row_problem(
+    row: dict[str, Any], max_bytes: int | None = None, max_depth: int | None = None
+) -> str | None:
     """Why the evaluator cannot handle ``row`` (a value no declaration could
     produce, written by raw SQL or an old writer), or None.
 
-    ``max_bytes`` is ``AWA_MAX_ARGS_BYTES`` read once for a batch (read here
-    when omitted)."""
+    ``max_bytes`` and ``max_depth`` are ``AWA_MAX_ARGS_BYTES`` and
+    ``AWA_MAX_JSON_DEPTH`` read once for a batch (read here when omitted)."""
     for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
         if row[column] is None and row[text_column] is not None:
             return (
@@ -47,8 +47,12 @@ def row_problem(row: dict[str, Any], max_bytes: int | None = None) -> str | None
     if row["metadata_type"] != "object":
         return f"metadata is a JSON {row['metadata_type']}, not an object"
     limit = max_args_bytes() if max_bytes is None else max_bytes
+    depth_limit = jsonb.max_depth() if max_depth is None else max_depth
     for column in ("args", "metadata"):
         problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
+        # The depth as SELECT_DUE measured it, up to the limit + 1 (0 when
+        # the value has no more opening brackets than the limit).
+        problem = problem or validation.depth_problem(int(row.get(f"{column}_depth") or 0), depth_limit)
         if problem:
             return f"{column} {problem}"
     problem = _kind_problem(row["kind"])

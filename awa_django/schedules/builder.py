@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from ..conf import conf
+from ..conf import Kind, conf
 from ..cron import search
 from ..exceptions import InvalidSchedule
 from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task
@@ -66,6 +66,15 @@ def _max_args_bytes(name: str) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidSchedule(name, "args", f"AWA_MAX_ARGS_BYTES must be a whole number >= 1, got {limit!r}")
     return limit
+
+
+def _max_json_depth(name: str) -> int:
+    limit = conf.MAX_JSON_DEPTH
+    if not Kind.JSON_DEPTH.accepts(limit):
+        raise InvalidSchedule(
+            name, "args", f"AWA_MAX_JSON_DEPTH must be {Kind.JSON_DEPTH.value}, got {limit!r}"
+        )
+    return int(limit)
 
 
 def _resolve_task(name: str, task: Any) -> Task[Any, Any]:
@@ -171,13 +180,15 @@ def _check_arguments(name: str, args: Any, kwargs: Any) -> tuple[list[Any], dict
     if isinstance(args, _NOT_A_LIST) or not isinstance(args, Iterable):
         raise InvalidSchedule(name, "args", f"must be a list or tuple, got {type(args).__name__}")
     args = list(args)
-    _refuse(name, "args", validation.json_problem(args, string_keys=True))
+    depth = _max_json_depth(name)
+    # The depth limit holds for the value stored: {"args": [...], "kwargs": {...}}.
+    _refuse(name, "args", validation.json_problem(args, depth, string_keys=True, within=1))
     args_json = _json(args, name, "args")
     kwargs = {} if kwargs is None else kwargs
     if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
         raise InvalidSchedule(name, "kwargs", "must be a dict with string keys")
     kwargs = dict(kwargs)
-    _refuse(name, "kwargs", validation.json_problem(kwargs, string_keys=True))
+    _refuse(name, "kwargs", validation.json_problem(kwargs, depth, string_keys=True, within=1))
     kwargs_json = _json(kwargs, name, "kwargs")
     limit = _max_args_bytes(name)
     _refuse(
@@ -193,7 +204,9 @@ def _check_metadata(name: str, metadata: Any) -> dict[str, Any]:
     clash = RESERVED_METADATA_KEYS.intersection(metadata)
     if clash:
         raise InvalidSchedule(name, "metadata", f"keys {sorted(clash)} are reserved for the scheduler")
-    _refuse(name, "metadata", validation.json_problem(dict(metadata), string_keys=True))
+    _refuse(
+        name, "metadata", validation.json_problem(dict(metadata), _max_json_depth(name), string_keys=True)
+    )
     metadata_json: dict[str, Any] = _json(dict(metadata), name, "metadata")
     _refuse(name, "metadata", validation.size_problem(_json_size(metadata_json), _max_args_bytes(name)))
     return metadata_json

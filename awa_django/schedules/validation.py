@@ -23,7 +23,8 @@ from ..cron.parse import non_ascii_reason
 # cost grows with the text, and every evaluation pass parses due rows again.
 MAX_EXPRESSION_LENGTH = 256
 # JSON nesting deeper than this (args, kwargs, metadata) is refused: deep
-# nesting overflows the recursion of json, psycopg and the worker.
+# nesting overflows the recursion of json, psycopg and the worker. The
+# default of AWA_MAX_JSON_DEPTH, which callers with settings pass instead.
 MAX_JSON_DEPTH = 32
 # Zone names whose meaning depends on the host rather than on the name.
 HOST_DEPENDENT_ZONES = frozenset({"localtime", "posixrules", "factory"})
@@ -103,19 +104,24 @@ def run_after_problem(value: datetime) -> str | None:
     return None
 
 
-def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH, *, string_keys: bool = False) -> str | None:
+def json_problem(
+    value: Any, max_depth: int = MAX_JSON_DEPTH, *, string_keys: bool = False, within: int = 0
+) -> str | None:
     """The first string (key or value) that cannot be stored, or too deep nesting.
 
     With ``string_keys``, also a dict key that is not a string: JSON would
     turn ``1`` into ``"1"`` (and ``{1: a, "1": b}`` into one key), so the task
-    would not get what was declared. Iterative, so a hostile depth cannot
-    overflow the interpreter's stack.
+    would not get what was declared. ``within``: how many levels the stored
+    value wraps ``value`` in (1 for a call's args, stored in ``{"args": ...}``).
+    Iterative, so a hostile depth cannot overflow the interpreter's stack.
     """
-    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    stack: list[tuple[Any, int, str]] = [(value, within, "")]
     while stack:
         item, depth, where = stack.pop()
-        if depth > max_depth:
-            return f"is nested deeper than {max_depth} levels"
+        # Depth counts the arrays and objects within one another ([] is 1,
+        # [[1]] is 2), as the database's awa_json_depth_v1 and db.jsonb do.
+        if isinstance(item, (dict, list, tuple)) and depth_problem(depth + 1, max_depth):
+            return depth_problem(depth + 1, max_depth)
         if isinstance(item, str):
             problem = text_problem(item)
             if problem:
@@ -203,6 +209,13 @@ def size_problem(size: int, limit: int) -> str | None:
     """A JSON value whose encoded size exceeds ``AWA_MAX_ARGS_BYTES``."""
     if size > limit:
         return f"is {size} bytes as JSON; the limit is AWA_MAX_ARGS_BYTES={limit}"
+    return None
+
+
+def depth_problem(depth: int, limit: int) -> str | None:
+    """A JSON value nested deeper than ``AWA_MAX_JSON_DEPTH`` (arrays and objects within one another)."""
+    if depth > limit:
+        return f"is nested deeper than {limit} levels (AWA_MAX_JSON_DEPTH={limit})"
     return None
 
 

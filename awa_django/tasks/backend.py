@@ -218,7 +218,8 @@ class AwaBackend(BaseTaskBackend):
             if task is None:
                 raise TaskResultDoesNotExist(f"{row['id']}: {row['kind']!r} is not an importable Task")
         task = self._as_enqueued(task, row)
-        args = row["args"]
+        # A value that could not be decoded (see db.jsonb) reads as empty here.
+        args = row["args"] if isinstance(row["args"], dict) else {}
         state = row["state"]
         result: TaskResult[Any, Any] = TaskResult(
             task=task,
@@ -236,7 +237,7 @@ class AwaBackend(BaseTaskBackend):
                     exception_class_path=str(e.get("exception_class_path", "builtins.Exception")),
                     traceback=str(e.get("traceback", "")),
                 )
-                for e in (row["errors"] or [])
+                for e in (row["errors"] if isinstance(row["errors"], list) else [])
                 if isinstance(e, dict)
             ],
             worker_ids=list(row["worker_ids"] or []),

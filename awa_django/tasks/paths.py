@@ -29,6 +29,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from ..conf import conf
+from ..db.jsonb import Undecodable
 from .compat import InvalidTask, Task
 from .payloads import exception_text
 
@@ -124,8 +125,11 @@ def call_arguments(args: Any) -> tuple[list[Any], dict[str, Any]]:
     """The positional and keyword arguments stored in a row's ``args``.
 
     Raises :class:`TaskNotRunnable` unless it is ``{"args": [...], "kwargs": {...}}``
-    (either key may be missing).
+    (either key may be missing), naming the limit when a stored value could not
+    be decoded (too large or too deep, see :mod:`awa_django.db.jsonb`).
     """
+    if isinstance(args, Undecodable):
+        raise TaskNotRunnable(f"job {args.column} cannot be read: it {args.reason}")
     if not isinstance(args, dict) or set(args) - {"args", "kwargs"}:
         raise TaskNotRunnable(f"job args must be an object with 'args' and 'kwargs', got {args!r:.200}")
     positional = args.get("args", [])

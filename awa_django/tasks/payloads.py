@@ -15,7 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..schedules.validation import json_problem
+from ..db import jsonb
+from ..schedules.validation import depth_problem, json_problem
 from .compat import InvalidTask, Task, normalize_json
 
 
@@ -23,8 +24,14 @@ def checked_payload(args: Any, kwargs: Any) -> tuple[dict[str, Any], str]:
     """The stored form of a call's arguments and its JSON text; raise if PostgreSQL
     could not store it, here in the caller rather than later in the worker (and
     not with a database error that would abort the caller's transaction)."""
-    payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
-    text = json.dumps(payload, allow_nan=False)
+    try:
+        payload = {"args": normalize_json(list(args)), "kwargs": normalize_json(dict(kwargs))}
+        text = json.dumps(payload, allow_nan=False)
+    except RecursionError:
+        raise ValueError(f"args {depth_problem(sys.maxsize, jsonb.max_depth())}") from None
+    problem = payload_problem(text)
+    if problem:
+        raise ValueError(f"args {problem}")
     if "\\u0000" not in text and "\\ud" not in text:
         return payload, text  # json.dumps escapes NUL and every surrogate this way: none here
     if contains_nul(payload):
@@ -35,6 +42,17 @@ def checked_payload(args: Any, kwargs: Any) -> tuple[dict[str, Any], str]:
     if surrogate:
         raise ValueError(f"task arguments cannot be stored: {surrogate} (PostgreSQL jsonb rejects it)")
     return payload, text
+
+
+def payload_problem(text: str) -> str | None:
+    """Why JSON ``text`` (from ``json.dumps``) is over ``AWA_MAX_ARGS_BYTES`` or
+    ``AWA_MAX_JSON_DEPTH``, or None: the limits of declarations and stored rows,
+    held to at ``enqueue()`` and for results too."""
+    limit = jsonb.max_bytes()
+    if len(text) > limit:
+        # json.dumps writes non-ASCII as \\uXXXX; PostgreSQL stores UTF-8.
+        text = json.dumps(json.loads(text), ensure_ascii=False)
+    return jsonb.nesting_problem(text, limit)
 
 
 def contains_nul(value: Any) -> bool:

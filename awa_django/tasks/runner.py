@@ -24,7 +24,7 @@ from . import context
 from .compat import TaskContext, normalize_json, task_started
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
-from .payloads import unstorable_reason
+from .payloads import payload_problem, unstorable_reason
 
 logger = logging.getLogger("awa_django.worker")
 
@@ -96,7 +96,11 @@ def _encoded(row: dict[str, Any], value: Any) -> str:
     reason = unstorable_reason(value)
     if reason is not None:
         raise UnstorableResult(f"the return value of {row['kind']} {reason}")
-    return json.dumps(value, allow_nan=False)
+    text = json.dumps(value, allow_nan=False)
+    reason = payload_problem(text)
+    if reason is not None:
+        raise UnstorableResult(f"the return value of {row['kind']} {reason}")
+    return text
 
 
 def drop_unusable_connections() -> None:

@@ -21,6 +21,18 @@ def test_check_hardening__e060_max_args_bytes(value: Any) -> None:
         assert ids() == ["awa_django.E060"]
 
 
+@pytest.mark.parametrize("value", [0, -1, 201, 1000, 1.5, "32", True, None])
+def test_check_hardening__e060_max_json_depth(value: Any) -> None:
+    with override_settings(AWA_MAX_JSON_DEPTH=value):
+        assert ids() == ["awa_django.E060"]
+
+
+@pytest.mark.parametrize("value", [1, 32, 200])
+def test_check_hardening__max_json_depth_in_range_passes(value: Any) -> None:
+    with override_settings(AWA_MAX_JSON_DEPTH=value):
+        assert ids() == []
+
+
 @pytest.mark.parametrize("key", ["AWA_LOCK_TIMEOUT", "AWA_STATEMENT_TIMEOUT"])
 @pytest.mark.parametrize("value", [-1, float("nan"), float("inf"), "5", None])
 def test_check_hardening__e061_timeouts(key: str, value: Any) -> None:

@@ -306,7 +306,7 @@ class ScheduleMachine(RuleBasedStateMachine):
     def read_due_rows(self, instance: str) -> None:
         """The first half of an evaluation pass: SELECT_DUE + plan_row."""
         with connection.cursor() as cursor:
-            cursor.execute(SELECT_DUE)
+            cursor.execute(SELECT_DUE, {"max_depth": 32})
             columns = [c.name for c in cursor.description]
             rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
         plan = [plan_row(r, CATCH_UP_LIMIT) for r in rows]

@@ -47,11 +47,19 @@ def test_json_problem__depth_limit_is_iterative_and_exact() -> None:
         return value
 
     assert validation.json_problem(nested(3), max_depth=3) is None
-    assert validation.json_problem(nested(4), max_depth=3) == "is nested deeper than 3 levels"
+    assert (
+        validation.json_problem(nested(4), max_depth=3)
+        == "is nested deeper than 3 levels (AWA_MAX_JSON_DEPTH=3)"
+    )
+    # An empty array is a level too, as in the database's count.
+    assert validation.json_problem([[[]]], max_depth=3) is None
+    assert validation.json_problem([[[[]]]], max_depth=3) is not None
+    assert validation.json_problem([[[]]], max_depth=3, within=1) is not None
     # Far deeper than the interpreter's recursion limit: still answered.
+    limit = validation.MAX_JSON_DEPTH
     assert (
         validation.json_problem(nested(100_000))
-        == f"is nested deeper than {validation.MAX_JSON_DEPTH} levels"
+        == f"is nested deeper than {limit} levels (AWA_MAX_JSON_DEPTH={limit})"
     )
 
 

@@ -298,7 +298,8 @@ class Command(BaseCommand):
                 "max_attempts": j.max_attempts,
                 "run_at": plain(j.run_at),
                 "cron_name": j.cron_name,
-                "cron_fire_at": j.metadata.get("cron_fire_at"),
+                # metadata may be any JSON value, or undecodable (db.jsonb), in a raw row.
+                "cron_fire_at": (j.metadata if isinstance(j.metadata, dict) else {}).get("cron_fire_at"),
                 "triggered_manually": bool(j.cron_name and j.metadata.get("triggered_manually")),
                 "duration_seconds": job_duration(j, now),
                 "last_error": last_error(j),

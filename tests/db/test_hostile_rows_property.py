@@ -1,0 +1,174 @@
+"""Generated hostile rows next to healthy ones: nothing crashes, the healthy fire and run.
+
+Each example writes, by raw SQL, a schedule row and a job row whose JSON
+columns hold any JSON type, deep nesting or large values, whose names hold
+control, bidi and zero-width characters, and whose timestamps sit at the edges
+PostgreSQL accepts; then one leader pass, one worker claim-and-rescue, the
+admin lists and ``awa cron list`` / ``awa jobs list`` run over them, beside a
+healthy schedule and a healthy job.
+"""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from awa_django.models import Job
+from awa_django.scheduler.evaluator import evaluate
+from awa_django.tasks.worker import Worker
+from tests.testapp import tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Small limits, so "large" values stay cheap to generate and store.
+LIMITS = {"AWA_MAX_ARGS_BYTES": 4096, "AWA_MAX_JSON_DEPTH": 8}
+
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**62), 2**62)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20).filter(lambda t: "\x00" not in t)
+)
+ANY_JSON = st.recursive(
+    JSON_SCALARS,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(max_size=5).filter(lambda t: "\x00" not in t), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def nested_text(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def as_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# A JSON column's text: any value, deeply nested, or over the size limit.
+JSON_TEXT = st.one_of(
+    ANY_JSON.map(as_text),
+    st.integers(9, 3000).map(nested_text),
+    st.integers(5000, 20000).map(lambda n: as_text({"args": ["x" * n], "kwargs": {}})),
+    st.just('{"args": [], "kwargs": {}}'),
+)
+HOSTILE_CHARS = "\x1b\x07\r\n\t\u202e\u2066\u200b\u2028\ufeff\x85"
+NAME = st.text(
+    alphabet=st.sampled_from(HOSTILE_CHARS)
+    | st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=200,
+).filter(lambda n: n != "healthy")
+EDGE_TIMESTAMP = st.sampled_from(
+    [None, "infinity", "-infinity", "0001-01-01 00:00+00", "4713-01-01 00:00+00 BC", "9999-12-31 23:59:59+00",
+     "1970-01-01 00:00+00", "294276-12-31 23:59:59+00"]
+)  # fmt: skip
+
+
+def sql(statement: str, params: list[Any] | None = None) -> Any:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.fetchall() if cursor.description else None
+
+
+def awa(*args: str) -> str:
+    out = StringIO()
+    call_command("awa", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def admin_user() -> User:
+    return User.objects.create_superuser("hostile-admin", "a@example.com", "x")
+
+
+@given(
+    name=NAME,
+    args=JSON_TEXT,
+    metadata=JSON_TEXT,
+    last_enqueued=EDGE_TIMESTAMP,
+    created=EDGE_TIMESTAMP.filter(lambda t: t is not None),
+    job_args=JSON_TEXT,
+    job_metadata=JSON_TEXT,
+    errors=JSON_TEXT,
+    result=JSON_TEXT,
+    queue=NAME,
+)
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
+def test_hostile_rows__leader_worker_admin_and_cli_serve_the_healthy_rows(
+    admin_user: User,
+    name: str,
+    args: str,
+    metadata: str,
+    last_enqueued: str | None,
+    created: str,
+    job_args: str,
+    job_metadata: str,
+    errors: str,
+    result: str,
+    queue: str,
+) -> None:
+    sql("TRUNCATE awa_cron_jobs, awa_jobs")
+    sql(
+        "INSERT INTO awa_cron_jobs (name, cron_expr, timezone, kind, queue, args, metadata, priority,"
+        " max_attempts, missed_fire_policy, tags, created_at, updated_at, last_enqueued_at) VALUES"
+        " ('healthy', '* * * * * *', 'UTC', 'tests.testapp.tasks.record', 'default', '{}', '{}', 0, 3,"
+        "  'coalesce', '{}', now() - interval '1 hour', now(), NULL),"
+        " (%s, '* * * * * *', 'UTC', 'tests.testapp.tasks.record', %s, %s::jsonb, %s::jsonb, 0, 3,"
+        "  'coalesce', ARRAY[%s], %s::timestamptz, now(), %s::timestamptz)",
+        [name, queue, args, metadata, name, created, last_enqueued],
+    )
+    with override_settings(**LIMITS):
+        healthy = tasks.record.enqueue("healthy")
+        sql(
+            "INSERT INTO awa_jobs (kind, queue, args, metadata, errors, result, state, run_at, max_attempts, tags)"
+            " VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, 'available', now(), 3, ARRAY[%s])",
+            [name, queue, job_args, job_metadata, errors, result, name],
+        )
+        sql(
+            "INSERT INTO awa_jobs (kind, queue, args, metadata, errors, result, state, run_at, max_attempts,"
+            " attempt, heartbeat_at, attempted_at) VALUES ('tests.testapp.tasks.record', 'default', %s::jsonb,"
+            " %s::jsonb, %s::jsonb, %s::jsonb, 'running', now(), 3, 1, now() - interval '1 hour', now())",
+            [job_args, job_metadata, errors, result],
+        )
+        evaluate()
+        assert Job.objects.filter(metadata__cron_name="healthy").count() == 1
+        worker = Worker(burst=True)
+        worker.rescue()
+        worker.run()
+        assert Job.objects.get(id=int(healthy.id)).state == "completed"
+        assert set(Job.objects.filter(metadata__cron_name="healthy").values_list("state", flat=True)) == {
+            "completed"
+        }
+        client = Client()
+        client.force_login(admin_user)
+        for url in ("admin:awa_django_cronjob_changelist", "admin:awa_django_job_changelist"):
+            page = client.get(reverse(url))
+            assert page.status_code == 200
+            assert len(page.content) < 1_000_000
+        assert "healthy" in awa("cron", "list")
+        assert str(healthy.id) in awa("jobs", "list")
+        assert "healthy" in json.dumps(json.loads(awa("cron", "list", "--json")))
+        assert any(j["id"] == int(healthy.id) for j in json.loads(awa("jobs", "list", "--json")))
