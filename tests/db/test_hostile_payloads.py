@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.db import connection
-from django.tasks import task_backends
 from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
@@ -25,6 +24,7 @@ from awa_django.db import jsonb
 from awa_django.models import CronJob, Job
 from awa_django.scheduler.evaluator import evaluate
 from awa_django.tasks import jobs
+from awa_django.tasks.compat import task_backends
 from awa_django.tasks.worker import Worker
 from tests.factories import CronJobFactory
 from tests.testapp import tasks

@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from awa_django.models import CronJob, Job
-from tests.conftest import database_url, manage, wait_for
 from tests.factories import CronJobFactory
+from tests.helpers.database import database_url
+from tests.helpers.processes import manage
+from tests.helpers.waiting import wait_for
 from tests.testapp import tasks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
