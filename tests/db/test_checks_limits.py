@@ -57,7 +57,11 @@ def test_check_hardening__e062_keepalives(key: str, value: Any) -> None:
 @pytest.mark.parametrize(
     ("key", "value", "hint"),
     [
-        ("AWA_MAX_ARGS_BYTES", 0, "AWA_MAX_ARGS_BYTES is a whole number of bytes >= 1 (default 1048576)."),
+        (
+            "AWA_MAX_ARGS_BYTES",
+            0,
+            "AWA_MAX_ARGS_BYTES: bytes >= 1 (default 1048576); AWA_MAX_JSON_DEPTH: 1-200 (32).",
+        ),
         (
             "AWA_LOCK_TIMEOUT",
             -1,

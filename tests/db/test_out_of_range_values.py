@@ -1,5 +1,5 @@
 """Fault isolation against values only raw SQL can write, and operator input
-out of range (the audit's findings, each re-verified here).
+out of range: each stays with its row or its command.
 
 Rows are edited with raw SQL in the operator context, as a hand edit or an old
 writer would leave them; every other schedule (and the bad row itself, as far

@@ -1,4 +1,4 @@
-"""Issue 9: every attempt ends with its real outcome, whatever the task or the row does."""
+"""Every attempt ends with its real outcome, whatever the task or the row does."""
 
 from __future__ import annotations
 

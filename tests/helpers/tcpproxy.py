@@ -1,7 +1,7 @@
 """A small TCP proxy on 127.0.0.1 that can cut every connection for a while.
 
-Used to show that the worker's reports survive a database outage (issue 9),
-like the fault campaign that found the bug: connections dropped for seconds.
+Used to show that the worker's reports survive a database outage: every
+connection dropped for seconds, then accepted again.
 """
 
 from __future__ import annotations
