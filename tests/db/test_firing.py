@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.db import ProgrammingError, connection, transaction
 
+from awa_django.db import jsonb
 from awa_django.models import CronJob, Job
 from awa_django.scheduler import evaluator, firing
 from tests.factories import CronJobFactory
@@ -25,7 +26,10 @@ pytestmark = pytest.mark.django_db
 def entry(name: str, fires: int = 1) -> dict[str, Any]:
     """The plan entry the evaluator would send for ``name``: its last ``fires`` minutes."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {evaluator.DUE_COLUMNS} FROM awa_cron_jobs WHERE name = %s", [name])
+        cursor.execute(
+            f"SELECT {evaluator.DUE_COLUMNS} FROM awa_cron_jobs WHERE name = %(name)s",
+            {"name": name, "max_depth": jsonb.max_depth()},
+        )
         columns = [c.name for c in cursor.description]
         row = dict(zip(columns, cursor.fetchone(), strict=True))
     minute = row["now"].replace(second=0, microsecond=0)
