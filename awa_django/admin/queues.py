@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString
 
 from ..actions import queues
 from ..models import Queue
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, utc
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, timestamp, utc
 
 
 @admin.register(Queue)
@@ -35,7 +35,7 @@ class QueueAdmin(ReadOnlyAdmin):
     fields = [
         "queue",
         "status",
-        "paused_at",
+        "paused_at_shown",
         "paused_by",
         "available",
         "scheduled",
@@ -46,7 +46,9 @@ class QueueAdmin(ReadOnlyAdmin):
         "cancelled",
         "links",
     ]
-    readonly_fields = ["status", "links"]
+    readonly_fields = ["status", "links", "paused_at_shown"]
+
+    paused_at_shown = timestamp("paused_at", "paused at")
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_queue")

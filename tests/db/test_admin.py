@@ -443,6 +443,10 @@ def test_owners__adopt_form_names_the_expected_owner(admin_client: Client) -> No
     assert admin_client.get(url + "?name=loose").status_code == 200
     preview = admin_client.post(url, {"name": "loose", "owner": "web", "expected_owner": ""})
     assert preview.context["plan"].schedules == ["loose"] and not preview.context["plan"].applied
+    # The dry run renders its plan and the confirm button, not the form again.
+    page = preview.content.decode()
+    assert 'id="awa-plan-changes"' in page and "loose: owner (unowned) → web" in page
+    assert 'value="Yes, adopt"' in page and "Show what will change" not in page
     assert CronJob.objects.get(name="loose").owner_id is None
     admin_client.post(url, {"name": "loose", "owner": "web", "expected_owner": "", "post": "yes"})
     assert CronJob.objects.get(name="loose").owner_id == "web"
@@ -453,6 +457,14 @@ def test_owners__adopt_form_names_the_expected_owner(admin_client: Client) -> No
     assert response.status_code == 200
     assert any("ownership conflict" in t for t in texts(response))
     assert CronJob.objects.get(name="w1").owner_id == "web"
+
+
+def test_owners__adopt_of_a_schedule_the_owner_holds_says_no_change(admin_client: Client) -> None:
+    owned("web", "w1")
+    url = reverse("admin:awa_django_cronowner_adopt")
+    response = admin_client.post(url, {"name": "w1", "owner": "web", "expected_owner": "web"})
+    assert texts(response) == ["No change: w1 already belongs to web"]
+    assert "Show what will change" in response.content.decode()
 
 
 def test_owners__lifecycle_views_need_retire_permission() -> None:
