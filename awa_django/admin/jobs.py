@@ -21,10 +21,10 @@ from django.db.models.fields.json import KT
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from ..actions import queues
-from ..models import CronJob, Job, QueueMeta
+from ..models import CronJob, Job, JobState, QueueMeta
 from ..terminal import printable
 from .common import (
     ReadOnlyAdmin,
@@ -42,6 +42,9 @@ from .common import (
 
 # Above this many matching rows the list says "more than N" instead of counting.
 COUNT_CAP = 10_000
+
+# States of a job that has not started its next attempt yet.
+WAITING_STATES = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
 
 # The schedule filter offers at most this many names (any other works as ?cron_name=).
 SCHEDULE_CHOICES = 100
@@ -91,7 +94,7 @@ def error_line(job: Job) -> str:
     frames = [i for i, line in enumerate(lines) if line[:1].isspace() or line.startswith("Traceback (")]
     after = lines[frames[-1] + 1 :] if frames else lines
     first = after[0].strip() if after else ""
-    if not name or first.startswith(name):
+    if not name or first.startswith((str(class_path), name)):
         return first or name
     return f"{name}: {first}" if first else name
 
@@ -192,14 +195,14 @@ class CronNameFilter(admin.SimpleListFilter):
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
+    # Fits a 1,500 px window beside Django's navigation and filters: the queue
+    # goes under the task, and when a waiting job is due under its state.
     list_display = [
         "id",
-        "task",
-        "queue_name",
-        "state_badge",
+        "task_and_queue",
+        "state_and_due",
         "attempts",
         "schedule",
-        "run_at_shown",
         "finished_at_shown",
         "duration",
         "last_error",
@@ -292,13 +295,37 @@ class JobAdmin(ReadOnlyAdmin):
             '<span class="awa-error-line" title="{}">{}</span>', printable(line), printable(line)
         )
 
-    @admin.display(description="state", ordering="state")
-    def state_badge(self, job: Job) -> str:
-        return badge(job.state, f"job-{job.state}")
-
     @admin.display(description="task", ordering="kind")
     def task(self, job: Job) -> SafeString:
         return shown_name(job.kind)
+
+    @admin.display(description="task / queue", ordering="kind")
+    def task_and_queue(self, job: Job) -> SafeString:
+        # The dotted path may break after each dot: the column stays narrow, the name whole.
+        text = printable(job.kind)
+        path = format_html_join(mark_safe(".<wbr>"), "{}", ((part,) for part in text.split(".")))
+        return format_html(
+            '<span class="awa-name awa-path" title="{}">{}</span><br><span class="awa-utc">queue {}</span>',
+            text,
+            path,
+            shown_name(job.queue),
+        )
+
+    @admin.display(description="state", ordering="state")
+    def state_and_due(self, job: Job) -> SafeString:
+        """The state; for a job not started yet, when it is due; for a running one, since when."""
+        if job.state in WAITING_STATES:
+            word, moment = "due", job.run_at
+        elif job.state == JobState.RUNNING:
+            word, moment = "since", job.attempted_at
+        else:
+            return format_html("{}", badge(job.state, f"job-{job.state}"))
+        return format_html(
+            '{} <span class="awa-utc">{}</span><br><span class="awa-utc">{}</span>',
+            badge(job.state, f"job-{job.state}"),
+            word,
+            when(moment),
+        )
 
     @admin.display(description="queue", ordering="queue")
     def queue_name(self, job: Job) -> SafeString:
