@@ -440,7 +440,6 @@ def test_admin_browser__jobs_list_answers_what_failed_and_why(admin_console: Con
                    const right = document.querySelector('#result_list').getBoundingClientRect().right;
                    return box.scrollWidth <= box.clientWidth && right <= window.innerWidth; }"""
     )
-    screenshot(page, tmp_path, "admin-job-list.png", full_page=False)
     assert fits and structure(page)["overflow"] <= 0
     failed = page.locator("#result_list tbody tr", has=page.locator(".awa-job-failed"))
     assert "smtplib.SMTPServerDisconnected: Connection unexpectedly closed" in failed.inner_text()
