@@ -314,6 +314,7 @@ class JobAdmin(ReadOnlyAdmin):
     @admin.display(description="state", ordering="state")
     def state_and_due(self, job: Job) -> SafeString:
         """The state; for a job not started yet, when it is due; for a running one, since when."""
+        moment: datetime | None
         if job.state in WAITING_STATES:
             word, moment = "due", job.run_at
         elif job.state == JobState.RUNNING:
