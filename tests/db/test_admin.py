@@ -11,6 +11,7 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.admin.models import LogEntry
@@ -22,6 +23,7 @@ from django.urls import reverse
 
 from awa_django import periodic
 from awa_django.actions import owners, queues, schedules
+from awa_django.admin.common import when
 from awa_django.admin.fires import dst_marked_fires
 from awa_django.models import CronJob, Job, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
@@ -437,6 +439,16 @@ def test_times__seconds_and_zone_on_every_page(admin_client: Client) -> None:
                 )
     detail = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["berlin"])).content.decode()
     assert "2026-01-05 09:00:00 CET" in detail and "2026-01-05 08:00:00 UTC" in detail
+
+
+def test_when__the_zone_beside_utc_only_where_they_differ() -> None:
+    moment = datetime(2026, 7, 1, 7, 0, 5, tzinfo=UTC)
+    assert when(moment) == "2026-07-01 07:00:05 UTC"
+    assert when(moment, ZoneInfo("UTC")) == "2026-07-01 07:00:05 UTC"
+    assert when(moment, ZoneInfo("Europe/Berlin")) == (
+        '2026-07-01 09:00:05 CEST<br><span class="awa-utc">2026-07-01 07:00:05 UTC</span>'
+    )
+    assert when(None) == "-"
 
 
 def test_jobs__detail_shows_args_result_errors_tracebacks_and_workers(admin_client: Client) -> None:

@@ -364,6 +364,8 @@ def test_admin_browser__every_page_has_the_stock_admin_structure(admin_console: 
     realistic_data()
     CronOwner.objects.create(owner_id="web")
     console = admin_console
+    failures: list[str] = []
+    console.page.on("response", lambda r: r.status >= 400 and failures.append(f"{r.status} {r.url}"))
     stock = stock_admin(console)
     stock_list = {**stock["list"], "messages": stock["list"]["messages"]}
     job = Job.objects.filter(state="failed").get()
@@ -401,6 +403,7 @@ def test_admin_browser__every_page_has_the_stock_admin_structure(admin_console: 
     page.click("input[value='Show what will change']")
     page.wait_for_load_state()
     same_structure(structure(page), stock["confirm"], "adopt: the dry run")
+    assert failures == []
 
 
 def test_admin_browser__adopt_shows_the_dry_run_then_confirms(admin_console: Console) -> None:
