@@ -26,8 +26,8 @@ from django.db import DatabaseError, connections
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from ..db.jsonb import Undecodable
 from ..exceptions import OperationRefused, ScheduleNotFound
@@ -64,13 +64,19 @@ def pretty_json(value: Any) -> SafeString:
     )
 
 
-def shown_name(value: Any) -> SafeString:
+def shown_name(value: Any, break_after: str = "") -> SafeString:
     """A name (schedule, task, queue, owner) as the console shows it: control,
     bidi and zero-width characters written out (``\\u202e``), as in
     ``manage.py awa``, so no name passes for another; a long one is cut by
-    the ``awa-name`` style, whole in its title (on hover)."""
+    the ``awa-name`` style, whole in its title (on hover). ``break_after="."``
+    lets a dotted path break after its dots (where a style allows wrapping)."""
     text = printable(value)
-    return format_html('<span class="awa-name" title="{}">{}</span>', text, text)
+    shown: str | SafeString = text
+    if break_after:
+        shown = format_html_join(
+            mark_safe(break_after + "<wbr>"), "{}", ((p,) for p in text.split(break_after))
+        )
+    return format_html('<span class="awa-name" title="{}">{}</span>', text, shown)
 
 
 class EscapedValuesFilter(admin.AllValuesFieldListFilter):

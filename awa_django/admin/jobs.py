@@ -21,7 +21,7 @@ from django.db.models.fields.json import KT
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from ..actions import queues
 from ..models import CronJob, Job, JobState, QueueMeta
@@ -302,12 +302,9 @@ class JobAdmin(ReadOnlyAdmin):
     @admin.display(description="task / queue", ordering="kind")
     def task_and_queue(self, job: Job) -> SafeString:
         # The dotted path may break after each dot: the column stays narrow, the name whole.
-        text = printable(job.kind)
-        path = format_html_join(mark_safe(".<wbr>"), "{}", ((part,) for part in text.split(".")))
         return format_html(
-            '<span class="awa-name awa-path" title="{}">{}</span><br><span class="awa-utc">queue {}</span>',
-            text,
-            path,
+            '<span class="awa-path">{}</span><br><span class="awa-utc">queue {}</span>',
+            shown_name(job.kind, break_after="."),
             shown_name(job.queue),
         )
 
