@@ -122,3 +122,9 @@ if env.str("AWA_TEST_MULTIHOST", default=""):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"target_session_attrs": "read-write", "connect_timeout": 5}
     )
+# OpenTelemetry in a subprocess: an SDK tracer provider writing each span as
+# a JSON line to this file (the tracing process tests read it).
+if env.str("AWA_TEST_TRACE_FILE", default=""):
+    from tests.helpers.tracing import export_to_file
+
+    export_to_file(env.str("AWA_TEST_TRACE_FILE"))
