@@ -124,7 +124,8 @@ if env.str("AWA_TEST_MULTIHOST", default=""):
     )
 # OpenTelemetry in a subprocess: an SDK tracer provider writing each span as
 # a JSON line to this file (the tracing process tests read it).
+# Imported by name: mypy reads these settings and must not need OpenTelemetry.
 if env.str("AWA_TEST_TRACE_FILE", default=""):
-    from tests.helpers.tracing import export_to_file
+    import importlib
 
-    export_to_file(env.str("AWA_TEST_TRACE_FILE"))
+    importlib.import_module("tests.helpers.tracing").export_to_file(env.str("AWA_TEST_TRACE_FILE"))
