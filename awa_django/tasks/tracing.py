@@ -101,9 +101,24 @@ def _recording(span: trace.Span) -> Iterator[None]:
         try:
             yield
         except BaseException as exc:
-            span.record_exception(exc)
-            span.set_status(trace.Status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            _record_failure(span, exc)
             raise
+
+
+def _record_failure(span: trace.Span, exc: BaseException) -> None:
+    """Status ERROR with ``exc`` recorded as an ``exception`` event; an exception
+    whose ``str()`` raises (anything, even ``SystemExit``) is recorded by its class name."""
+    if not span.is_recording():
+        return
+    name = type(exc).__name__
+    try:
+        description = f"{name}: {exc}"
+    except BaseException:
+        span.add_event("exception", {"exception.type": name})
+        description = name
+    else:
+        span.record_exception(exc)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, description))
 
 
 def _text_headers(carrier: dict[Any, Any]) -> dict[str, str]:
@@ -145,8 +160,7 @@ def fire_traced(plan: list[dict[str, Any]], send: Callable[[list[dict[str, Any]]
         jobs = send(sent)
     except BaseException as exc:
         for span in spans.values():
-            span.record_exception(exc)
-            span.set_status(trace.Status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            _record_failure(span, exc)
             span.end()
         raise
     _end_fire_spans(spans, jobs)

@@ -22,7 +22,7 @@ from tests.factories import CronJobFactory
 from tests.helpers.database import db_now
 from tests.helpers.fires import T0, fresh, plan_entry
 from tests.helpers.tracing import span_record
-from tests.testapp import tasks
+from tests.testapp import audit_tasks, tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,6 +85,8 @@ def test_worker__runs_the_attempt_in_a_child_of_the_enqueuing_span(spans: Any) -
         (tasks.always_fails, ["boom"], "RuntimeError"),
         (tasks.raises_base_exception, ["system_exit"], "SystemExit"),
         (tasks.returns_nul, [], "UnstorableResult"),
+        (audit_tasks.raises_unprintable, [], "UnprintableError"),
+        (audit_tasks.raises_unprintable_base, [], "UnprintableBaseError"),
     ],
 )
 def test_worker__a_failing_attempt_ends_its_span_in_error(
