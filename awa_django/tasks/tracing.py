@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 try:
@@ -177,9 +178,17 @@ def _fire_span(tracer: trace.Tracer, entry: Mapping[str, Any]) -> trace.Span:
             "messaging.system": MESSAGING_SYSTEM,
             "messaging.operation.type": "send",
             "awa.cron.name": str(entry["name"]),
-            "awa.cron.fire_at": [str(f) for f in entry["fires"]],
+            "awa.cron.fire_at": [_slot_text(f) for f in entry["fires"]],
         },
     )
+
+
+def _slot_text(fire_at: Any) -> str:
+    """A planned slot as its jobs' ``cron_fire_at`` reads: ISO-8601 UTC, whole seconds."""
+    try:
+        return datetime.fromisoformat(str(fire_at)).astimezone(UTC).isoformat(timespec="seconds")
+    except ValueError:
+        return str(fire_at)
 
 
 def _end_fire_spans(spans: Mapping[str, trace.Span], jobs: FireRows) -> None:

@@ -130,7 +130,7 @@ def test_fire__each_schedule_fires_in_a_new_trace_carried_to_its_jobs(spans: Any
     jobs = list(Job.objects.filter(metadata__cron_name="nightly").order_by("id"))
     assert nightly["attributes"]["awa.cron.jobs"] == len(jobs) == 2
     assert nightly["attributes"]["awa.job.ids"] == [j.id for j in jobs]
-    assert len(nightly["attributes"]["awa.cron.fire_at"]) == 2
+    assert nightly["attributes"]["awa.cron.fire_at"] == [j.metadata["cron_fire_at"] for j in jobs]
     parent = (nightly["trace_id"], nightly["span_id"])
     assert [parent_of(j.metadata) for j in jobs] == [parent, parent]
 
