@@ -16,8 +16,9 @@ OpenTelemetry API) and a tracer provider configured by the application:
   recorded.
 
 Without the API installed every function here is a no-op (the import is tried
-once, when this module loads); with the API but no SDK, OpenTelemetry's own
-no-op tracer makes spans invalid and nothing is written into a job.
+once, when this module loads). With the API but no tracer provider set, an
+attempt gets no span, a fire's span is invalid and carries nothing, and an
+enqueue writes a context only if one is current.
 """
 
 from __future__ import annotations
@@ -59,9 +60,16 @@ def stamp_jobs(metadatas: Iterable[dict[str, Any]]) -> None:
 
 def attempt_span(row: Mapping[str, Any]) -> contextlib.AbstractContextManager[None]:
     """The span an attempt of claimed job ``row`` runs in, continuing its job's trace."""
-    if not ENABLED:
+    if not ENABLED or not _configured():
         return _OFF
     return _attempt_span(row)
+
+
+def _configured() -> bool:
+    """Whether the application has set a tracer provider: without one, an
+    attempt's span would record nothing, and skipping it saves most of its cost."""
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
 @contextlib.contextmanager
