@@ -42,6 +42,7 @@ from ..schedules.shape import COMPARED_KEYS, DEFINITION_KEYS, FIELDS, RECORDSET_
 from .common import ActionResult, require_actor, require_schedule_name
 
 __all__ = [
+    "NOTIFY_CHANNEL",
     "RUNTIME_OWNER",
     "TIMING_KEYS",
     "create_schedule",
@@ -52,6 +53,10 @@ __all__ = [
 
 logger = logging.getLogger("awa_django.operations")
 
+# The channel the leader LISTENs on (scheduler.leader.NOTIFY_CHANNEL, which
+# this module cannot import: the scheduler imports the actions). Every change
+# notifies it, also one the row triggers would not (queue, args, priority).
+NOTIFY_CHANNEL = "awa_cron"
 # Definition columns whose change moves the fire clock to the edit.
 TIMING_KEYS = ("cron_expr", "timezone", "missed_fire_policy")
 
@@ -191,7 +196,7 @@ def create_schedule(
         cursor.execute(_INSERT, [RUNTIME_OWNER, json.dumps([schedule.definition()])])
         if cursor.fetchone() is None:  # a concurrent sync inserted the name first
             _refuse_code_name(schedule.name, None)
-        cursor.execute("SELECT pg_notify('awa_cron', '')")
+        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
     _log("created", schedule.name, actor)
     return schedule
 
@@ -246,7 +251,7 @@ def update_schedule(name: str, *, actor: str, using: str = "default", **changes:
             written = cursor.fetchone() is not None
         if not written:
             raise OperationRefused(f"schedule {name!r} could not be changed (fenced by the database)")
-        cursor.execute("SELECT pg_notify('awa_cron', '')")
+        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
     _log("updated", name, actor)
     return ActionResult("update", [name], name=name, detail=", ".join(changed))
 
@@ -280,6 +285,6 @@ def delete_schedule(name: str, *, actor: str, using: str = "default") -> ActionR
                 [name],
             )
             cursor.execute("DELETE FROM awa_cron_jobs WHERE name = %s", [name])
-        cursor.execute("SELECT pg_notify('awa_cron', '')")
+        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
     _log("deleted", name, actor)
     return ActionResult("delete", [name], name=name)

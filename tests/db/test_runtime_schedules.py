@@ -54,6 +54,13 @@ def test_api__exported_from_awa_django() -> None:
     assert awa_django.RUNTIME_OWNER == RUNTIME_OWNER == "awa:runtime"
 
 
+def test_changes__notify_the_leaders_channel() -> None:
+    from awa_django.actions import runtime_schedules
+    from awa_django.scheduler.leader import NOTIFY_CHANNEL
+
+    assert runtime_schedules.NOTIFY_CHANNEL == NOTIFY_CHANNEL
+
+
 def test_create__stores_the_declared_definition_owned_by_the_runtime_owner() -> None:
     schedule = create_schedule(
         "poll",
