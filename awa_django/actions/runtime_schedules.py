@@ -45,6 +45,7 @@ __all__ = [
     "NOTIFY_CHANNEL",
     "RUNTIME_OWNER",
     "TIMING_KEYS",
+    "code_declaration",
     "create_schedule",
     "delete_schedule",
     "runtime_definition",
@@ -92,6 +93,21 @@ def _where_declared(name: str, owner_id: str | None) -> str:
             "declared in code by a deployment (an unowned schedule synced from its cron.py or AWA_SCHEDULES)"
         )
     return f"declared in code by the deployment of owner {owner_id!r}"
+
+
+def code_declaration(name: str, using: str = "default") -> str | None:
+    """Why a runtime schedule cannot be called ``name`` (code declares it), or None.
+
+    For a form's early answer; :func:`create_schedule` checks again under its locks.
+    """
+    if declared_in_code(name) is not None:
+        return f"schedule {name!r} is {_where_declared(name, None)}"
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT owner_id FROM awa_cron_jobs WHERE name = %s", [name])
+        row = cursor.fetchone()
+    if row is not None and row[0] != RUNTIME_OWNER:
+        return f"schedule {name!r} is {_where_declared(name, row[0])}"
+    return None
 
 
 def _refuse_code_name(name: str, owner_id: str | None) -> NoReturn:
