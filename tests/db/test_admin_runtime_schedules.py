@@ -117,7 +117,7 @@ def test_change_and_delete__runtime_rows_through_the_service_layer_with_history(
     row = CronJob.objects.get(name="poll")
     assert row.cron_expr == "0 * * * *" and row.owner_id == RUNTIME_OWNER
     assert LogEntry.objects.get(object_id="poll", action_flag=CHANGE).user.get_username() == "bob"
-    response = client.post(f"/admin/awa_django/cronjob/poll/delete/", {"post": "yes"})
+    response = client.post("/admin/awa_django/cronjob/poll/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert not CronJob.objects.filter(name="poll").exists()
     assert LogEntry.objects.get(object_id="poll", action_flag=DELETION).user.get_username() == "bob"

@@ -23,14 +23,15 @@ from awa_django.cli import (
     positive_seconds,
     schedule_dict,
 )
-from awa_django.exceptions import OperationRefused, ScheduleNotFound
+from awa_django.exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
 from awa_django.models import Job
 from awa_django.terminal import printable
 
 from ... import cli, health
-from ...actions import owners, queues, schedules
+from ...actions import owners, queues, runtime_schedules, schedules
 from ...db import sessions
 from ...reconciliation import persistence
+from ...schedules.runtime import RUNTIME_OWNER
 from ...schedules.validation import validate_label
 
 # The command's helpers live in awa_django.cli; this module names them too.
@@ -159,6 +160,49 @@ class Command(BaseCommand):
             data,
             printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"),
         )
+
+    # -- runtime schedules ---------------------------------------------------
+    def _runtime(self, options: dict[str, Any], action: str, call: Any) -> None:
+        try:
+            detail = call()
+        except InvalidSchedule as exc:
+            raise CommandError(printable(exc)) from exc
+        data = {
+            "action": action,
+            "schedule": options["name"],
+            "changed": bool(detail),
+            "detail": detail or "",
+        }
+        text = printable(f"{action}: {options['name']}: ") + (
+            printable(f"done ({detail})") if detail else "no change"
+        )
+        self.emit(options, data, text)
+
+    def cron_create(self, options: dict[str, Any]) -> None:
+        given = cli.runtime_options(options)
+        cron, task = given.pop("cron"), given.pop("task")
+
+        def create() -> str:
+            runtime_schedules.create_schedule(options["name"], cron, task, actor=options["actor"], **given)
+            return f"runtime schedule, owner {RUNTIME_OWNER}"
+
+        self._runtime(options, "create", create)
+
+    def cron_edit(self, options: dict[str, Any]) -> None:
+        given = cli.runtime_options(options)
+
+        def edit() -> str:
+            result = runtime_schedules.update_schedule(options["name"], actor=options["actor"], **given)
+            return f"changed {result.detail}" if result.changed else ""
+
+        self._runtime(options, "edit", edit)
+
+    def cron_delete(self, options: dict[str, Any]) -> None:
+        def delete() -> str:
+            runtime_schedules.delete_schedule(options["name"], actor=options["actor"])
+            return "deleted"
+
+        self._runtime(options, "delete", delete)
 
     # -- ownership -----------------------------------------------------------
     def _lifecycle(self, options: dict[str, Any], result: Any) -> None:
