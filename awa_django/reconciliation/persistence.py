@@ -55,6 +55,7 @@ __all__ = [
     "publish",
     "reconcile",
     "reconcile_all",
+    "runtime_schedule_names",
     "validate_label",
 ]
 
@@ -262,6 +263,16 @@ def owners(using: str = "default") -> list[str]:
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT owner_id FROM awa_cron_owners ORDER BY owner_id")
         return [r[0] for r in cursor.fetchall()]
+
+
+def runtime_schedule_names(using: str = "default") -> list[str]:
+    """Names of the runtime schedules (owner ``awa:runtime``, not retired): never reconciled."""
+    return list(
+        CronJob.objects.using(using)
+        .filter(owner_id=RUNTIME_OWNER, retired_at__isnull=True)
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
 
 
 def reconcile(owner: str, using: str = "default") -> Plan:

@@ -143,3 +143,11 @@ def test_each_verb_needs_its_permission() -> None:
     adder = staff("adder", *VIEW_ALL, "add_cronjob")
     assert adder.get(ADD_URL).status_code == 200
     assert adder.post(change_url("poll"), form_data(name="")).status_code == 403
+
+
+def test_owners_page__shows_the_runtime_owner() -> None:
+    create_schedule("poll", "* * * * *", TASK, actor="setup")
+    client = staff("viewer", *VIEW_ALL)
+    body = client.get("/admin/awa_django/cronowner/").content.decode()
+    assert 'id="awa-runtime-owner"' in body and "awa:runtime" in body and "1 runtime schedule" in body
+    assert "never retires them" in body

@@ -82,3 +82,14 @@ def test_code_declared_names_are_refused_saying_where() -> None:
     with pytest.raises(CommandError, match="declared in code"):
         awa("cron", "delete", "legacy")
     assert CronJob.objects.get(name="legacy").priority == 0
+
+
+def test_plan_and_owners__know_the_runtime_owner() -> None:
+    awa("cron", "create", "poll", "--cron", "* * * * *", "--task", TASK)
+    assert awa("cron", "plan", RUNTIME_OWNER).strip() == (
+        "owner awa:runtime: runtime schedules (created by operators), never reconciled: poll"
+    )
+    data = json.loads(awa("cron", "owners", "--json"))
+    assert data[-1]["owner_id"] == RUNTIME_OWNER and data[-1]["schedules"] == ["poll"]
+    assert data[-1]["retirements"] == []
+    assert "never reconciled" in awa("cron", "owners")

@@ -242,7 +242,23 @@ class Command(BaseCommand):
             options, owners.restore_owner(options["owner"], actor=options["actor"], apply=options["apply"])
         )
 
+    def _runtime_owner(self, names: list[str]) -> tuple[dict[str, Any], str]:
+        data = {
+            "owner_id": RUNTIME_OWNER,
+            "runtime": True,
+            "schedules": names,
+            "blockers": [],
+            "retirements": [],
+        }
+        text = f"owner {RUNTIME_OWNER}: runtime schedules (created by operators), never reconciled: " + (
+            ", ".join(names) or "none"
+        )
+        return data, printable(text)
+
     def cron_plan(self, options: dict[str, Any]) -> None:
+        if options["owner"] == RUNTIME_OWNER and not options["manifest"]:
+            self.emit(options, *self._runtime_owner(persistence.runtime_schedule_names()))
+            return
         if options["manifest"]:
             try:
                 with open(options["manifest"], encoding="utf-8") as handle:
@@ -285,15 +301,22 @@ class Command(BaseCommand):
         self.emit(options, data, "\n".join(printable(line) for line in lines))
 
     def cron_owners(self, options: dict[str, Any]) -> None:
-        plans = [persistence.plan(owner) for owner in persistence.owners()]
+        plans = [persistence.plan(owner) for owner in persistence.owners() if owner != RUNTIME_OWNER]
         data = [p.as_json() for p in plans]
         lines = [
-            f"{p.owner_id}: "
-            + (", ".join(p.blockers) or "converged")
-            + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "")
+            printable(
+                f"{p.owner_id}: "
+                + (", ".join(p.blockers) or "converged")
+                + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "")
+            )
             for p in plans
         ]
-        self.emit(options, data, "\n".join(printable(line) for line in lines) or "No owners.")
+        runtime = persistence.runtime_schedule_names()
+        if runtime or RUNTIME_OWNER in persistence.owners():
+            entry, line = self._runtime_owner(runtime)
+            data.append(entry)
+            lines.append(line)
+        self.emit(options, data, "\n".join(lines) or "No owners.")
 
     # -- queues --------------------------------------------------------------
     def queue_list(self, options: dict[str, Any]) -> None:
