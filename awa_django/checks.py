@@ -283,7 +283,7 @@ def check_runtime_names(app_configs: Any = None, databases: Any = None, **kwargs
                 f"schedule {name!r} is declared in code and is a runtime schedule",
                 hint=(
                     f"Declared at {declared[name]}; the declaration is ignored while the runtime schedule "
-                    f"exists. Adopt it (manage.py awa cron adopt {name} --owner OWNER "
+                    f"exists. Adopt it (manage.py awa cron adopt {name} OWNER "
                     f"--expected-owner {RUNTIME_OWNER} --apply), delete it (manage.py awa cron delete "
                     f"{name}), or rename one of them."
                 ),
