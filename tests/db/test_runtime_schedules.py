@@ -259,3 +259,17 @@ def test_check__the_runtime_owner_is_not_a_deployment_owner() -> None:
         assert "awa_django.E040" in [m.id for m in run_checks()]
         with pytest.raises(ValueError, match="reserved"):
             persistence.configured()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_change_notifies_the_leader(second_connection: Any) -> None:
+    from awa_django.scheduler.leader import NOTIFY_CHANNEL
+
+    second_connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
+    create_schedule("poll", "* * * * *", TASK, actor="alice")
+    assert list(second_connection.notifies(timeout=30, stop_after=1)), "create did not notify"
+    # A change the row triggers do not announce (no timing column): notified all the same.
+    update_schedule("poll", actor="bob", priority=9)
+    assert list(second_connection.notifies(timeout=30, stop_after=1)), "edit did not notify"
+    delete_schedule("poll", actor="bob")
+    assert list(second_connection.notifies(timeout=30, stop_after=1)), "delete did not notify"
