@@ -477,3 +477,56 @@ def test_admin_browser__jobs_list_answers_what_failed_and_why(admin_console: Con
         r"09:00:00 CES?T\s+\d{4}-\d\d-\d\d 0[78]:00:00 UTC", console.row("daily-digest").inner_text()
     )
     assert "a.m." not in listed.inner_text("#content") and "p.m." not in listed.inner_text("#content")
+
+
+def test_admin_browser__create_preview_edit_and_delete_a_runtime_schedule(
+    browser: Any, live_server: Any
+) -> None:
+    make_user("editor", "view_cronjob", "add_cronjob", "change_cronjob", "delete_cronjob")
+    editor = Console(browser, live_server.url, "editor")
+    try:
+        page = editor.goto("/admin/awa_django/cronjob/add/")
+        page.fill("#id_name", "poll-feed")
+        page.fill("#id_cron_expr", "61 * * * *")
+        page.select_option("#id_task_path", "tests.testapp.tasks.record")
+        page.fill("#id_call_kwargs", '{"label": "feed"}')
+        page.click("input[name=_save]")
+        page.wait_for_load_state()
+        assert "minute" in page.inner_text(".field-cron_expr .errorlist")
+        assert not CronJob.objects.filter(name="poll-feed").exists()
+
+        # Preview: the schedule in words and its next fires, nothing saved.
+        page.fill("#id_cron_expr", "*/15 9-17 * * 1-5")
+        page.fill("#id_timezone", "Europe/Berlin")
+        page.click("#awa-preview-button")
+        page.wait_for_load_state()
+        preview = page.inner_text("#awa-preview")
+        assert "Every 15 minutes" in preview and "Monday through Friday" in preview
+        assert page.locator("#awa-preview tbody tr").count() == 5
+        assert not CronJob.objects.filter(name="poll-feed").exists()
+        page.click("input[name=_save]")
+        page.wait_for_load_state()
+        assert "was added successfully" in editor.messages()
+        row = CronJob.objects.get(name="poll-feed")
+        assert (row.owner_id, row.cron_expr, row.timezone) == (
+            "awa:runtime",
+            "*/15 9-17 * * 1-5",
+            "Europe/Berlin",
+        )
+
+        # Edit: the expression's form field is cron_expr; the history names the user.
+        page = editor.goto("/admin/awa_django/cronjob/poll-feed/change/")
+        page.fill("#id_cron_expr", "0 * * * *")
+        page.click("input[name=_save]")
+        page.wait_for_load_state()
+        assert CronJob.objects.get(name="poll-feed").cron_expr == "0 * * * *"
+        page = editor.goto("/admin/awa_django/cronjob/poll-feed/history/")
+        assert "editor" in page.inner_text("#change-history")
+
+        # Delete, through Django's confirmation page.
+        page = editor.goto("/admin/awa_django/cronjob/poll-feed/delete/")
+        page.click("input[type=submit]")
+        page.wait_for_load_state()
+        assert not CronJob.objects.filter(name="poll-feed").exists()
+    finally:
+        editor.close()
