@@ -373,6 +373,7 @@ def test_admin_browser__every_page_has_the_stock_admin_structure(admin_console: 
     pages = {
         "/admin/awa_django/cronjob/": "list",
         "/admin/awa_django/cronjob/daily-digest/change/": "change",
+        "/admin/awa_django/cronjob/add/": "change",
         "/admin/awa_django/job/": "list",
         f"/admin/awa_django/job/{job.id}/change/": "change",
         "/admin/awa_django/queue/": "list",
