@@ -79,7 +79,7 @@ def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
                 if fire_at
                 else "manual trigger by " + str(job.metadata.get("triggered_by", "?")),
                 "duration": seconds(duration.total_seconds()) if duration is not None else "-",
-                "error": error_line(job) or "-",
+                "error": error_line(job),
             }
         )
     return out
