@@ -333,7 +333,9 @@ class Outcomes:
                 rows = jobs.complete(cursor, done)
             else:
                 claim = 0 if retried else limit
-                rows, claimed = jobs.complete_and_claim(cursor, done, queues, claim, self.worker_id)
+                rows, claimed = jobs.complete_and_claim(
+                    cursor, done, queues, claim, self.worker_id, self.backend.queue_limits
+                )
             if retried:  # what our lost try committed is completed already
                 got = {int(r["id"]) for r in rows}
                 rows += jobs.completed(cursor, [d for d in done if d.id not in got])

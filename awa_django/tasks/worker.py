@@ -1,6 +1,6 @@
 """The ``runtasks`` worker: claim ready jobs, run them, record the outcome.
 
-Claims go through ``awa_claim_v2`` (``FOR UPDATE SKIP LOCKED``, priority then
+Claims go through ``awa_claim_v3`` (``FOR UPDATE SKIP LOCKED``, priority then
 ``run_at`` order, paused queues skipped). Each claim is one *attempt*; every
 report back (completion, failure, heartbeat) names the attempt, so a late
 report from an attempt that was rescued after its worker was presumed dead
@@ -185,7 +185,7 @@ class Worker:
             sessions.reconnect_on_error(self.using, "claim", logger, "worker.error"),
             connections[self.using].cursor() as cursor,
         ):
-            return jobs.claim(cursor, self.queues, limit, self.worker_id)
+            return jobs.claim(cursor, self.queues, limit, self.worker_id, self.backend.queue_limits)
         time.sleep(min(1.0, float(conf.POLL_INTERVAL)))
         return []
 

@@ -284,7 +284,7 @@ def test_retry_job__failed_job_gets_one_more_attempt() -> None:
     assert row.errors == [error]  # history is kept
     # And a worker can claim it for attempt 4.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, attempt FROM awa_claim_v2(NULL, 10, 'w-test')")
+        cursor.execute("SELECT id, attempt FROM awa_claim_v3(NULL, 10, 'w-test', NULL)")
         assert cursor.fetchall() == [(job.id, 4)]
 
 
