@@ -33,7 +33,7 @@ def rate_problem(value: Any) -> str | None:
 
 def parse_rate(value: str) -> tuple[int, int]:
     """``"100/m"`` -> (100, 60): the count and the period in seconds."""
-    match = RATE.fullmatch(value)
+    match = RATE.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise ValueError(rate_problem(value))
     count, many, unit = match.groups()
