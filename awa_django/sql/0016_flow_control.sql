@@ -220,6 +220,44 @@ BEGIN
 END
 $$;
 
+-- A schedule's flow-control options (its metadata's "awa_flow", see
+-- awa_django/schedules/flow.py) rendered into the fired job's columns:
+-- {name} is the schedule's name, {slot} the fire's slot (cron_fire_at), or
+-- 'manual:<job id>' for an operator's trigger. Bounded, whatever a
+-- hand-written schedule row holds: keys cut to 500 characters, the limit
+-- brought into 1-1000000. The options are taken out of the job's metadata.
+CREATE FUNCTION awa_jobs_flow_keys_v1() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    flow jsonb := NEW.metadata -> 'awa_flow';
+    cron_name text := coalesce(NEW.metadata ->> 'cron_name', '');
+    slot text := coalesce(NEW.metadata ->> 'cron_fire_at', 'manual:' || NEW.id);
+BEGIN
+    IF jsonb_typeof(flow) = 'object' THEN
+        IF NEW.unique_key IS NULL AND jsonb_typeof(flow -> 'unique_key') = 'string' THEN
+            NEW.unique_key := left(replace(replace(flow ->> 'unique_key', '{name}', cron_name),
+                                           '{slot}', slot), 500);
+        END IF;
+        IF NEW.concurrency_key IS NULL AND jsonb_typeof(flow -> 'concurrency_key') = 'string' THEN
+            NEW.concurrency_key := left(replace(replace(flow ->> 'concurrency_key', '{name}', cron_name),
+                                                '{slot}', slot), 500);
+            NEW.concurrency_limit := CASE WHEN jsonb_typeof(flow -> 'concurrency_limit') = 'number'
+                THEN least(greatest((flow ->> 'concurrency_limit')::numeric, 1), 1000000)::integer
+                ELSE 1 END;
+        END IF;
+    END IF;
+    NEW.metadata := NEW.metadata - 'awa_flow';
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER awa_jobs_flow_keys
+    BEFORE INSERT ON awa_jobs
+    FOR EACH ROW
+    WHEN (jsonb_typeof(NEW.metadata) = 'object' AND NEW.metadata ? 'awa_flow')
+    EXECUTE FUNCTION awa_jobs_flow_keys_v1();
+
+COMMENT ON FUNCTION awa_jobs_flow_keys_v1() IS 'awa_django 0016_flow_control';
 COMMENT ON FUNCTION awa_key_room_v1(text, integer) IS 'awa_django 0016_flow_control';
 COMMENT ON FUNCTION awa_queue_room_v1(text, jsonb) IS 'awa_django 0016_flow_control';
 COMMENT ON FUNCTION awa_claim_pick_v1(text[], integer, jsonb) IS 'awa_django 0016_flow_control';
