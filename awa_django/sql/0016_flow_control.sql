@@ -41,16 +41,21 @@ CREATE INDEX awa_jobs_queue_attempted ON awa_jobs (queue, attempted_at)
 -- Advisory lock namespaces (the first key of the two-integer form).
 -- 7274310: a concurrency key; 7274311: a limited queue.
 
--- Room left for concurrency key p_key (limit p_limit): 0 when another
--- transaction is claiming for the key right now (its count is not visible
--- until it commits). The lock is held to the end of the claim's transaction,
--- so this statement's count, taken after the lock, sees every committed claim.
-CREATE FUNCTION awa_key_room_v1(p_key text, p_limit integer) RETURNS integer
+-- Room left for concurrency key p_key (limit p_limit). The key's lock is
+-- held to the end of the claim's transaction, so this statement's count,
+-- taken after the lock, sees every committed claim, and no other claim counts
+-- the key until this one commits. p_wait: wait for the lock (a claim's first
+-- lock: it holds no other, so it cannot be part of a deadlock cycle; the
+-- rows it holds are never waited for, every claim skips locked rows);
+-- otherwise 0 when another transaction is claiming for the key right now.
+CREATE FUNCTION awa_key_room_v1(p_key text, p_limit integer, p_wait boolean) RETURNS integer
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     running integer;
 BEGIN
-    IF NOT pg_try_advisory_xact_lock(7274310, hashtext(p_key)) THEN
+    IF p_wait THEN
+        PERFORM pg_advisory_xact_lock(7274310, hashtext(p_key));
+    ELSIF NOT pg_try_advisory_xact_lock(7274310, hashtext(p_key)) THEN
         RETURN 0;
     END IF;
     SELECT count(*) INTO running FROM awa_jobs
@@ -60,15 +65,17 @@ END
 $$;
 
 -- Attempts queue p_queue may start now under its limits p_limit
--- ({"rate": n, "period": seconds, "concurrency": m}, each optional): 0 when
--- another transaction is claiming from the queue right now.
-CREATE FUNCTION awa_queue_room_v1(p_queue text, p_limit jsonb) RETURNS integer
+-- ({"rate": n, "period": seconds, "concurrency": m}, each optional), under
+-- the queue's lock as awa_key_room_v1 (p_wait likewise).
+CREATE FUNCTION awa_queue_room_v1(p_queue text, p_limit jsonb, p_wait boolean) RETURNS integer
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     room integer := 2147483647;
     used integer;
 BEGIN
-    IF NOT pg_try_advisory_xact_lock(7274311, hashtext(p_queue)) THEN
+    IF p_wait THEN
+        PERFORM pg_advisory_xact_lock(7274311, hashtext(p_queue));
+    ELSIF NOT pg_try_advisory_xact_lock(7274311, hashtext(p_queue)) THEN
         RETURN 0;
     END IF;
     IF p_limit ? 'concurrency' THEN
@@ -87,7 +94,9 @@ $$;
 
 -- The ids of up to p_limit ready jobs to claim, in start order, locked
 -- (FOR UPDATE SKIP LOCKED). A job whose key or queue has no room is passed
--- over, never waited for: the jobs behind it are claimed. Rows are fetched one
+-- over: the jobs behind it are claimed. Only the claim's first key or queue
+-- lock is waited for (a concurrent claim holds it a moment); a later one
+-- another claim holds is taken as no room this time. Rows are fetched one
 -- at a time, so a row is locked only once it is looked at. A job whose key
 -- is full at the statement's snapshot is filtered out by the query itself;
 -- a queue found full is excluded by reopening the query without it (queues
@@ -104,6 +113,7 @@ DECLARE
     keys text[] := '{}';
     key_room integer[] := '{}';
     candidates refcursor;
+    locked boolean := false;  -- holds a key or queue lock: wait for no other
     j record;
     q integer;
     k integer;
@@ -139,7 +149,8 @@ BEGIN
                 q := array_position(room_queues, j.queue);
                 IF q IS NULL THEN
                     room_queues := room_queues || j.queue;
-                    queue_room := queue_room || awa_queue_room_v1(j.queue, p_limits -> j.queue);
+                    queue_room := queue_room || awa_queue_room_v1(j.queue, p_limits -> j.queue, NOT locked);
+                    locked := true;
                     q := cardinality(room_queues);
                 END IF;
                 IF queue_room[q] <= 0 THEN
@@ -152,7 +163,8 @@ BEGIN
                 k := array_position(keys, j.concurrency_key);
                 IF k IS NULL THEN
                     keys := keys || j.concurrency_key;
-                    key_room := key_room || awa_key_room_v1(j.concurrency_key, j.concurrency_limit);
+                    key_room := key_room || awa_key_room_v1(j.concurrency_key, j.concurrency_limit, NOT locked);
+                    locked := true;
                     k := cardinality(keys);
                 END IF;
                 CONTINUE WHEN key_room[k] <= 0;
@@ -258,8 +270,8 @@ CREATE TRIGGER awa_jobs_flow_keys
     EXECUTE FUNCTION awa_jobs_flow_keys_v1();
 
 COMMENT ON FUNCTION awa_jobs_flow_keys_v1() IS 'awa_django 0016_flow_control';
-COMMENT ON FUNCTION awa_key_room_v1(text, integer) IS 'awa_django 0016_flow_control';
-COMMENT ON FUNCTION awa_queue_room_v1(text, jsonb) IS 'awa_django 0016_flow_control';
+COMMENT ON FUNCTION awa_key_room_v1(text, integer, boolean) IS 'awa_django 0016_flow_control';
+COMMENT ON FUNCTION awa_queue_room_v1(text, jsonb, boolean) IS 'awa_django 0016_flow_control';
 COMMENT ON FUNCTION awa_claim_pick_v1(text[], integer, jsonb) IS 'awa_django 0016_flow_control';
 COMMENT ON FUNCTION awa_claim_v3(text[], integer, text, jsonb) IS 'awa_django 0016_flow_control';
 COMMENT ON FUNCTION awa_complete_claim_v3(bigint[], integer[], jsonb[], text[], integer, text, jsonb)

@@ -194,13 +194,16 @@ def test_concurrency_key__complete_and_claim_frees_the_slot_in_the_same_statemen
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrency_key__a_claim_in_progress_for_the_key_holds_it_back() -> None:
+def test_concurrency_key__a_key_another_claim_is_counting_is_passed_over() -> None:
+    """The claim waits only for its first key's lock; a later key another claim
+    holds is passed over this time, and the jobs behind it are claimed."""
+    first = int(awa_django.enqueue(record, concurrency_key="a").id)
     keyed = int(awa_django.enqueue(record, concurrency_key="k").id)
     free = int(awa_django.enqueue(record).id)
     with raw_connection(autocommit=False) as other:
         other.execute("SELECT pg_advisory_xact_lock(7274310, hashtext('k'))")
         with connection.cursor() as cur:
-            assert claim_ids(cur) == [free]
+            assert claim_ids(cur) == [first, free]
         other.rollback()
     with connection.cursor() as cur:
         assert claim_ids(cur) == [keyed]
