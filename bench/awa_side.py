@@ -318,7 +318,12 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
 # concurrency keys at limit 1; 1,000 distinct keys at limit 1; every job in a
 # queue with a rate and a concurrency limit that never bind (their checking is
 # what is measured).
-FLOW_KEYS = {"unkeyed": "NULL", "keys_10": "'k' || mod(i, 10)", "keys_1000": "'k' || mod(i, 1000)", "rate": "NULL"}
+FLOW_KEYS = {
+    "unkeyed": "NULL",
+    "keys_10": "'k' || mod(i, 10)",
+    "keys_1000": "'k' || mod(i, 1000)",
+    "rate": "NULL",
+}
 FLOW_RATE = {"limited": {"rate": "1000000/m", "concurrency": 1000}}
 
 
