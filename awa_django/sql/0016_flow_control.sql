@@ -58,8 +58,11 @@ BEGIN
     ELSIF NOT pg_try_advisory_xact_lock(7274310, hashtext(p_key)) THEN
         RETURN 0;
     END IF;
-    SELECT count(*) INTO running FROM awa_jobs
-     WHERE state = 'running' AND concurrency_key = p_key;
+    -- Counted up to the limit: whatever runs beyond it changes nothing.
+    SELECT count(*) INTO running FROM (
+        SELECT 1 FROM awa_jobs
+         WHERE state = 'running' AND concurrency_key = p_key
+         LIMIT coalesce(p_limit, 1)) AS r;
     RETURN greatest(coalesce(p_limit, 1) - running, 0);
 END
 $$;
@@ -79,13 +82,19 @@ BEGIN
         RETURN 0;
     END IF;
     IF p_limit ? 'concurrency' THEN
-        SELECT count(*) INTO used FROM awa_jobs WHERE state = 'running' AND queue = p_queue;
+        SELECT count(*) INTO used FROM (
+            SELECT 1 FROM awa_jobs WHERE state = 'running' AND queue = p_queue
+             LIMIT (p_limit ->> 'concurrency')::integer) AS r;
         room := least(room, (p_limit ->> 'concurrency')::integer - used);
     END IF;
     IF p_limit ? 'rate' THEN
-        SELECT count(*) INTO used FROM awa_jobs
-         WHERE queue = p_queue AND attempted_at IS NOT NULL
-           AND attempted_at > clock_timestamp() - make_interval(secs => (p_limit ->> 'period')::float8);
+        -- The starts in the window, counted up to the rate (a rate's cost
+        -- grows with its count, not with the queue).
+        SELECT count(*) INTO used FROM (
+            SELECT 1 FROM awa_jobs
+             WHERE queue = p_queue AND attempted_at IS NOT NULL
+               AND attempted_at > clock_timestamp() - make_interval(secs => (p_limit ->> 'period')::float8)
+             LIMIT (p_limit ->> 'rate')::integer) AS s;
         room := least(room, (p_limit ->> 'rate')::integer - used);
     END IF;
     RETURN greatest(room, 0);

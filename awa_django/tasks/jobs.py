@@ -63,6 +63,23 @@ def claim(
     return job_rows(cursor)
 
 
+def held_back(cursor: Any, queues: Sequence[str] | None, limited: Sequence[str]) -> bool:
+    """Whether a ready job in ``queues`` waits only for flow control: it has a
+    concurrency key, or its queue is one of the ``limited`` ones."""
+    cursor.execute(
+        """SELECT EXISTS (
+               SELECT 1 FROM awa_jobs AS j
+                WHERE j.state IN ('available', 'scheduled', 'retryable')
+                  AND j.run_at <= clock_timestamp()
+                  AND (%s::text[] IS NULL OR j.queue = ANY (%s::text[]))
+                  AND (j.concurrency_key IS NOT NULL OR j.queue = ANY (%s::text[]))
+                  AND NOT EXISTS (SELECT 1 FROM awa_queue_meta AS q
+                                   WHERE q.queue = j.queue AND q.paused_at IS NOT NULL))""",
+        [list(queues) if queues is not None else None] * 2 + [list(limited)],
+    )
+    return bool(cursor.fetchone()[0])
+
+
 def complete(cursor: Any, done: Sequence[Done]) -> list[Row]:
     """Complete a batch of attempts in one statement; the rows completed.
 

@@ -267,3 +267,27 @@ def test_queue_limits_check__good_limits_pass() -> None:
         TASKS=backend_with({"mail": {"rate": "100/m", "concurrency": 5}, "x": {"rate": "1/30s"}})
     ):
         assert [m for m in run_checks() if m.id == "awa_django.E032"] == []
+
+
+def test_claims__update_only_the_claimed_jobs_rows(cursor: Any) -> None:
+    """No counter row: keyed and rate-limited claims write nothing but the jobs they claim
+    (the per-key and per-queue serialisation is an advisory lock, held in memory)."""
+    for i in range(20):
+        awa_django.enqueue(send_mail if i % 2 else record, concurrency_key=f"k{i % 5}")
+    cursor.execute("SELECT relname, n_tup_upd + n_tup_ins + n_tup_del FROM pg_stat_xact_user_tables")
+    before = dict(cursor.fetchall())
+    claimed = claim_ids(cursor, 20, {"mail": {"rate": 100, "period": 60, "concurrency": 3}})
+    cursor.execute("SELECT relname, n_tup_upd + n_tup_ins + n_tup_del FROM pg_stat_xact_user_tables")
+    changed = {name: n - before.get(name, 0) for name, n in cursor.fetchall() if n != before.get(name, 0)}
+    assert changed == {"awa_jobs": len(claimed)} and len(claimed) == 5
+
+
+def test_held_back__ready_jobs_waiting_only_for_flow_control(cursor: Any) -> None:
+    """What keeps a burst worker waiting: keyed ready jobs, or ready jobs of a limited queue."""
+    assert not jobs.held_back(cursor, None, [])
+    awa_django.enqueue(record)
+    assert not jobs.held_back(cursor, None, [])
+    awa_django.enqueue(send_mail)
+    assert jobs.held_back(cursor, None, ["mail"]) and not jobs.held_back(cursor, ["default"], ["mail"])
+    awa_django.enqueue(record, concurrency_key="k")
+    assert jobs.held_back(cursor, ["default"], [])
