@@ -246,7 +246,15 @@ def markdown(results: dict[str, Any], plot: bool = False) -> str:
             "higher).",
             "",
         ]
-    lines += w4_table(w) + w5_table(w) + w3_table(w) + w3_flow_table(w) + targets(w) + where_the_time_goes(w) + method(results)
+    lines += (
+        w4_table(w)
+        + w5_table(w)
+        + w3_table(w)
+        + w3_flow_table(w)
+        + targets(w)
+        + where_the_time_goes(w)
+        + method(results)
+    )
     return "\n".join(lines)
 
 
