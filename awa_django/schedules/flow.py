@@ -17,6 +17,8 @@ from typing import Any
 from ..exceptions import InvalidSchedule
 
 FLOW_METADATA_KEY = "awa_flow"
+# The options, as AWA_SCHEDULES keys and periodic() arguments.
+FLOW_OPTIONS = frozenset({"unique_key", "concurrency_key", "concurrency_limit"})
 MAX_TEMPLATE_LENGTH = 250  # rendered with a name of <= 200 and a slot: under the 500 of a key
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_LIMIT = 1_000_000

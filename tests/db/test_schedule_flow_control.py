@@ -6,13 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.checks import run_checks
 from django.db import connection, transaction
+from django.test import override_settings
 
 from awa_django.actions.schedules import trigger
 from awa_django.exceptions import InvalidSchedule, OperationRefused
 from awa_django.models import CronJob, Job, JobState
 from awa_django.scheduler import firing
 from awa_django.schedules.builder import build_schedule
+from awa_django.schedules.declaration import declared_schedules
 from awa_django.schedules.sync import sync_schedules
 from tests.helpers.fires import T0, plan_entry
 
@@ -74,3 +77,21 @@ def test_schedule_keys__manual_trigger_slot() -> None:
 def test_schedule_keys__bad_options_name_the_field(options: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidSchedule, match=field):
         build_schedule("nightly", "* * * * *", TASK, **options)
+
+
+def test_schedule_keys__accepted_in_awa_schedules() -> None:
+    declared = {
+        "hourly": {
+            "cron": "0 * * * *",
+            "task": TASK,
+            "unique_key": "{name}:{slot}",
+            "concurrency_key": "sync",
+            "concurrency_limit": 2,
+        }
+    }
+    with override_settings(AWA_SCHEDULES=declared):
+        (schedule,) = [s for s in declared_schedules() if s.name == "hourly"]
+        assert [m.id for m in run_checks() if m.id and m.id.startswith("awa_django.E")] == []
+    assert schedule.metadata == {
+        "awa_flow": {"unique_key": "{name}:{slot}", "concurrency_key": "sync", "concurrency_limit": 2}
+    }
