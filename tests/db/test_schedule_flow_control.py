@@ -17,6 +17,7 @@ from awa_django.scheduler import firing
 from awa_django.schedules.builder import build_schedule
 from awa_django.schedules.declaration import declared_schedules
 from awa_django.schedules.sync import sync_schedules
+from tests.factories import CronJobFactory
 from tests.helpers.fires import T0, plan_entry
 
 pytestmark = pytest.mark.django_db
@@ -95,3 +96,21 @@ def test_schedule_keys__accepted_in_awa_schedules() -> None:
     assert schedule.metadata == {
         "awa_flow": {"unique_key": "{name}:{slot}", "concurrency_key": "sync", "concurrency_limit": 2}
     }
+
+
+def test_schedule_keys__a_hand_written_row_fires_with_bounded_keys() -> None:
+    """Whatever a row written by raw SQL holds under awa_flow, its fire inserts a job:
+    keys cut to 500 characters, a key that is not a string ignored, the limit bounded."""
+    row = CronJobFactory(
+        name="raw",
+        metadata={
+            "awa_flow": {"unique_key": "u" * 3000, "concurrency_key": "{name}", "concurrency_limit": 1e12}
+        },
+    )
+    other = CronJobFactory(name="raw2", metadata={"awa_flow": {"unique_key": 7, "concurrency_key": ["x"]}})
+    with transaction.atomic(), connection.cursor() as cursor:
+        jobs = firing.fire_plan(cursor, [plan_entry(row, [T0]), plan_entry(other, [T0])])
+    by_name = {j["metadata"]["cron_name"]: j for j in jobs}
+    assert len(by_name["raw"]["unique_key"]) == 500
+    assert (by_name["raw"]["concurrency_key"], by_name["raw"]["concurrency_limit"]) == ("raw", 1_000_000)
+    assert (by_name["raw2"]["unique_key"], by_name["raw2"]["concurrency_key"]) == (None, None)
