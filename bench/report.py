@@ -279,7 +279,7 @@ def w3_flow_table(w: dict[str, Any]) -> list[str]:
         "interleaved with the unkeyed run. *Most of one key running* is read from the jobs' recorded "
         "start and end: 1 when the limit held. Target: at 1,000 distinct keys, at least 70 % of unkeyed.",
         "",
-        "| jobs | processes | concurrency | jobs/s | / unkeyed | most of one key running | reps |",
+        "| variant | processes | concurrency | jobs/s | / unkeyed | most of one key running | reps |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for variant, r in runs.items():
