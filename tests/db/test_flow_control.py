@@ -17,7 +17,7 @@ from django.utils import timezone
 import awa_django
 from awa_django.models import Job, JobState
 from awa_django.tasks import jobs
-from awa_django.tasks.compat import TaskResult, TaskResultStatus
+from awa_django.tasks.compat import IMMEDIATE_BACKEND, TaskResult, TaskResultStatus
 from tests.helpers.database import raw_connection
 from tests.testapp.tasks import record, send_mail
 
@@ -291,3 +291,12 @@ def test_held_back__ready_jobs_waiting_only_for_flow_control(cursor: Any) -> Non
     assert jobs.held_back(cursor, None, ["mail"]) and not jobs.held_back(cursor, ["default"], ["mail"])
     awa_django.enqueue(record, concurrency_key="k")
     assert jobs.held_back(cursor, ["default"], [])
+
+
+def test_enqueue__keys_need_an_awa_backend() -> None:
+    with override_settings(TASKS={"default": {"BACKEND": IMMEDIATE_BACKEND}}):
+        result = awa_django.enqueue(record, args=["now"])  # no keys: any backend, as task.enqueue()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        with pytest.raises(TypeError, match="AwaBackend"):
+            awa_django.enqueue(record, unique_key="k")
+    assert not Job.objects.exists()
