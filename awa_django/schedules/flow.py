@@ -3,7 +3,7 @@
 Each key is a fixed string or a template over ``{name}`` (the schedule's name)
 and ``{slot}`` (the fire's slot, as ``cron_fire_at``; ``manual:<job id>`` for
 an operator's trigger). They are stored in the schedule's metadata under
-``awa_flow``; a trigger on ``awa_jobs`` (sql/0016_flow_control.sql) renders
+``awa_flow``; a trigger on ``awa_jobs`` (sql/0017_flow_control.sql) renders
 them into the fired job's ``unique_key`` / ``concurrency_key`` columns. A fire
 whose unique key an unfinished job holds inserts nothing (the fire statement's
 ``ON CONFLICT DO NOTHING``): the slot is skipped, as an overlap.

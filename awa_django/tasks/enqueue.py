@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from django.db import connections
 
+from . import tracing
 from .backend import AwaBackend
 from .compat import Task, TaskResult
 from .jobs import job_rows
@@ -127,13 +128,15 @@ def insert_keyed(
     require_runnable_here(task)
     _, text = checked_payload(args, kwargs)
     run_after = task.run_after
+    metadata: dict[str, Any] = {"run_after": run_after.isoformat()} if run_after is not None else {}
+    tracing.stamp_jobs([metadata])  # the trace context, as backend.enqueue writes it
     params = {
         "kind": task.module_path,
         "queue": task.queue_name,
         "args": text,
         "priority": task.priority,
         "max_attempts": backend.max_attempts,
-        "metadata": json.dumps({"run_after": run_after.isoformat()} if run_after is not None else {}),
+        "metadata": json.dumps(metadata),
         "run_after": run_after,
         **keys._asdict(),
     }

@@ -1,4 +1,4 @@
--- Undo 0016_flow_control.sql.
+-- Undo 0017_flow_control.sql.
 DROP TRIGGER IF EXISTS awa_jobs_flow_keys ON awa_jobs;
 DROP FUNCTION IF EXISTS awa_jobs_flow_keys_v1();
 DROP FUNCTION IF EXISTS awa_complete_claim_v3(bigint[], integer[], jsonb[], text[], integer, text, jsonb);

@@ -6,7 +6,7 @@ from ..db.sqlfiles import run_sql_file
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('awa_django', '0015_hostile_rows'),
+        ('awa_django', '0016_fire_job_metadata'),
     ]
 
     # The columns and indexes are created by the SQL file; the state
@@ -42,6 +42,6 @@ class Migration(migrations.Migration):
                     constraint=models.UniqueConstraint(condition=models.Q(('state__in', ['available', 'scheduled', 'running', 'retryable']), ('unique_key__isnull', False)), fields=('unique_key',), name='awa_jobs_unique_key'),
                 ),
             ],
-            database_operations=[run_sql_file("0016_flow_control")],
+            database_operations=[run_sql_file("0017_flow_control")],
         ),
     ]

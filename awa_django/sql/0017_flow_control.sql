@@ -1,6 +1,6 @@
--- awa_django 0016_flow_control: unique keys, concurrency keys and queue
--- limits. Installed by migration 0016_flow_control, undone by
--- 0016_flow_control.reverse.sql. Frozen once released (see 0002_cron_core.sql).
+-- awa_django 0017_flow_control: unique keys, concurrency keys and queue
+-- limits. Installed by migration 0017_flow_control, undone by
+-- 0017_flow_control.reverse.sql. Frozen once released (see 0002_cron_core.sql).
 --
 -- unique_key: at most one unfinished job (waiting, scheduled, running or
 -- waiting to retry) per key, enforced by a partial unique index; enqueue
@@ -278,10 +278,10 @@ CREATE TRIGGER awa_jobs_flow_keys
     WHEN (jsonb_typeof(NEW.metadata) = 'object' AND NEW.metadata ? 'awa_flow')
     EXECUTE FUNCTION awa_jobs_flow_keys_v1();
 
-COMMENT ON FUNCTION awa_jobs_flow_keys_v1() IS 'awa_django 0016_flow_control';
-COMMENT ON FUNCTION awa_key_room_v1(text, integer, boolean) IS 'awa_django 0016_flow_control';
-COMMENT ON FUNCTION awa_queue_room_v1(text, jsonb, boolean) IS 'awa_django 0016_flow_control';
-COMMENT ON FUNCTION awa_claim_pick_v1(text[], integer, jsonb) IS 'awa_django 0016_flow_control';
-COMMENT ON FUNCTION awa_claim_v3(text[], integer, text, jsonb) IS 'awa_django 0016_flow_control';
+COMMENT ON FUNCTION awa_jobs_flow_keys_v1() IS 'awa_django 0017_flow_control';
+COMMENT ON FUNCTION awa_key_room_v1(text, integer, boolean) IS 'awa_django 0017_flow_control';
+COMMENT ON FUNCTION awa_queue_room_v1(text, jsonb, boolean) IS 'awa_django 0017_flow_control';
+COMMENT ON FUNCTION awa_claim_pick_v1(text[], integer, jsonb) IS 'awa_django 0017_flow_control';
+COMMENT ON FUNCTION awa_claim_v3(text[], integer, text, jsonb) IS 'awa_django 0017_flow_control';
 COMMENT ON FUNCTION awa_complete_claim_v3(bigint[], integer[], jsonb[], text[], integer, text, jsonb)
-    IS 'awa_django 0016_flow_control';
+    IS 'awa_django 0017_flow_control';
