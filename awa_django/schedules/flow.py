@@ -37,6 +37,16 @@ def _template(name: str, field_name: str, value: Any) -> str:
     return value
 
 
+def split_flow(metadata: Any) -> tuple[Any, dict[str, Any]]:
+    """A stored schedule metadata as declaration options: (the metadata without
+    ``awa_flow``, the flow options it held). The inverse of :func:`flow_metadata`."""
+    if not isinstance(metadata, dict) or FLOW_METADATA_KEY not in metadata:
+        return metadata, {}
+    flow = metadata[FLOW_METADATA_KEY]
+    rest = {k: v for k, v in metadata.items() if k != FLOW_METADATA_KEY}
+    return rest, {k: v for k, v in flow.items() if k in FLOW_OPTIONS} if isinstance(flow, dict) else {}
+
+
 def flow_metadata(name: str, unique_key: Any, concurrency_key: Any, concurrency_limit: Any) -> dict[str, Any]:
     """``{"awa_flow": {...}}`` for the schedule's metadata, ``{}`` without options."""
     flow: dict[str, Any] = {}

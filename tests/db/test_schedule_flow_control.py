@@ -10,6 +10,8 @@ from django.core.checks import run_checks
 from django.db import connection, transaction
 from django.test import override_settings
 
+import awa_django
+from awa_django.actions.runtime_schedules import update_schedule
 from awa_django.actions.schedules import trigger
 from awa_django.exceptions import InvalidSchedule, OperationRefused
 from awa_django.models import CronJob, Job, JobState
@@ -114,3 +116,14 @@ def test_schedule_keys__a_hand_written_row_fires_with_bounded_keys() -> None:
     assert len(by_name["raw"]["unique_key"]) == 500
     assert (by_name["raw"]["concurrency_key"], by_name["raw"]["concurrency_limit"]) == ("raw", 1_000_000)
     assert (by_name["raw2"]["unique_key"], by_name["raw2"]["concurrency_key"]) == (None, None)
+
+
+def test_schedule_keys__runtime_schedules_keep_them_across_edits() -> None:
+    awa_django.create_schedule(
+        "live", "* * * * *", TASK, actor="alice", unique_key="{name}", metadata={"a": 1}
+    )
+    assert update_schedule("live", actor="bob", priority=3).changed
+    assert CronJob.objects.get(name="live").metadata == {"a": 1, "awa_flow": {"unique_key": "{name}"}}
+    update_schedule("live", actor="bob", unique_key="{name}:{slot}", concurrency_key="c")
+    stored = CronJob.objects.get(name="live").metadata
+    assert stored["awa_flow"] == {"unique_key": "{name}:{slot}", "concurrency_key": "c"}
