@@ -63,6 +63,8 @@ TASKS = {
     "default": {
         "BACKEND": "awa_django.tasks.backend.AwaBackend",
         "QUEUES": ["default", "mail", "reports"],
+        # Process tests of queue limits set these through the environment.
+        "OPTIONS": {"QUEUE_LIMITS": env.json("AWA_TEST_QUEUE_LIMITS", default={})},
     }
 }
 

@@ -389,6 +389,23 @@ def test_queues__depth_by_state_pause_and_resume() -> None:
     assert offered(viewer, QUEUES) == set()
 
 
+@override_settings(
+    TASKS={
+        "default": {
+            "BACKEND": "awa_django.tasks.backend.AwaBackend",
+            "OPTIONS": {"QUEUE_LIMITS": {"mail": {"rate": "100/m", "concurrency": 5}}},
+        }
+    }
+)
+def test_queues__show_each_queues_limits(admin_client: Client) -> None:
+    JobFactory(queue="mail", state="available")
+    JobFactory(queue="default", state="available")
+    page = admin_client.get(QUEUES).content.decode()
+    assert "100/60s, 5 at once" in page
+    detail = admin_client.get(reverse("admin:awa_django_queue_change", args=["mail"])).content.decode()
+    assert "100/60s, 5 at once" in detail
+
+
 def test_runtimes__leader_fresh_and_stale(admin_client: Client) -> None:
     live_leader()
     old = RuntimeInstance.objects.create(

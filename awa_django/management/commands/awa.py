@@ -33,6 +33,7 @@ from ...db import sessions
 from ...reconciliation import persistence
 from ...schedules.runtime import RUNTIME_OWNER
 from ...schedules.validation import validate_label
+from ...tasks.limits import limit_label
 
 # The command's helpers live in awa_django.cli; this module names them too.
 __all__ = [
@@ -322,7 +323,13 @@ class Command(BaseCommand):
     def queue_list(self, options: dict[str, Any]) -> None:
         statuses = queues.list_queues()
         data = [
-            {"queue": q.queue, "paused_at": plain(q.paused_at), "paused_by": q.paused_by, "counts": q.counts}
+            {
+                "queue": q.queue,
+                "paused_at": plain(q.paused_at),
+                "paused_by": q.paused_by,
+                "counts": q.counts,
+                "limits": q.limits,
+            }
             for q in statuses
         ]
         if not statuses:
@@ -332,7 +339,8 @@ class Command(BaseCommand):
         for q in statuses:
             state = f"paused by {q.paused_by}" if q.paused_at else "active"
             counts = ", ".join(f"{k}={v}" for k, v in sorted(q.counts.items())) or "no jobs"
-            lines.append(printable(f"{q.queue}: {state}; {counts}"))
+            limits = f"; limits {limit_label(q.limits)}" if q.limits else ""
+            lines.append(printable(f"{q.queue}: {state}; {counts}{limits}"))
         self.emit(options, data, "\n".join(lines))
 
     def _queue_action(self, options: dict[str, Any], action: str, func: Any) -> None:

@@ -24,7 +24,7 @@ from ...schedules.declaration import declared_schedules
 from ...tasks.compat import InvalidTaskBackend
 from ...tasks.worker import Worker
 
-# Each task thread holds a database connection, and awa_claim_v2 takes the
+# Each task thread holds a database connection, and awa_claim_v3 takes the
 # number of free slots as an integer: a larger value fails every claim.
 MAX_CONCURRENCY = 1000
 
