@@ -356,7 +356,7 @@ class CronJobAdmin(ReadOnlyAdmin):
             try:
                 plan = _verb(action)(name, actor=actor(request), apply=False)
             except OPERATOR_ERRORS as exc:
-                self.message_user(request, f"{name}: {exc}", "error")
+                self.message_user(request, f"Refused for {name}: {exc}", "error")
                 continue
             (changes if plan.schedules else unchanged).append(name)
         if not changes:

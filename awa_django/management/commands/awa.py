@@ -9,6 +9,7 @@ non-zero exit status.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -27,7 +28,7 @@ from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import Job
 from awa_django.terminal import printable
 
-from ... import cli, health
+from ... import __version__, cli, health
 from ...actions import owners, queues, schedules
 from ...db import sessions
 from ...reconciliation import persistence
@@ -46,8 +47,27 @@ __all__ = [
 ]
 
 
+class Unhealthy(CommandError):
+    """``awa health`` found a failed check (exit status 1)."""
+
+
 class Command(BaseCommand):
     help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
+
+    def get_version(self) -> str:
+        """``manage.py awa --version``: awa_django's version, not Django's."""
+        return __version__
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        try:
+            return super().execute(*args, **options)
+        except Unhealthy as exc:
+            # From a shell, ``--json`` writes the report and nothing else: a
+            # monitor parses stdout and reads the exit status, so no
+            # "CommandError: ..." line on stderr. call_command still raises.
+            if options.get("json") and getattr(self, "_called_from_command_line", False):
+                sys.exit(exc.returncode)
+            raise
 
     def add_arguments(self, parser: Any) -> None:
         cli.add_arguments(parser)
@@ -69,7 +89,7 @@ class Command(BaseCommand):
         self.emit(options, report.as_json(), health.render(report))
         if not report.healthy:
             failed = ", ".join(c.name for c in report.checks if not c.ok)
-            raise CommandError(f"unhealthy: {failed}")
+            raise Unhealthy(f"unhealthy: {failed}")
 
     def emit(self, options: dict[str, Any], data: Any, text: str) -> None:
         if options["json"]:
