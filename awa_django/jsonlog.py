@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from .tasks import context

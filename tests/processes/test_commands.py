@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 import pytest
 
 import awa_django
-
 from awa_django.models import CronJob, Job, JobState
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import database_url

@@ -29,7 +29,7 @@ from awa_django.models import Job
 from awa_django.terminal import printable
 
 from ... import __version__, cli, health
-from ...actions import owners, queues, schedules
+from ...actions import declarations, owners, queues, schedules
 from ...db import sessions
 from ...reconciliation import persistence
 from ...schedules.validation import validate_label
@@ -45,6 +45,24 @@ __all__ = [
     "printable",
     "schedule_dict",
 ]
+
+
+def mismatch_notes(rows: list[Any], found: list[declarations.Mismatch]) -> list[str]:
+    """Lines under ``cron list`` for rows that differ from this code's declarations."""
+    notes = []
+    for row, mismatch in zip(rows, found, strict=True):
+        if mismatch.undeclared:
+            notes.append(
+                printable(
+                    f"{row.name}: no longer declared in this code; it keeps firing until you run "
+                    f"`{declarations.undeclared_remedy(row)}`"
+                )
+            )
+        if mismatch.owned_elsewhere is not None:
+            notes.append(
+                printable(f"{row.name}: {declarations.owned_elsewhere_remedy(mismatch.owned_elsewhere)}")
+            )
+    return notes
 
 
 class Unhealthy(CommandError):
@@ -100,7 +118,12 @@ class Command(BaseCommand):
     # -- verbs ---------------------------------------------------------------
     def cron_list(self, options: dict[str, Any]) -> None:
         rows = schedules.list_schedules()
+        names = declarations.declared_names()
         data = [schedule_dict(r) for r in rows]
+        mismatches = [declarations.mismatch(r, names) for r in rows]
+        for item, found in zip(data, mismatches, strict=True):
+            item["no_longer_declared"] = found.undeclared
+            item["declared_here_owned_by"] = found.owned_elsewhere
         if not rows:
             self.emit(options, data, "No cron schedules found.")
             return
@@ -130,7 +153,7 @@ class Command(BaseCommand):
                         row.missed_fire_policy,
                         row.queue,
                         row.owner_id or "-",
-                        item["state"],
+                        item["state"] + (" (no longer declared)" if item["no_longer_declared"] else ""),
                         item["last_enqueued_at"] or "never",
                         upcoming[0].isoformat() if upcoming else "-",
                     )
@@ -138,6 +161,7 @@ class Command(BaseCommand):
             )
         widths = [max(len(str(r[i])) for r in table) for i in range(len(header))]
         lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+        lines.extend(mismatch_notes(rows, mismatches))
         lines.append(f"{len(rows)} schedule(s).")
         self.emit(options, data, "\n".join(lines))
 

@@ -13,9 +13,9 @@ from awa_django import metrics
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable, NotMigrated
 from awa_django.terminal import printable
 
-from ...jsonlog import announce
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
+from ...jsonlog import announce
 from ...reconciliation.persistence import RegistrationConflict
 from ...scheduler.leader import Leader
 

@@ -16,9 +16,9 @@ from awa_django.cli import bounded_int, text_of
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 
 from ... import metrics
-from ...jsonlog import announce
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
+from ...jsonlog import announce
 from ...reconciliation.persistence import RegistrationConflict
 from ...schedules import validation
 from ...schedules.declaration import declared_schedules
@@ -124,7 +124,9 @@ class Command(BaseCommand):
             raise CommandError(f"not starting: {privilege_error(exc) or f'database error: {exc}'}") from exc
         metrics.serve_from_options(options)
         worker.install_signal_handlers()
-        announce(self.stdout.write, logger, f"runtasks: worker {worker.worker_id} started", "runtasks.started")
+        announce(
+            self.stdout.write, logger, f"runtasks: worker {worker.worker_id} started", "runtasks.started"
+        )
         try:
             worker.run()
         except RegistrationConflict as exc:
