@@ -12,6 +12,9 @@ comment (invisible once rendered):
   Ctrl-C (SIGINT), as the reader stops it.
 - ``<!-- run: no-output -->``: the commands run and must succeed; what they
   print is not compared.
+- ``<!-- run: stdout -->``: only stdout is compared (a how-to shows what a
+  command answers, not the log records its reader's ``LOGGING`` may add on
+  stderr).
 - ``<!-- run: file -->`` before a code block whose first line is ``# PATH``:
   the block is written to ``PATH`` in the project, appended when the file
   exists (``settings.py``), created otherwise.
@@ -35,7 +38,7 @@ from pathlib import Path
 
 MARKER = re.compile(r"^\s*<!-- run(?::\s*(?P<option>[\w-]+))? -->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<info>[\w-]*)\s*$")
-OPTIONS = {"", "until-shown", "no-output", "file"}
+OPTIONS = {"", "until-shown", "no-output", "stdout", "file"}
 
 # Masks, in order: what differs from one run to the next.
 MASKS: list[tuple[re.Pattern[str], str]] = [
@@ -162,14 +165,14 @@ class Project:
             if path.name == "settings.py":
                 handle.write(self.settings_tail)
 
-    def run(self, command: str, timeout: float = 120) -> tuple[int, str]:
-        """Run ``command`` to completion; (exit status, stdout and stderr together)."""
+    def run(self, command: str, timeout: float = 120, *, stderr: bool = True) -> tuple[int, str]:
+        """Run ``command`` to completion; (exit status, stdout and, if ``stderr``, stderr together)."""
         done = subprocess.run(
             ["bash", "-c", command],
             cwd=self.root,
             env=self.env,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if stderr else subprocess.DEVNULL,
             text=True,
             timeout=timeout,
         )
@@ -215,7 +218,7 @@ def run_block(project: Project, block: Block) -> Iterator[str]:
             )
             ok = matches(expected, mask(output), prefix=True)
         else:
-            status, output = project.run(command.line)
+            status, output = project.run(command.line, stderr=block.option != "stdout")
             if status != 0:
                 yield f"{block.where}: `{command.line}` exited with {status}:\n{output}"
                 continue
