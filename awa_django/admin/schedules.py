@@ -23,6 +23,7 @@ from ..actions.common import ActionResult
 from ..cron.describe import describe_cron
 from ..models import CronJob
 from ..schedules.declaration import registry
+from ..terminal import printable
 from .common import (
     OPERATOR_ERRORS,
     EscapedValuesFilter,
@@ -260,10 +261,10 @@ class CronJobAdmin(ReadOnlyAdmin):
         if not items:
             items.append(badge("active", "active"))
         if info.mismatch is not None and info.mismatch.undeclared:
-            remedy = declarations.undeclared_remedy(row)
+            remedy = printable(declarations.undeclared_remedy(row))  # the name, escaped
             items.append(badge("no longer declared", "stale", f"keeps firing until: {remedy}"))
         if info.mismatch is not None and info.mismatch.owned_elsewhere is not None:
-            note = declarations.owned_elsewhere_remedy(info.mismatch.owned_elsewhere)
+            note = printable(declarations.owned_elsewhere_remedy(info.mismatch.owned_elsewhere))
             items.append(badge("declared here, owned elsewhere", "overdue", note))
         return format_html_join(" ", "{}", ((i,) for i in items))
 
@@ -274,12 +275,14 @@ class CronJobAdmin(ReadOnlyAdmin):
         if found.undeclared:
             return (
                 "no longer declared in this code: it keeps firing until "
-                f"`{declarations.undeclared_remedy(row)}`"
+                f"`{printable(declarations.undeclared_remedy(row))}`"
             )
         declared = next((s for s in registry if s.name == row.name), None)
         where = (declared.source or "this deployment") if declared else "AWA_SCHEDULES"
         if found.owned_elsewhere is not None:
-            return f"{where}; conflict: {declarations.owned_elsewhere_remedy(found.owned_elsewhere)}"
+            return (
+                f"{where}; conflict: {printable(declarations.owned_elsewhere_remedy(found.owned_elsewhere))}"
+            )
         if row.name in names:
             return where
         if row.owner_id:
