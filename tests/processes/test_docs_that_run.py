@@ -27,6 +27,7 @@ from tests.helpers.docs import Project, run_block, runnable_blocks
 from tests.helpers.processes import ROOT
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         django.VERSION < (6, 0), reason="the pages are written for django.tasks (Django 6.0+)"
