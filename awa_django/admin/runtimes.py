@@ -66,6 +66,9 @@ class RuntimeInstanceAdmin(ReadOnlyAdmin):
     ordering = ["-last_seen_at"]
     list_per_page = 100
     readonly_fields = ["freshness"]
+    # Shown as "stopped" by ``freshness``: the raw flag would read "shutting down"
+    # for a process that has exited.
+    exclude = ["shutting_down"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuntimeInstance]:
         queryset: QuerySet[RuntimeInstance] = super().get_queryset(request)

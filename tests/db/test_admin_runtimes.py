@@ -24,4 +24,8 @@ def test_runtimes__a_clean_stop_reads_stopped_not_shutting_down(admin_client: Cl
     assert ">stopped</span>" in page and "shutting down" not in page
     assert admin_client.get(RUNTIMES + "?stopped=yes").context["cl"].result_count == 1
     assert admin_client.get(RUNTIMES + "?stopped=no").context["cl"].result_count == 0
-    assert RuntimeInstance.objects.get().shutting_down
+    row = RuntimeInstance.objects.get()
+    assert row.shutting_down
+    detail = admin_client.get(reverse("admin:awa_django_runtimeinstance_change", args=[row.pk]))
+    assert ">stopped</span>" in detail.content.decode()
+    assert "shutting down" not in detail.content.decode().lower()
