@@ -24,6 +24,7 @@ from ..conf import conf
 from ..exceptions import InvalidSchedule
 from ..models import CronJob
 from ..schedules.declaration import declared_schedules
+from ..schedules.runtime import RUNTIME_OWNER
 
 __all__ = [
     "Mismatch",
@@ -83,6 +84,11 @@ def undeclared_remedy(row: CronJob) -> str:
 
 def owned_elsewhere_remedy(owner: str) -> str:
     """What to do about a declaration ignored because another deployment owns the row."""
+    if owner == RUNTIME_OWNER:
+        return (
+            f"a runtime schedule ({owner}) has this name: this code's declaration of it is "
+            "ignored; delete the runtime schedule, or remove the declaration from this code"
+        )
     return f"owned by {owner}: this code's declaration of it is ignored; remove it from this code"
 
 

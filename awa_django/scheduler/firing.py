@@ -1,4 +1,4 @@
-"""The fire statement: one call of ``awa_cron_fire_v3`` per batch of plan entries.
+"""The fire statement: one call of ``awa_cron_fire_v4`` per batch of plan entries.
 
 The evaluator (:mod:`.evaluator`) reads due rows and plans their fires; this
 module sends a plan to the database, isolates a row whose values the
@@ -16,10 +16,11 @@ from typing import Any
 from django.db import DataError, IntegrityError, InternalError
 
 from ..db import jsonb, sessions
+from ..tasks import tracing
 
 logger = logging.getLogger("awa_django.evaluator")
 
-FIRE = "SELECT * FROM awa_cron_fire_v3(%s::jsonb)"
+FIRE = "SELECT * FROM awa_cron_fire_v4(%s::jsonb)"
 # Errors a value in one row can cause (constraint, bad data, a trigger's
 # RAISE); anything else is not a row's fault.
 ROW_FAULTS = (IntegrityError, DataError, InternalError)
@@ -56,6 +57,12 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
 
 
 def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Each firing entry in a trace of its own, carried into its jobs (a no-op
+    # without OpenTelemetry).
+    return tracing.fire_traced(plan, lambda sent: _send(cursor, sent))
+
+
+def _send(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     cursor.execute(FIRE, [json.dumps(plan)])
     columns = [c.name for c in cursor.description]
     return [job_row(columns, r) for r in cursor.fetchall()]

@@ -73,8 +73,9 @@ def sync_schedules(
                 continue
             reported.add(name)
         logger.warning(
-            "schedule %s is owned by an authoritative deployment; this additive "
-            "declaration is ignored (remove it from this deployment's code)",
+            "schedule %s is owned by an authoritative deployment or is a runtime schedule "
+            "(awa:runtime); this additive declaration is ignored (delete the runtime "
+            "schedule, or remove it from this deployment's code)",
             name,
             extra={"event": "cron.sync_conflict", "schedule": name},
         )

@@ -5,6 +5,11 @@ fire statement and the real operator actions, and after every step compares
 the database with a few lines of Python that state the ADR's semantics
 directly (no croniter, no awa_django code):
 
+* a runtime schedule (owner awa:runtime) is created, edited and deleted by
+  operators; an edit of its timing moves last_enqueued_at to
+  greatest(last_enqueued_at, now), so no slot fires twice and no earlier slot
+  of the new expression is replayed; delete keeps the slot fence;
+
 * fires due for a row are the fire times f with last_enqueued_at < f <= now;
   a row that never fired takes only the latest f in [created_at - 60 s, now];
   ``coalesce`` takes the latest due fire, ``catch_up`` every due fire in order,
@@ -32,7 +37,7 @@ statement uses the test clock too.
 Two "instances" compete: each can read due rows and plan fires (the
 evaluator's own ``SELECT_DUE`` and ``plan_row``) and later send its possibly
 stale plan through the evaluator's own ``fire_plan``, i.e. to
-``awa_cron_fire_v3``, the statement the leader runs; a full ``evaluate()``
+``awa_cron_fire_v4``, the statement the leader runs; a full ``evaluate()``
 pass is a third kind of step. Profiles: ``ci`` (default, derandomized, bounded) and ``long``
 (``AWA_HYPOTHESIS_PROFILE=long``, by hand).
 """
@@ -62,7 +67,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from awa_django.actions import owners, schedules
+from awa_django.actions import owners, runtime_schedules, schedules
 from awa_django.exceptions import OperationRefused
 from awa_django.scheduler.evaluator import FIRE, SELECT_DUE, evaluate, fire_plan, plan_row
 from awa_django.schedules.declaration import build_schedule
@@ -75,6 +80,8 @@ ZONES = (LORD_HOWE, "UTC")
 EXPRESSIONS = ("*/30 * * * *", "0 * * * *", "45 1 * * *", "15 2 * * *")
 POLICIES = ("coalesce", "catch_up")
 NAMES = ("alpha", "beta")
+# A runtime schedule (owner awa:runtime): created, edited and deleted by operators.
+RUNTIME = "rt"
 CATCH_UP_LIMIT = 20
 ACTOR = "stateful-test"
 
@@ -213,7 +220,7 @@ class Model:
         return fires[:CATCH_UP_LIMIT] if d.missed_fire_policy == "catch_up" else fires[-1:]
 
     def fire(self, name: str, planned: PlannedRow) -> None:
-        """The compare-and-swap of awa_cron_fire_v3 for one (firing) plan entry."""
+        """The compare-and-swap of awa_cron_fire_v4 for one (firing) plan entry."""
         row = self.rows.get(name)
         seen = planned.row
         if (
@@ -338,7 +345,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         self._fire("B")
 
     def _fire(self, instance: str) -> None:
-        """The second half: send the (possibly stale) plan to awa_cron_fire_v3,
+        """The second half: send the (possibly stale) plan to awa_cron_fire_v4,
         through the evaluator's own ``fire_plan`` as the leader does."""
         with connection.cursor() as cursor:
             fire_plan(cursor, self.plan_entries[instance])
@@ -422,7 +429,7 @@ class ScheduleMachine(RuleBasedStateMachine):
     # operator actions ---------------------------------------------------------------
     @rule(
         action=st.sampled_from(["pause", "resume", "trigger", "retire", "restore", "remove"]),
-        name=st.sampled_from(NAMES),
+        name=st.sampled_from((*NAMES, RUNTIME)),
     )
     def operator(self, action: str, name: str) -> None:
         """One operator action (one rule, so they do not crowd out time and passes)."""
@@ -473,8 +480,71 @@ class ScheduleMachine(RuleBasedStateMachine):
 
     def remove(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, bool(row and row.retired), lambda: schedules.remove(name, ACTOR)):
+        refused = bool(row and (row.retired or name == RUNTIME))  # runtime rows are deleted, not removed
+        if self._expect_refusal(name, refused, lambda: schedules.remove(name, ACTOR)):
             del self.model.rows[name]
+
+    # runtime schedules -----------------------------------------------------------------
+    @rule(expr=st.sampled_from(EXPRESSIONS), zone=st.sampled_from(ZONES), policy=st.sampled_from(POLICIES))
+    def runtime_create(self, expr: str, zone: str, policy: str) -> None:
+        """Create the runtime schedule; refused while a row of that name exists."""
+
+        def create() -> None:
+            runtime_schedules.create_schedule(
+                RUNTIME,
+                expr,
+                "tests.testapp.tasks.record",
+                timezone=zone,
+                missed_fire_policy=policy,
+                actor=ACTOR,
+            )
+
+        if RUNTIME in self.model.rows:
+            with pytest.raises(OperationRefused):
+                create()
+            return
+        create()
+        self.model.rows[RUNTIME] = Row(Definition(expr, zone, policy), created_at=self.model.now)
+
+    @rule(expr=st.sampled_from(EXPRESSIONS), zone=st.sampled_from(ZONES), policy=st.sampled_from(POLICIES))
+    def runtime_edit(self, expr: str, zone: str, policy: str) -> None:
+        """An edit of the timing: a fired slot never fires again, no earlier slot is replayed."""
+        row = self.model.rows.get(RUNTIME)
+        edit = lambda: runtime_schedules.update_schedule(  # noqa: E731
+            RUNTIME, actor=ACTOR, cron=expr, timezone=zone, missed_fire_policy=policy
+        )
+        if self._expect_refusal(RUNTIME, bool(row and row.retired), edit):
+            assert row is not None
+            definition = Definition(expr, zone, policy)
+            if definition != row.definition:
+                row.definition = definition
+                row.last = self.model.now if row.last is None else max(row.last, self.model.now)
+
+    @rule()
+    def runtime_delete(self) -> None:
+        """Delete: the row goes, its slots stay (a re-created schedule never re-fires one)."""
+        if self._expect_refusal(
+            RUNTIME, False, lambda: runtime_schedules.delete_schedule(RUNTIME, actor=ACTOR)
+        ):
+            del self.model.rows[RUNTIME]
+
+    @rule(
+        before=st.sampled_from([30, 61, 24 * 60]),
+        between=st.sampled_from([0, 30, 90]),
+        expr=st.sampled_from(EXPRESSIONS),
+        policy=st.sampled_from(POLICIES),
+    )
+    def race_with_a_runtime_edit(self, before: int, between: int, expr: str, policy: str) -> None:
+        """B plans from the old definition; an operator edits it; B's stale plan lands nothing."""
+        if RUNTIME not in self.model.rows:
+            self.runtime_create(expr, LORD_HOWE, policy)
+        self.advance_time(before)
+        self.read_due_rows("B")
+        self.advance_time(between)
+        row = self.model.rows[RUNTIME]
+        other = next(e for e in EXPRESSIONS if e != row.definition.cron_expr)
+        self.runtime_edit(other, row.definition.timezone, policy)
+        self._fire("B")
 
     # invariants ------------------------------------------------------------------------
     @invariant()
@@ -558,8 +628,8 @@ def test_model_fires__lord_howe_dst_days() -> None:
     ) == [datetime(2026, 10, 3, 14, 30, tzinfo=UTC), datetime(2026, 10, 3, 16, 0, tzinfo=UTC)]
 
 
-FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0008_parked_rows.sql"
-# Each guard of a firing entry in awa_cron_fire_v3, and what replaces it. The
+FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0016_fire_job_metadata.sql"
+# Each guard of a firing entry in awa_cron_fire_v4, and what replaces it. The
 # CAS and created_at guards sit in the CASE arm for a firing entry (no "AND"
 # before the first), so they become TRUE; the parking arm compares the text
 # read (prev_text, created_text) and is not exercised here: every row the
@@ -575,17 +645,17 @@ GUARDS = {
 }
 
 
-def fire_v3_definition() -> str:
-    """``CREATE OR REPLACE FUNCTION awa_cron_fire_v3 ... $$;`` as shipped in FIRE_SQL."""
-    found = re.search(r"^CREATE FUNCTION awa_cron_fire_v3\(.*?^\$\$;$", FIRE_SQL.read_text(), re.M | re.S)
-    assert found, f"awa_cron_fire_v3 not found in {FIRE_SQL}"
+def fire_v4_definition() -> str:
+    """``CREATE OR REPLACE FUNCTION awa_cron_fire_v4 ... $$;`` as shipped in FIRE_SQL."""
+    found = re.search(r"^CREATE FUNCTION awa_cron_fire_v4\(.*?^\$\$;$", FIRE_SQL.read_text(), re.M | re.S)
+    assert found, f"awa_cron_fire_v4 not found in {FIRE_SQL}"
     return found.group(0).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
     """The guard test below strips guards from the statement the leader calls."""
-    assert "awa_cron_fire_v3(" in FIRE
-    definition = fire_v3_definition()
+    assert "awa_cron_fire_v4(" in FIRE
+    definition = fire_v4_definition()
     for guard, _replacement in GUARDS.values():
         assert definition.count(guard) == 1, guard
 
@@ -596,11 +666,11 @@ def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
 def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(
     test_clock: Any, guard: str
 ) -> None:
-    """The property test can fail: with one guard of awa_cron_fire_v3 removed,
+    """The property test can fail: with one guard of awa_cron_fire_v4 removed,
     the seeded run (100 examples) must find a difference from the model. (The retired
     guard is not listed: the schedule fence alone already stops such a fire.
     Neither is SKIP LOCKED: one session never meets a row another holds.)"""
-    original = fire_v3_definition()
+    original = fire_v4_definition()
     text, replacement = GUARDS[guard]
     assert original.count(text) == 1
     with connection.cursor() as cursor:

@@ -55,6 +55,7 @@ def test_sync__a_leader_logs_each_ownership_conflict_once(caplog: pytest.LogCapt
         for _ in range(3):  # three syncs of one process
             sync_schedules([build_schedule("owned", "0 2 * * *", RECORD)], reported=reported)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
-        "schedule owned is owned by an authoritative deployment; this additive "
-        "declaration is ignored (remove it from this deployment's code)"
+        "schedule owned is owned by an authoritative deployment or is a runtime schedule "
+        "(awa:runtime); this additive declaration is ignored (delete the runtime "
+        "schedule, or remove it from this deployment's code)"
     ]
