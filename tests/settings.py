@@ -14,7 +14,7 @@ from awa_django.tasks import compat
 env = environ.Env()
 
 SECRET_KEY = "awa-django-tests"
-DEBUG = False
+DEBUG = env.bool("AWA_TEST_DEBUG", default=False)
 USE_TZ = True
 TIME_ZONE = "UTC"
 ALLOWED_HOSTS = ["*"]

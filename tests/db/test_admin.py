@@ -245,7 +245,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
     owners.retire(actor="x", apply=True, name="tomb")
     response = act(admin_client, SCHEDULES, "pause_schedules", "tomb", "ok")
     assert response.status_code == 200
-    assert "tomb: schedule 'tomb' is retired; restore it first" in texts(response)
+    assert "Refused for tomb: schedule 'tomb' is retired; restore it first" in texts(response)
     assert "paused ok" in texts(response)
     response = act(admin_client, SCHEDULES, "trigger_schedules", "tomb")
     assert any("retired" in t for t in texts(response))
@@ -256,7 +256,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
     monkeypatch.setattr(schedules, "resume", broken)
     response = act(admin_client, SCHEDULES, "resume_schedules", "ok")
     assert response.status_code == 200
-    assert texts(response) == ["ok: could not obtain lock on row"]
+    assert texts(response) == ["Refused for ok: could not obtain lock on row"]
 
 
 def test_actions__each_needs_its_permission_and_is_not_offered_without_it() -> None:
