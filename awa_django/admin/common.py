@@ -116,7 +116,9 @@ def run_each[T](
             text = action(item)
         except OPERATOR_ERRORS as exc:
             logger.info("admin action refused: %s", exc, extra={"event": "admin.action_refused"})
-            model_admin.message_user(request, f"{label(item)}: {exc}", messages.ERROR)
+            # The admin's template capitalises a message's first letter: a
+            # message never starts with a name, which would be shown altered.
+            model_admin.message_user(request, f"Refused for {label(item)}: {exc}", messages.ERROR)
             continue
         (done if text is not None else unchanged).append(text or label(item))
         if text is not None and isinstance(item, Model):

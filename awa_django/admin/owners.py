@@ -299,7 +299,9 @@ class CronOwnerAdmin(ReadOnlyAdmin):
                         f"adopted {', '.join(plan.schedules)} (was {was})",
                     )
                     self.message_user(
-                        request, f"{data['name']} now belongs to {data['owner']}", messages.SUCCESS
+                        request,
+                        f"Adopted {data['name']}: it now belongs to {data['owner']}",
+                        messages.SUCCESS,
                     )
                     return HttpResponseRedirect(
                         reverse("admin:awa_django_cronjob_change", args=[quote(data["name"])])

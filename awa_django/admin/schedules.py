@@ -16,12 +16,13 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..actions import owners, schedules
+from ..actions import declarations, owners, schedules
 from ..actions.common import ActionResult
 from ..cron.describe import describe_cron
 from ..models import CronJob
 from ..schedules.declaration import registry
 from ..schedules.runtime import RUNTIME_OWNER
+from ..terminal import printable
 from .common import (
     OPERATOR_ERRORS,
     EscapedValuesFilter,
@@ -40,6 +41,23 @@ from .common import (
 from .fires import dst_marked_fires, last_fires, zone_of
 from .schedule_forms import RuntimeScheduleAdminMixin
 from .schedule_rows import RowInfo, ScheduleChangeList, annotate_page
+
+
+class DeclaredFilter(admin.SimpleListFilter):
+    """Rows that differ from this code's declarations (see ``actions.declarations``)."""
+
+    title = "declaration"
+    parameter_name = "declared"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "no longer declared"), ("elsewhere", "declared here, owned elsewhere")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "no":
+            return queryset.filter(declarations.undeclared_q(declarations.declared_names()))
+        if self.value() == "elsewhere":
+            return queryset.filter(declarations.owned_elsewhere_q(declarations.declared_names()))
+        return queryset
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -82,6 +100,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     list_display = ["schedule_name", "expression", "zone", "next_fire", "last_fire", "owner", "badges"]
     list_filter = [
         StateFilter,
+        DeclaredFilter,
         ("owner_id", EscapedValuesFilter),
         ("queue", EscapedValuesFilter),
     ]
@@ -261,13 +280,31 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             items.append(badge("overdue", "overdue", f"due since {utc(info.overdue_since)}"))
         if not items:
             items.append(badge("active", "active"))
+        if info.mismatch is not None and info.mismatch.undeclared:
+            remedy = printable(declarations.undeclared_remedy(row))  # the name, escaped
+            items.append(badge("no longer declared", "stale", f"keeps firing until: {remedy}"))
+        if info.mismatch is not None and info.mismatch.owned_elsewhere is not None:
+            note = printable(declarations.owned_elsewhere_remedy(info.mismatch.owned_elsewhere))
+            items.append(badge("declared here, owned elsewhere", "overdue", note))
         return format_html_join(" ", "{}", ((i,) for i in items))
 
     @admin.display(description="declared in")
     def declared_in(self, row: CronJob) -> str:
+        names = declarations.declared_names()
+        found = declarations.mismatch(row, names)
+        if found.undeclared:
+            return (
+                "no longer declared in this code: it keeps firing until "
+                f"`{printable(declarations.undeclared_remedy(row))}`"
+            )
         declared = next((s for s in registry if s.name == row.name), None)
-        if declared is not None:
-            return declared.source or "this deployment"
+        where = (declared.source or "this deployment") if declared else "AWA_SCHEDULES"
+        if found.owned_elsewhere is not None:
+            return (
+                f"{where}; conflict: {printable(declarations.owned_elsewhere_remedy(found.owned_elsewhere))}"
+            )
+        if row.name in names:
+            return where
         if row.owner_id == RUNTIME_OWNER:
             return "at runtime (no code): editable here, with manage.py awa cron edit, or the API"
         if row.owner_id:
@@ -383,7 +420,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             try:
                 plan = _verb(action)(name, actor=actor(request), apply=False)
             except OPERATOR_ERRORS as exc:
-                self.message_user(request, f"{name}: {exc}", "error")
+                self.message_user(request, f"Refused for {name}: {exc}", "error")
                 continue
             (changes if plan.schedules else unchanged).append(name)
         if not changes:

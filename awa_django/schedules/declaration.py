@@ -141,8 +141,15 @@ def periodic(
     tags: Iterable[str] = (),
     metadata: Mapping[str, Any] | None = None,
     missed_fire_policy: str = "coalesce",
+    unique_key: str | None = None,
+    concurrency_key: str | None = None,
+    concurrency_limit: int | None = None,
 ) -> Schedule:
     """Declare a periodic schedule that runs ``task`` on the ``cron`` expression.
+
+    ``unique_key`` / ``concurrency_key`` (a fixed string or a template over
+    ``{name}`` and ``{slot}``) and ``concurrency_limit`` give each fired job
+    flow control, as :func:`awa_django.enqueue` does.
 
     Call it at import time of an app's ``cron.py`` (autodiscovered). The
     declaration is validated immediately; any problem raises
@@ -164,6 +171,9 @@ def periodic(
         metadata=metadata,
         missed_fire_policy=missed_fire_policy,
         source=f"{caller.f_code.co_filename}:{caller.f_lineno}",
+        unique_key=unique_key,
+        concurrency_key=concurrency_key,
+        concurrency_limit=concurrency_limit,
     )
     registry.add(schedule)
     return schedule

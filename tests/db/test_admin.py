@@ -248,7 +248,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
     owners.retire(actor="x", apply=True, name="tomb")
     response = act(admin_client, SCHEDULES, "pause_schedules", "tomb", "ok")
     assert response.status_code == 200
-    assert "tomb: schedule 'tomb' is retired; restore it first" in texts(response)
+    assert "Refused for tomb: schedule 'tomb' is retired; restore it first" in texts(response)
     assert "paused ok" in texts(response)
     response = act(admin_client, SCHEDULES, "trigger_schedules", "tomb")
     assert any("retired" in t for t in texts(response))
@@ -259,7 +259,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
     monkeypatch.setattr(schedules, "resume", broken)
     response = act(admin_client, SCHEDULES, "resume_schedules", "ok")
     assert response.status_code == 200
-    assert texts(response) == ["ok: could not obtain lock on row"]
+    assert texts(response) == ["Refused for ok: could not obtain lock on row"]
 
 
 def test_actions__each_needs_its_permission_and_is_not_offered_without_it() -> None:
@@ -531,6 +531,23 @@ def test_queues__depth_by_state_pause_and_resume() -> None:
     assert not queues.is_queue_paused("mail")
     viewer = staff("qviewer", "view_queue")
     assert offered(viewer, QUEUES) == set()
+
+
+@override_settings(
+    TASKS={
+        "default": {
+            "BACKEND": "awa_django.tasks.backend.AwaBackend",
+            "OPTIONS": {"QUEUE_LIMITS": {"mail": {"rate": "100/m", "concurrency": 5}}},
+        }
+    }
+)
+def test_queues__show_each_queues_limits(admin_client: Client) -> None:
+    JobFactory(queue="mail", state="available")
+    JobFactory(queue="default", state="available")
+    page = admin_client.get(QUEUES).content.decode()
+    assert "100/60s, 5 at once" in page
+    detail = admin_client.get(reverse("admin:awa_django_queue_change", args=["mail"])).content.decode()
+    assert "100/60s, 5 at once" in detail
 
 
 def test_runtimes__leader_fresh_and_stale(admin_client: Client) -> None:

@@ -50,6 +50,10 @@ def test_the_derived_keys_agree() -> None:
         "tags",
         "metadata",
         "missed_fire_policy",
+        # Flow control, stored in the schedule's metadata (schedules.flow).
+        "unique_key",
+        "concurrency_key",
+        "concurrency_limit",
     } == SETTINGS_KEYS
 
 
