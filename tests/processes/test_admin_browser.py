@@ -419,7 +419,7 @@ def test_admin_browser__adopt_shows_the_dry_run_then_confirms(admin_console: Con
     assert CronJob.objects.get(name="loose").owner_id is None
     page.click("input[value='Yes, adopt']")
     page.wait_for_load_state()
-    assert "loose now belongs to billing" in admin_console.messages()
+    assert "adopted loose: it now belongs to billing" in admin_console.messages()
     assert CronJob.objects.get(name="loose").owner_id == "billing"
     # A transfer names the owner it expects; the preview says from whom to whom.
     page = admin_console.goto("/admin/awa_django/cronowner/adopt/?name=owned&expected_owner=web")
