@@ -331,7 +331,6 @@ def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> 
 
     from tests.helpers.database import tcp_address
     from tests.helpers.tcpproxy import TcpProxy
-    from tests.helpers.waiting import wait_for
 
     direct = connection.settings_dict
     proxy = TcpProxy(tcp_address())
@@ -346,6 +345,7 @@ def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> 
     }
     try:
         with override_settings(AWA_POLL_INTERVAL=0.05, AWA_HEARTBEAT_INTERVAL=0.2):
+            tasks.SLEEPER_STARTED.clear()
             result = tasks.sleeps_then_returns.enqueue(1.5, "outage")
             worker = Worker(burst=True)
 
@@ -357,7 +357,9 @@ def test_worker__completion_survives_a_database_outage_through_a_tcp_proxy() -> 
 
             runner = threading.Thread(target=run, daemon=True)
             runner.start()
-            wait_for(lambda: Effect.objects.filter(label="outage", phase="started").exists(), timeout=60)
+            # The task's own INSERT is done (its reply read): only the outcome
+            # reports can meet the outage.
+            assert tasks.SLEEPER_STARTED.wait(timeout=60)
             proxy.cut(3.0)  # the task ends inside the outage: its report meets it
             runner.join(timeout=90)
             assert not runner.is_alive()

@@ -181,12 +181,19 @@ def meets(label: str = "meet", processes: int = 2) -> str:
     return label
 
 
+# Set by ``sleeps_then_returns`` once its 'started' row is written and the
+# INSERT's reply read: a test in the worker's process that cuts the connection
+# after this cannot break the task's own statement.
+SLEEPER_STARTED = threading.Event()
+
+
 @task
 def sleeps_then_returns(seconds: float = 1.0, label: str = "sleeper") -> str:
     """Record 'started', sleep, return: no database use after the sleep."""
     import time
 
     _effect(label, "started")
+    SLEEPER_STARTED.set()
     time.sleep(seconds)
     return label
 
