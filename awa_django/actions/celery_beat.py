@@ -21,6 +21,7 @@ from typing import Any
 from django.apps import apps
 from django.db import transaction
 
+from ..cron import search
 from ..exceptions import InvalidSchedule, OperationRefused
 from ..models import CronJob
 from ..schedules import validation
@@ -112,6 +113,11 @@ def crontab_expression(
         )
     expression = " ".join(fields)
     problem = validation.expression_problem(expression)
+    if problem is None:
+        try:
+            search.parse_cron(expression)
+        except search.CronError as exc:
+            problem = str(exc)
     if problem:
         return None, f"crontab {expression!r} is not a cron expression awa accepts: {problem}"
     return expression, None
