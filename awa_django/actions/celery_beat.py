@@ -193,7 +193,7 @@ def _periodic_task_model() -> Any:
             "django_celery_beat is not in INSTALLED_APPS: install django-celery-beat and add "
             "'django_celery_beat' to INSTALLED_APPS (its tables hold the rows to import)"
         )
-    return apps.get_model("django_celery_beat", "PeriodicTask")
+    return apps.get_app_config("django_celery_beat").get_model("PeriodicTask")
 
 
 def _timing(source: Any, row: ImportRow) -> None:
@@ -320,6 +320,7 @@ def plan_row(source: Any, task_map: Mapping[str, str], taken: set[str]) -> Impor
 
 def _create(row: ImportRow, actor: str, using: str) -> None:
     """Create ``row``'s schedule (paused when the source was disabled), in a savepoint."""
+    assert row.cron is not None and row.timezone is not None  # set on every imported row
     try:
         with transaction.atomic(using=using):
             runtime_schedules.create_schedule(
