@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.apps import apps
 from django.db import transaction
 
 from ..cron import search
+from ..db import sessions
 from ..exceptions import InvalidSchedule, OperationRefused
 from ..models import CronJob
 from ..schedules import validation
@@ -254,21 +256,36 @@ def _delivery(source: Any, row: ImportRow) -> None:
             row.notes.append(
                 f"priority {source.priority} not imported: outside {TASK_MIN_PRIORITY}..{TASK_MAX_PRIORITY}"
             )
-    if source.one_off:
-        row.reasons.append("one_off: celery runs it once then disables it; a schedule recurs")
-    if source.expires is not None:
-        row.notes.append(f"expires {source.expires.isoformat()} not imported: the schedule never expires")
-    if source.expire_seconds is not None:
-        row.notes.append(f"expire_seconds {source.expire_seconds} not imported: jobs do not expire")
-    if source.start_time is not None:
-        row.notes.append(
-            f"start_time {source.start_time.isoformat()} not imported: it fires from the import on"
-        )
     if (source.headers or "{}").strip() not in ("{}", ""):
         row.notes.append("headers not imported: jobs have no message headers")
     for key in ("exchange", "routing_key"):
         if getattr(source, key):
             row.notes.append(f"{key} {getattr(source, key)!r} not imported: there is no broker")
+
+
+def _lifetime(source: Any, row: ImportRow, now: datetime) -> bool:
+    """One-off, expiry and start time: reasons or notes; True to import the row paused.
+
+    Celery no longer runs a row past ``expires`` and not yet before
+    ``start_time``: an expired row is skipped, one that starts later is
+    imported paused (resume it then), so the import never fires what beat
+    would not.
+    """
+    if source.one_off:
+        row.reasons.append("one_off: celery runs it once then disables it; a schedule recurs")
+    if source.expires is not None:
+        if source.expires <= now:
+            row.reasons.append(f"expired at {source.expires.isoformat()}: celery no longer runs it")
+        else:
+            row.notes.append(f"expires {source.expires.isoformat()} not imported: the schedule never expires")
+    if source.expire_seconds is not None:
+        row.notes.append(f"expire_seconds {source.expire_seconds} not imported: jobs do not expire")
+    if source.start_time is not None and source.start_time > now:
+        row.notes.append(
+            f"start_time {source.start_time.isoformat()} not imported: imported paused, resume it then"
+        )
+        return True
+    return False
 
 
 def _task_path(source: Any, task_map: Mapping[str, str], row: ImportRow) -> None:
@@ -301,12 +318,15 @@ def _validate(row: ImportRow, taken: set[str]) -> None:
     return None
 
 
-def plan_row(source: Any, task_map: Mapping[str, str], taken: set[str]) -> ImportRow:
+def plan_row(
+    source: Any, task_map: Mapping[str, str], taken: set[str], now: datetime | None = None
+) -> ImportRow:
     """What importing one ``PeriodicTask`` would do (reads the database, writes nothing)."""
     row = ImportRow(celery_name=source.name, celery_task=source.task)
     _timing(source, row)
     _call_arguments(source, row)
     _delivery(source, row)
+    starts_later = _lifetime(source, row, now or sessions.database_now())
     _task_path(source, task_map, row)
     if not row.reasons:
         _validate(row, taken)
@@ -314,7 +334,7 @@ def plan_row(source: Any, task_map: Mapping[str, str], taken: set[str]) -> Impor
         row.cron = row.timezone = row.task = None
         row.notes.clear()  # what an import would not carry over: moot for a skipped row
         return row
-    row.status, row.state = "imported", ("active" if source.enabled else "paused")
+    row.status, row.state = "imported", ("active" if source.enabled and not starts_later else "paused")
     return row
 
 
@@ -361,7 +381,8 @@ def import_celery_beat(
             .filter(owner_id=runtime_schedules.RUNTIME_OWNER)
             .values_list("name", flat=True)
         )
-        rows = [plan_row(source, task_map, taken) for source in sources]
+        now = sessions.database_now(using)  # the clock every scheduling decision uses
+        rows = [plan_row(source, task_map, taken, now) for source in sources]
         if not dry_run:
             for row in rows:
                 if row.status == "imported":

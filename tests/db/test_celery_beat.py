@@ -2,9 +2,10 @@
 
 Proves: a row's args and kwargs (JSON text) become the schedule's, its queue
 is kept when the task backend has it and otherwise reported, priority is kept
-within awa's range, and what has no equivalent (expires, start_time,
-headers, exchange, routing key) is reported on the imported row; one-off,
-clocked and solar rows, rows whose task is not a django.tasks task (unless
+within awa's range, and what has no equivalent (expires, headers, exchange,
+routing key) is reported on the imported row; a row whose start_time is
+still ahead is imported paused, an expired one skipped; one-off, clocked and
+solar rows, rows whose task is not a django.tasks task (unless
 ``--task-map`` names one) and names code declares or a runtime schedule has
 are skipped with the reason; without django_celery_beat in INSTALLED_APPS the
 command refuses, saying so, and writes nothing.
@@ -86,11 +87,11 @@ def test_plan_row__what_has_no_equivalent_is_reported_on_the_imported_row() -> N
     row = plan_row(
         source(
             enabled=False,
+            start_time=datetime(2020, 1, 1, tzinfo=UTC),
             queue="nowhere",
             priority=200,
             expires=when,
             expire_seconds=60,
-            start_time=when,
             headers='{"h": 1}',
             exchange="ex",
             routing_key="rk",
@@ -106,7 +107,6 @@ def test_plan_row__what_has_no_equivalent_is_reported_on_the_imported_row() -> N
         "priority 200",
         "expires",
         "expire_seconds",
-        "start_time",
         "headers",
         "exchange",
         "routing_key",
@@ -140,6 +140,18 @@ def test_plan_row__rows_without_an_equivalent_are_skipped_with_the_reason(
     assert row.status == "skipped"
     assert reason in "\n".join(row.reasons)
     assert (row.cron, row.task, row.state) == (None, None, None)
+
+
+def test_plan_row__a_row_starting_later_is_imported_paused_an_expired_one_skipped() -> None:
+    now = datetime(2027, 6, 1, tzinfo=UTC)
+    later = plan_row(source(start_time=datetime(2027, 7, 1, tzinfo=UTC)), {}, set(), now)
+    assert (later.status, later.state) == ("imported", "paused")
+    assert "imported paused, resume it then" in later.notes[0]
+    started = plan_row(source(start_time=datetime(2027, 5, 1, tzinfo=UTC)), {}, set(), now)
+    assert (started.status, started.state, started.notes) == ("imported", "active", [])
+    expired = plan_row(source(expires=datetime(2027, 5, 1, tzinfo=UTC)), {}, set(), now)
+    assert expired.status == "skipped"
+    assert expired.reasons == ["expired at 2027-05-01T00:00:00+00:00: celery no longer runs it"]
 
 
 def test_plan_row__task_map_names_the_django_task() -> None:
