@@ -48,6 +48,8 @@ INTERVAL_UNSUPPORTED = "interval schedules not supported yet (needs interval sch
 INTERVAL_PHASE = (
     "interval mapped to clock-aligned slots: the phase may differ from celery's (counted from the last run)"
 )
+# The row beat adds by itself to expire Celery results.
+CELERY_CLEANUP = "celery.backend_cleanup"
 _PERIOD_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
 _WEEKDAYS = {
     "sunday": "sun",
@@ -292,6 +294,10 @@ def _task_path(source: Any, task_map: Mapping[str, str], row: ImportRow) -> None
     row.task = task_map.get(source.task, source.task)
     if not row.task:
         row.reasons.append("no task name")
+    elif row.task == CELERY_CLEANUP:
+        row.reasons.append(
+            "celery's own result cleanup: the runcron leader prunes finished jobs (AWA_JOB_RETENTION)"
+        )
 
 
 def _validate(row: ImportRow, taken: set[str]) -> None:

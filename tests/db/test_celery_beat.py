@@ -131,6 +131,7 @@ def test_plan_row__what_has_no_equivalent_is_reported_on_the_imported_row() -> N
         ({"kwargs": "[1]"}, "kwargs is not a JSON object"),
         ({"task": "proj.tasks.cleanup"}, "--task-map proj.tasks.cleanup=DOTTED.PATH"),
         ({"task": "tests.testapp.tasks.not_a_task"}, "is not a django.tasks Task"),
+        ({"task": "celery.backend_cleanup"}, "prunes finished jobs (AWA_JOB_RETENTION)"),
     ],
 )
 def test_plan_row__rows_without_an_equivalent_are_skipped_with_the_reason(

@@ -72,7 +72,10 @@ class Unhealthy(CommandError):
 
 
 class Command(BaseCommand):
-    help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
+    help = (
+        "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...); "
+        "import django-celery-beat's rows (import-celery-beat)."
+    )
 
     def get_version(self) -> str:
         """``manage.py awa --version``: awa_django's version, not Django's."""
