@@ -300,7 +300,7 @@ def _task_path(source: Any, task_map: Mapping[str, str], row: ImportRow) -> None
         )
 
 
-def _validate(row: ImportRow, taken: set[str]) -> None:
+def _validate(row: ImportRow, taken: set[str], using: str) -> None:
     """Check ``row`` as ``create_schedule`` will: definition, then name clashes."""
     options = {"cron": row.cron, "task": row.task, "timezone": row.timezone, **row.options}
     try:
@@ -310,13 +310,13 @@ def _validate(row: ImportRow, taken: set[str]) -> None:
             row.notes.append(
                 f"queue {row.options.pop('queue')!r} not imported: {exc.reason}; the task's queue is used"
             )
-            return _validate(row, taken)
+            return _validate(row, taken, using)
         remedy = ""
         if exc.field == "task":
             remedy = f" (map celery task {row.celery_task!r} with --task-map {row.celery_task}=DOTTED.PATH)"
         row.reasons.append(f"{exc.field}: {exc.reason}{remedy}")
         return None
-    clash = runtime_schedules.code_declaration(row.celery_name)
+    clash = runtime_schedules.code_declaration(row.celery_name, using)
     if clash is not None:
         row.reasons.append(clash)
     elif row.celery_name in taken:
@@ -325,17 +325,21 @@ def _validate(row: ImportRow, taken: set[str]) -> None:
 
 
 def plan_row(
-    source: Any, task_map: Mapping[str, str], taken: set[str], now: datetime | None = None
+    source: Any,
+    task_map: Mapping[str, str],
+    taken: set[str],
+    now: datetime | None = None,
+    using: str = "default",
 ) -> ImportRow:
     """What importing one ``PeriodicTask`` would do (reads the database, writes nothing)."""
     row = ImportRow(celery_name=source.name, celery_task=source.task)
     _timing(source, row)
     _call_arguments(source, row)
     _delivery(source, row)
-    starts_later = _lifetime(source, row, now or sessions.database_now())
+    starts_later = _lifetime(source, row, now or sessions.database_now(using))
     _task_path(source, task_map, row)
     if not row.reasons:
-        _validate(row, taken)
+        _validate(row, taken, using)
     if row.reasons:
         row.cron = row.timezone = row.task = None
         row.notes.clear()  # what an import would not carry over: moot for a skipped row
@@ -388,7 +392,7 @@ def import_celery_beat(
             .values_list("name", flat=True)
         )
         now = sessions.database_now(using)  # the clock every scheduling decision uses
-        rows = [plan_row(source, task_map, taken, now) for source in sources]
+        rows = [plan_row(source, task_map, taken, now, using) for source in sources]
         if not dry_run:
             for row in rows:
                 if row.status == "imported":
