@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from ..actions import queues
 from ..models import Queue
 from ..tasks.limits import limit_label
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, utc
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, timestamp, utc
 
 
 @admin.register(Queue)
@@ -37,7 +37,7 @@ class QueueAdmin(ReadOnlyAdmin):
     fields = [
         "queue",
         "status",
-        "paused_at",
+        "paused_at_shown",
         "paused_by",
         "limits",
         "available",
@@ -49,7 +49,9 @@ class QueueAdmin(ReadOnlyAdmin):
         "cancelled",
         "links",
     ]
-    readonly_fields = ["status", "limits", "links"]
+    readonly_fields = ["status", "limits", "links", "paused_at_shown"]
+
+    paused_at_shown = timestamp("paused_at", "paused at")
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_queue")

@@ -10,7 +10,7 @@ from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 
 from ..models import RuntimeInstance
-from .common import ReadOnlyAdmin, badge, utc
+from .common import ReadOnlyAdmin, badge, timestamp, utc
 
 # The freshness rule reconciliation uses (reconciliation.FRESH_FOR): a row
 # counts for max(30 s, 3 x its snapshot interval).
@@ -58,17 +58,27 @@ class RuntimeInstanceAdmin(ReadOnlyAdmin):
         "leader_badge",
         "cron_protocol",
         "freshness",
-        "last_seen_at",
-        "started_at",
+        "last_seen_shown",
+        "started_shown",
         "instance_id",
     ]
     list_filter = ["role", "leader", FreshFilter, StoppedFilter]
     ordering = ["-last_seen_at"]
     list_per_page = 100
-    readonly_fields = ["freshness"]
-    # Shown as "stopped" by ``freshness``: the raw flag would read "shutting down"
-    # for a process that has exited.
-    exclude = ["shutting_down"]
+    # "shutting_down" is shown as "stopped" by ``freshness``: the raw flag would
+    # read "shutting down" for a process that has exited.
+    fields = [
+        ("instance_id", "hostname", "pid"),
+        ("role", "version", "cron_protocol"),
+        ("leader", "freshness"),
+        ("started_shown", "last_seen_shown", "last_pass_shown"),
+        ("snapshot_interval_ms", "queues"),
+    ]
+    readonly_fields = ["freshness", "started_shown", "last_seen_shown", "last_pass_shown"]
+
+    started_shown = timestamp("started_at", "started at")
+    last_seen_shown = timestamp("last_seen_at", "last seen at")
+    last_pass_shown = timestamp("last_pass_at", "last pass at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuntimeInstance]:
         queryset: QuerySet[RuntimeInstance] = super().get_queryset(request)

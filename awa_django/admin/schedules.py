@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
-from zoneinfo import ZoneInfo
 
 from django.contrib import admin
 from django.contrib.admin import helpers
@@ -38,6 +36,7 @@ from .common import (
     run_each,
     shown_name,
     utc,
+    when,
 )
 from .fires import dst_marked_fires, last_fires, zone_of
 from .schedule_forms import RuntimeScheduleAdminMixin
@@ -80,11 +79,18 @@ class StateFilter(admin.SimpleListFilter):
         return queryset
 
 
-def _local_and_utc(moment: datetime, zone: ZoneInfo | None) -> SafeString:
-    local = moment.astimezone(zone) if zone else moment
-    return format_html(
-        '{}<br><span class="awa-utc">{}</span>', local.strftime("%Y-%m-%d %H:%M:%S %Z"), utc(moment)
-    )
+def schedule_time(column: str, description: str) -> Callable[[Any, CronJob], SafeString | str]:
+    """A read-only field showing the datetime ``column`` of a schedule in its zone,
+    with UTC beside it (:func:`when`); a value no datetime holds as the database's text."""
+
+    @admin.display(description=description, ordering=column)
+    def show(model_admin: Any, row: CronJob) -> SafeString | str:
+        value = getattr(row, column)
+        if value is None:
+            return str(getattr(row, f"{column}_text", None) or "-")
+        return when(value, zone_of(row))
+
+    return show
 
 
 @admin.register(CronJob)
@@ -126,11 +132,11 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             "State",
             {
                 "fields": [
-                    ("last_enqueued_at", "next_fire_at"),
-                    ("paused_at", "paused_by"),
-                    ("retired_at", "retired_by", "retired_revision"),
-                    ("parked_at", "parked_reason"),
-                    ("created_at", "updated_at"),
+                    ("last_enqueued_at_shown", "next_fire_at_shown"),
+                    ("paused_at_shown", "paused_by"),
+                    ("retired_at_shown", "retired_by", "retired_revision"),
+                    ("parked_at_shown", "parked_reason"),
+                    ("created_at_shown", "updated_at_shown"),
                 ]
             },
         ),
@@ -138,9 +144,13 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     readonly_fields = [
         "description",
         "declared_in",
-        "created_at",
-        "updated_at",
-        "next_fire_at",
+        "last_enqueued_at_shown",
+        "next_fire_at_shown",
+        "paused_at_shown",
+        "retired_at_shown",
+        "parked_at_shown",
+        "created_at_shown",
+        "updated_at_shown",
         "arguments",
         "meta",
         "schedule_name",
@@ -148,6 +158,14 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         "task",
         "queue_name",
     ]
+
+    last_enqueued_at_shown = schedule_time("last_enqueued_at", "last enqueued at")
+    next_fire_at_shown = schedule_time("next_fire_at", "next fire at (stored)")
+    paused_at_shown = schedule_time("paused_at", "paused at")
+    retired_at_shown = schedule_time("retired_at", "retired at")
+    parked_at_shown = schedule_time("parked_at", "parked at")
+    created_at_shown = schedule_time("created_at", "created at")
+    updated_at_shown = schedule_time("updated_at", "updated at")
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_cronjob")
@@ -208,7 +226,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         info: RowInfo = vars(row)["_awa"]
         if row.is_retired or info.next_fire is None:
             return "never"
-        text = _local_and_utc(info.next_fire, zone_of(row))
+        text = when(info.next_fire, zone_of(row))
         if row.is_paused:
             return format_html("<i>would fire at</i> {} <i>if resumed</i>", text)
         return text
@@ -216,7 +234,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     @admin.display(description="last fire → job", ordering="last_enqueued_at")
     def last_fire(self, row: CronJob) -> SafeString | str:
         info: RowInfo = vars(row)["_awa"]
-        fired = utc(row.last_enqueued_at) if row.last_enqueued_at else "never"
+        fired = when(row.last_enqueued_at, zone_of(row)) if row.last_enqueued_at else "never"
         if info.last_job is None:
             return fired
         job_id, state, manual = info.last_job
@@ -297,7 +315,12 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        context = {"awa_leader": live_leader(), **(extra_context or {})}
+        leader = live_leader()
+        context = {
+            "awa_leader": leader,
+            "awa_leader_seen": utc(leader.last_seen_at) if leader else "",
+            **(extra_context or {}),
+        }
         return super().changelist_view(request, context)
 
     def change_view(
