@@ -149,7 +149,7 @@ class ImportRow:
     celery_name: str
     celery_task: str
     status: str = "skipped"
-    kind: str = ""
+    celery_schedule: str = ""
     cron: str | None = None
     timezone: str | None = None
     task: str | None = None
@@ -184,7 +184,7 @@ class ImportReport:
             what = (
                 f"{row.cron} ({row.timezone}) -> {row.task}, {row.state}" if row.status == "imported" else ""
             )
-            lines.append(f"{row.status}: {row.celery_name} [{row.kind}] {what}".rstrip())
+            lines.append(f"{row.status}: {row.celery_name} [{row.celery_schedule}] {what}".rstrip())
             lines.extend(f"  not imported: {reason}" for reason in row.reasons)
             lines.extend(f"  note: {note}" for note in row.notes)
         return lines
@@ -201,30 +201,30 @@ def _periodic_task_model() -> Any:
 
 
 def _timing(source: Any, row: ImportRow) -> None:
-    """Set ``row``'s kind, expression and zone from the source's schedule, or a reason."""
+    """Set ``row``'s celery schedule type, expression and zone from the source's schedule, or a reason."""
     if source.crontab is not None:
         crontab = source.crontab
-        row.kind = "crontab"
+        row.celery_schedule = "crontab"
         row.timezone = str(getattr(crontab.timezone, "key", crontab.timezone) or "UTC")
         row.cron, reason = crontab_expression(
             crontab.minute, crontab.hour, crontab.day_of_month, crontab.month_of_year, crontab.day_of_week
         )
     elif source.interval is not None:
-        row.kind, row.timezone = "interval", "UTC"
+        row.celery_schedule, row.timezone = "interval", "UTC"
         row.cron, reason = interval_expression(source.interval.every, source.interval.period)
         if row.cron is not None:
             row.notes.append(INTERVAL_PHASE)
     elif source.clocked is not None:
-        row.kind = "clocked"
+        row.celery_schedule = "clocked"
         reason = (
             f"one-off (clocked) schedule at {source.clocked.clocked_time.isoformat()}: a schedule recurs; "
             "enqueue the task once with run_after instead"
         )
     elif source.solar is not None:
-        row.kind = "solar"
+        row.celery_schedule = "solar"
         reason = f"solar schedule ({source.solar.event}): cron cannot say solar events"
     else:
-        row.kind, reason = "none", "no schedule"
+        row.celery_schedule, reason = "none", "no schedule"
     if reason:
         row.reasons.append(reason)
 

@@ -70,7 +70,7 @@ def test_plan_row__crontab_with_arguments_queue_and_priority() -> None:
         {},
         set(),
     )
-    assert (row.status, row.kind, row.cron, row.timezone, row.task, row.state) == (
+    assert (row.status, row.celery_schedule, row.cron, row.timezone, row.task, row.state) == (
         "imported",
         "crontab",
         "0 3 * * *",

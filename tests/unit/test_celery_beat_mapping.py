@@ -115,14 +115,19 @@ def test_import_report__counts_rows_and_renders_each() -> None:
             "a",
             "t",
             status="imported",
-            kind="crontab",
+            celery_schedule="crontab",
             cron="* * * * *",
             timezone="UTC",
             task="m.t",
             state="paused",
             notes=["headers not imported"],
         ),
-        ImportRow("b", "t", kind="solar", reasons=["solar schedule (sunrise): cron cannot say solar events"]),
+        ImportRow(
+            "b",
+            "t",
+            celery_schedule="solar",
+            reasons=["solar schedule (sunrise): cron cannot say solar events"],
+        ),
     ]
     report = ImportReport(dry_run=True, rows=rows)
     data = report.as_json()
