@@ -24,6 +24,13 @@ from tests.helpers.processes import manage_with
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
+# The "celery-beat" dependency group: installed by make test-oldest and
+# make test-django52 (django-celery-beat 2.9 requires Django<6.1).
+pytest.importorskip(
+    "django_celery_beat",
+    reason="needs django-celery-beat (pip install --group celery-beat; it requires Django<6.1)",
+)
+
 TASK = "tests.testapp.tasks.record"
 # Made with django-celery-beat's models in the project's shell.
 SOURCE_ROWS = """
