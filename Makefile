@@ -43,7 +43,7 @@ VENV_OLDEST := .venv-django60
 $(VENV_OLDEST)/.installed: pyproject.toml
 	@test -x $(VENV_OLDEST)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_OLDEST)
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_OLDEST)/bin/python -m pip install --quiet 'django>=6.0,<6.1' -e . --group dev
+	$(VENV_OLDEST)/bin/python -m pip install --quiet 'django>=6.0,<6.1' -e . --group dev --group celery-beat
 	@touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed
@@ -54,7 +54,7 @@ VENV_DJANGO52 := .venv-django52
 $(VENV_DJANGO52)/.installed: pyproject.toml
 	@test -x $(VENV_DJANGO52)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_DJANGO52)
 	$(VENV_DJANGO52)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV_DJANGO52)/bin/python -m pip install --quiet -e '.[django52]' --group dev
+	$(VENV_DJANGO52)/bin/python -m pip install --quiet -e '.[django52]' --group dev --group celery-beat
 	@touch $@
 
 .PHONY: test-django52 conformance-django52

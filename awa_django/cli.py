@@ -222,11 +222,14 @@ def last_error(job: Job, width: int = 60) -> str | None:
 
 def add_arguments(parser: Any) -> None:
     """Every group and verb of ``manage.py awa``."""
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{cron,queue,jobs,health}")
+    groups = parser.add_subparsers(
+        dest="group", required=True, metavar="{cron,queue,jobs,health,import-celery-beat}"
+    )
     add_schedule_verbs(groups)
     add_queue_verbs(groups)
     add_jobs_verbs(groups)
     add_health(groups)
+    add_import_celery_beat(groups)
 
 
 def add_schedule_verbs(groups: Any) -> None:
@@ -458,3 +461,22 @@ def add_health(groups: Any) -> None:
         "--pid", type=bounded_int(1, MAX_PID), help="only the process with this pid (with --role)"
     )
     probe.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_import_celery_beat(groups: Any) -> None:
+    """``awa import-celery-beat``: django-celery-beat's rows as runtime schedules."""
+    sub = groups.add_parser(
+        "import-celery-beat",
+        help="Create runtime schedules from django-celery-beat's PeriodicTask rows (one transaction).",
+    )
+    sub.set_defaults(verb="run")
+    sub.add_argument("--dry-run", action="store_true", help="report what would be imported; write nothing")
+    sub.add_argument(
+        "--task-map",
+        action="append",
+        default=[],
+        metavar="CELERY_NAME=DOTTED.PATH",
+        help="the django.tasks task of a celery task name (default: the name itself, as a dotted path)",
+    )
+    add_actor(sub)
+    sub.add_argument("--json", action="store_true", help="machine-readable output")

@@ -7,7 +7,9 @@ job cancel, retry and prune. Each validates its actor with
 :class:`~awa_django.actions.common.ActionResult`. ``declarations`` (no verbs)
 compares schedule rows with this code's declarations (no longer declared,
 declared here but owned elsewhere), for ``awa cron list``, the admin and
-``awa health``.
+``awa health``. ``runtime_schedules`` creates, changes and deletes runtime
+schedules; ``celery_beat`` imports django-celery-beat's rows as runtime
+schedules.
 """
 
 __all__ = ["common", "declarations", "owners", "queues", "schedules"]

@@ -29,7 +29,7 @@ from awa_django.models import Job
 from awa_django.terminal import printable
 
 from ... import __version__, cli, health
-from ...actions import declarations, owners, queues, runtime_schedules, schedules
+from ...actions import celery_beat, declarations, owners, queues, runtime_schedules, schedules
 from ...db import sessions
 from ...reconciliation import persistence
 from ...schedules.runtime import RUNTIME_OWNER
@@ -72,7 +72,10 @@ class Unhealthy(CommandError):
 
 
 class Command(BaseCommand):
-    help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
+    help = (
+        "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...); "
+        "import django-celery-beat's rows (import-celery-beat)."
+    )
 
     def get_version(self) -> str:
         """``manage.py awa --version``: awa_django's version, not Django's."""
@@ -93,7 +96,7 @@ class Command(BaseCommand):
         cli.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        handler = getattr(self, f"{options['group']}_{options['verb'].replace('-', '_')}")
+        handler = getattr(self, f"{options['group']}_{options['verb']}".replace("-", "_"))
         try:
             handler(options)
         except (ScheduleNotFound, OperationRefused, ValueError) as exc:
@@ -248,6 +251,15 @@ class Command(BaseCommand):
             return "deleted"
 
         self._runtime(options, "delete", delete)
+
+    # -- from django-celery-beat ---------------------------------------------
+    def import_celery_beat_run(self, options: dict[str, Any]) -> None:
+        report = celery_beat.import_celery_beat(
+            actor=options["actor"],
+            task_map=celery_beat.parse_task_map(options["task_map"]),
+            dry_run=options["dry_run"],
+        )
+        self.emit(options, report.as_json(), "\n".join(printable(line) for line in report.render()))
 
     # -- ownership -----------------------------------------------------------
     def _lifecycle(self, options: dict[str, Any], result: Any) -> None:

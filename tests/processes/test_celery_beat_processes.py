@@ -1,0 +1,155 @@
+"""``manage.py awa import-celery-beat`` on a project with the real django-celery-beat.
+
+On a database of its own (django-celery-beat's migrations stay out of the
+other tests' database), rows made with the package's own models: a dry run
+reports every row (imported, or skipped with the reason) and writes nothing;
+the import then creates the runtime schedules the report named, with their
+expression, zone, arguments, queue and paused state; and an imported
+every-minute schedule fires through ``runcron --once`` while the imported
+disabled one, paused, does not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from tests.helpers.database import database_url, raw_connection
+from tests.helpers.processes import manage_with
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+# The "celery-beat" dependency group: installed by make test-oldest and
+# make test-django52 (django-celery-beat 2.9 requires Django<6.1).
+pytest.importorskip(
+    "django_celery_beat",
+    reason="needs django-celery-beat (pip install --group celery-beat; it requires Django<6.1)",
+)
+
+TASK = "tests.testapp.tasks.record"
+# Made with django-celery-beat's models in the project's shell.
+SOURCE_ROWS = """
+import json
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+from django_celery_beat.models import (
+    ClockedSchedule, CrontabSchedule, IntervalSchedule, PeriodicTask, SolarSchedule,
+)
+
+every_minute = CrontabSchedule.objects.create(minute="*")
+weekdays = CrontabSchedule.objects.create(
+    minute="30", hour="7", day_of_week="mon-fri", timezone=ZoneInfo("Europe/Berlin")
+)
+quarter = IntervalSchedule.objects.create(every=15, period="minutes")
+ninety = IntervalSchedule.objects.create(every=90, period="seconds")
+new_year = ClockedSchedule.objects.create(clocked_time=datetime(2030, 1, 1, tzinfo=timezone.utc))
+sunrise = SolarSchedule.objects.create(event="sunrise", latitude=52.52, longitude=13.40)
+PeriodicTask.objects.create(
+    name="tick", task="celery.tick", crontab=every_minute,
+    args=json.dumps(["a", 1]), kwargs=json.dumps({"label": "tick"}),
+)
+PeriodicTask.objects.create(
+    name="tick-disabled", task="TASK", crontab=every_minute, enabled=False,
+    kwargs=json.dumps({"label": "disabled"}),
+)
+PeriodicTask.objects.create(
+    name="report", task="TASK", crontab=weekdays, queue="reports", kwargs=json.dumps({"label": "r"}),
+)
+PeriodicTask.objects.create(name="poll", task="TASK", interval=quarter)
+PeriodicTask.objects.create(name="poll-90", task="TASK", interval=ninety)
+PeriodicTask.objects.create(name="new-year", task="TASK", clocked=new_year, one_off=True)
+PeriodicTask.objects.create(name="sunrise", task="TASK", solar=sunrise)
+PeriodicTask.objects.create(name="unknown", task="proj.tasks.cleanup", crontab=every_minute)
+""".replace('"TASK"', repr(TASK))
+
+
+@pytest.fixture
+def beat_project() -> Iterator[dict[str, str | None]]:
+    """The environment of a project with django_celery_beat installed, on a new migrated database."""
+    name = f"{connection.settings_dict['NAME']}_beat"
+    with raw_connection() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = database_url().replace(f"/{connection.settings_dict['NAME']}", f"/{name}", 1)
+    env: dict[str, str | None] = {
+        "DJANGO_SETTINGS_MODULE": "tests.celery_beat_settings",
+        "DATABASE_URL": url,
+        "AWA_TEST_SCHEDULES": None,
+    }
+    try:
+        ok(manage_with(env, "migrate", "-v0"))
+        yield env
+    finally:
+        with raw_connection() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def ok(result: Any) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return str(result.stdout)
+
+
+def query(env: dict[str, str | None], sql: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(str(env["DATABASE_URL"]), autocommit=True) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[str, str | None]) -> None:
+    env = beat_project
+    ok(manage_with(env, "shell", "-c", SOURCE_ROWS))
+    task_map = ("--task-map", f"celery.tick={TASK}")
+
+    report = json.loads(ok(manage_with(env, "awa", "import-celery-beat", "--dry-run", "--json", *task_map)))
+    rows = {row["celery_name"]: row for row in report["rows"]}
+    assert report["dry_run"] is True
+    assert {n for n, r in rows.items() if r["status"] == "imported"} == {
+        "tick",
+        "tick-disabled",
+        "report",
+        "poll",
+    }
+    assert (report["imported"], report["skipped"]) == (4, 4)
+    assert "needs interval schedules" in rows["poll-90"]["reasons"][0]
+    assert "one-off (clocked)" in rows["new-year"]["reasons"][0]
+    assert "solar schedule (sunrise)" in rows["sunrise"]["reasons"][0]
+    assert "--task-map proj.tasks.cleanup=DOTTED.PATH" in rows["unknown"]["reasons"][0]
+    assert "phase may differ" in rows["poll"]["notes"][0]
+    assert query(env, "SELECT count(*) FROM awa_cron_jobs") == [(0,)]  # nothing written
+
+    text = ok(manage_with(env, "awa", "import-celery-beat", "--actor", "ops:migration", *task_map))
+    assert text.startswith("import done: 4 imported, 4 skipped")
+    assert (
+        "imported: report [crontab] 30 7 * * mon-fri (Europe/Berlin) -> tests.testapp.tasks.record, active"
+        in text
+    )
+    schedules = {
+        r[0]: r[1:]
+        for r in query(
+            env,
+            "SELECT name, cron_expr, timezone, kind, args::text, queue, owner_id, paused_by "
+            "FROM awa_cron_jobs",
+        )
+    }
+    assert set(schedules) == {"tick", "tick-disabled", "report", "poll"}
+    tick = schedules["tick"]
+    assert tick[:3] == ("* * * * *", "UTC", TASK)
+    assert json.loads(tick[3]) == {"args": ["a", 1], "kwargs": {"label": "tick"}}
+    assert (tick[5], tick[6]) == ("awa:runtime", None)
+    assert schedules["tick-disabled"][6] == "ops:migration"  # paused, by the importer's actor
+    assert schedules["report"][:2] == ("30 7 * * mon-fri", "Europe/Berlin")
+    assert schedules["report"][4] == "reports"
+    assert schedules["poll"][:2] == ("*/15 * * * *", "UTC")
+
+    ok(manage_with(env, "runcron", "--once"))
+    fired = query(
+        env,
+        "SELECT metadata->>'cron_name', args::text FROM awa_jobs "
+        "WHERE metadata->>'cron_name' IN ('tick', 'tick-disabled')",
+    )
+    assert [name for name, _ in fired] == ["tick"]  # the paused one never fires
+    assert json.loads(fired[0][1]) == {"args": ["a", 1], "kwargs": {"label": "tick"}}

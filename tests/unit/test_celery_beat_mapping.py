@@ -1,0 +1,142 @@
+"""The timing of django-celery-beat's schedules as cron expressions, without a database.
+
+Proves: an interval becomes a cron expression exactly when clock-aligned
+slots fire at the same period (seconds dividing a minute, minutes dividing an
+hour, hours dividing a day, one day), and is otherwise refused as needing
+interval schedules; a crontab becomes the same five fields (weekday names
+shortened, spaces dropped), except when both day fields are restricted
+(celery ANDs them, cron ORs them) or the text is not a valid expression;
+``--task-map`` pairs parse or name the malformed one; the report counts rows.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from awa_django.actions.celery_beat import (
+    INTERVAL_UNSUPPORTED,
+    ImportReport,
+    ImportRow,
+    crontab_expression,
+    interval_expression,
+    parse_task_map,
+)
+
+
+@pytest.mark.parametrize(
+    ("every", "period", "expected"),
+    [
+        (1, "seconds", "* * * * * *"),
+        (10, "seconds", "*/10 * * * * *"),
+        (30, "seconds", "*/30 * * * * *"),
+        (60, "seconds", "* * * * *"),
+        (1, "minutes", "* * * * *"),
+        (5, "minutes", "*/5 * * * *"),
+        (15, "minutes", "*/15 * * * *"),
+        (30, "minutes", "*/30 * * * *"),
+        (120, "seconds", "*/2 * * * *"),
+        (60, "minutes", "0 * * * *"),
+        (1, "hours", "0 * * * *"),
+        (6, "hours", "0 */6 * * *"),
+        (12, "hours", "0 */12 * * *"),
+        (24, "hours", "0 0 * * *"),
+        (1, "days", "0 0 * * *"),
+    ],
+)
+def test_interval_expression__exact_periods_map(every: int, period: str, expected: str) -> None:
+    assert interval_expression(every, period) == (expected, None)
+
+
+@pytest.mark.parametrize(
+    ("every", "period"),
+    [
+        (90, "seconds"),
+        (7, "seconds"),
+        (45, "minutes"),
+        (7, "minutes"),
+        (5, "hours"),
+        (2, "days"),
+        (500, "microseconds"),
+        (0, "minutes"),
+        (-5, "minutes"),
+        (1, "fortnights"),
+    ],
+)
+def test_interval_expression__other_periods_need_interval_schedules(every: int, period: str) -> None:
+    expression, reason = interval_expression(every, period)
+    assert expression is None
+    assert reason is not None and reason.startswith(INTERVAL_UNSUPPORTED)
+    assert f"every {every} {period}" in reason
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (("*", "*", "*", "*", "*"), "* * * * *"),
+        (("30", "7", "*", "*", "mon-fri"), "30 7 * * mon-fri"),
+        (("0", "8,20", "*", "*", "Monday,Friday"), "0 8,20 * * mon,fri"),
+        (("*/15", "9-17", "*", "1-6", "1-5"), "*/15 9-17 * 1-6 1-5"),
+        (("0", "0", "1,15", "*", "*"), "0 0 1,15 * *"),
+        (("0, 30", "*", "*/2", "*", "1"), "0,30 * */2 * 1"),
+        (("0", "0", "*", "*", "0"), "0 0 * * 0"),
+        (("0", "0", "*", "*", "7"), "0 0 * * 7"),
+    ],
+)
+def test_crontab_expression__same_fields(fields: tuple[str, ...], expected: str) -> None:
+    assert crontab_expression(*fields) == (expected, None)
+
+
+def test_crontab_expression__both_day_fields_restricted_is_refused() -> None:
+    expression, reason = crontab_expression("0", "0", "1", "*", "1")
+    assert expression is None
+    assert reason is not None and "both restricted" in reason and "either" in reason
+
+
+@pytest.mark.parametrize(
+    "fields", [("61", "*", "*", "*", "*"), ("*", "25", "*", "*", "*"), ("x", "*", "*", "*", "*")]
+)
+def test_crontab_expression__invalid_text_is_refused_naming_it(fields: tuple[str, ...]) -> None:
+    expression, reason = crontab_expression(*fields)
+    assert expression is None
+    assert reason is not None and "is not a cron expression awa accepts" in reason
+
+
+def test_parse_task_map__pairs_and_a_malformed_one() -> None:
+    assert parse_task_map(["a.b=c.d.e", " x = y.z "]) == {"a.b": "c.d.e", "x": "y.z"}
+    with pytest.raises(ValueError, match="'nope' is not CELERY_NAME=DOTTED.PATH"):
+        parse_task_map(["nope"])
+    with pytest.raises(ValueError, match="CELERY_NAME=DOTTED.PATH"):
+        parse_task_map(["=a.b"])
+
+
+def test_import_report__counts_rows_and_renders_each() -> None:
+    rows = [
+        ImportRow(
+            "a",
+            "t",
+            status="imported",
+            celery_schedule="crontab",
+            cron="* * * * *",
+            timezone="UTC",
+            task="m.t",
+            state="paused",
+            notes=["headers not imported"],
+        ),
+        ImportRow(
+            "b",
+            "t",
+            celery_schedule="solar",
+            reasons=["solar schedule (sunrise): cron cannot say solar events"],
+        ),
+    ]
+    report = ImportReport(dry_run=True, rows=rows)
+    data = report.as_json()
+    assert (data["imported"], data["skipped"], data["dry_run"]) == (1, 1, True)
+    assert "options" not in data["rows"][0]
+    assert report.render() == [
+        "dry run: nothing written: 1 imported, 1 skipped",
+        "imported: a [crontab] * * * * * (UTC) -> m.t, paused",
+        "  note: headers not imported",
+        "skipped: b [solar]",
+        "  not imported: solar schedule (sunrise): cron cannot say solar events",
+    ]
