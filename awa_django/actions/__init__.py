@@ -7,4 +7,4 @@ job cancel, retry and prune. Each validates its actor with
 :class:`~awa_django.actions.common.ActionResult`.
 """
 
-__all__ = ["common", "owners", "queues", "schedules"]
+__all__ = ["common", "history", "owners", "queues", "schedules"]

@@ -19,6 +19,7 @@ from ..schedules.shape import DEFINITION_KEYS, POLICY_DEFAULTS, REQUIRED_KEYS, S
 
 __all__ = [
     "DEFINITION_KEYS",
+    "REQUIRED_KEYS",
     "InvalidManifest",
     "Manifest",
     "build_manifest",
