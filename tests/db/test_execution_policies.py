@@ -192,3 +192,46 @@ def test_fence__an_older_fire_statement_fires_nothing_for_a_schedule_with_polici
     # Rewinding the token is no fire: allowed.
     CronJob.objects.filter(name="guarded").update(last_enqueued_at=minute(now, 30))
     assert CronJob.objects.get(name="guarded").last_enqueued_at == minute(now, 30)
+
+
+def test_metrics__slots_skipped_total_counts_by_reason() -> None:
+    from prometheus_client import generate_latest
+
+    from awa_django import metrics
+    from tests.helpers.metrics import parse, value
+
+    now = db_now()
+    make("tidy", overlap="skip", last_enqueued_at=minute(now, 3))
+    make("late", missed_fire_policy="catch_up", starting_deadline=0.5, last_enqueued_at=minute(now, 4))
+    unfinished("tidy")
+    evaluate()
+    samples = parse(generate_latest(metrics.REGISTRY).decode())
+    assert value(samples, "awa_cron_slots_skipped_total", reason="overlap") == 1
+    assert value(samples, "awa_cron_slots_skipped_total", reason="deadline") == history.skip_totals()[
+        "deadline"
+    ] >= 3
+
+
+def test_cli__history_json_lists_slot_outcome_and_job_id() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    now = db_now()
+    make("tidy", overlap="skip", last_enqueued_at=minute(now, 3))
+    blocker = unfinished("tidy")
+    evaluate()
+    out = StringIO()
+    call_command("awa", "cron", "history", "tidy", "--json", stdout=out)
+    data = json.loads(out.getvalue())
+    assert data[0] == {
+        "slot": minute(now).isoformat(),
+        "outcome": "skipped_overlap",
+        "job_id": None,
+        "blocked_by": blocker.pk,
+    }
+    out = StringIO()
+    call_command("awa", "cron", "show", "tidy", "--json", stdout=out)
+    shown = json.loads(out.getvalue())
+    assert (shown["overlap"], shown["starting_deadline"], shown["jitter"]) == ("skip", None, 0)
+    assert shown["slots_skipped"] == {"overlap": 1}
