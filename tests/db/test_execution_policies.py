@@ -235,3 +235,16 @@ def test_cli__history_json_lists_slot_outcome_and_job_id() -> None:
     shown = json.loads(out.getvalue())
     assert (shown["overlap"], shown["starting_deadline"], shown["jitter"]) == ("skip", None, 0)
     assert shown["slots_skipped"] == {"overlap": 1}
+
+
+def test_admin_detail__shows_the_policies_and_the_slot_outcomes(admin_client: Any) -> None:
+    from django.urls import reverse
+
+    now = db_now()
+    make("tidy", overlap="skip", starting_deadline=90, jitter=1.5, last_enqueued_at=minute(now, 3))
+    blocker = unfinished("tidy")
+    evaluate()
+    page = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["tidy"])).content.decode()
+    assert "Skip (no slot while a job is unfinished)" in page and "90.0" in page and "1.5" in page
+    assert "Never enqueued: 1 for overlap, 0 past the starting deadline." in page
+    assert f"skipped_overlap</td><td>#{blocker.pk} was unfinished" in page
