@@ -293,6 +293,9 @@ class RuntimeInstance(models.Model):
     shutting_down = models.BooleanField(default=False)
     # NULL for writers that predate the reconciliation protocol.
     cron_protocol = models.IntegerField(null=True, blank=True)
+    # The version of the fire statement the process runs (4: awa_cron_fire_v4,
+    # which knows the execution policies); NULL for writers that predate it.
+    cron_fire_version = models.IntegerField(null=True, blank=True)
     # When the process last made progress (leader: last evaluation pass); see
     # awa_django/health.py. NULL for writers that predate it.
     last_pass_at = models.DateTimeField(null=True, blank=True)

@@ -41,5 +41,10 @@ class Migration(migrations.Migration):
             model_name='cronjob',
             constraint=models.CheckConstraint(condition=models.Q(('jitter__gte', 0)), name='awa_cron_jobs_jitter_check'),
         ),
+        migrations.AddField(
+            model_name='runtimeinstance',
+            name='cron_fire_version',
+            field=models.IntegerField(blank=True, null=True),
+        ),
         run_sql_file("0016_execution_policies"),
     ]

@@ -248,3 +248,18 @@ def test_admin_detail__shows_the_policies_and_the_slot_outcomes(admin_client: An
     assert "Skip (no slot while a job is unfinished)" in page and "90.0" in page and "1.5" in page
     assert "Never enqueued: 1 for overlap, 0 past the starting deadline." in page
     assert f"skipped_overlap</td><td>#{blocker.pk} was unfinished" in page
+
+
+def test_health__a_runcron_without_the_policies_leading_is_reported_and_unhealthy(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from awa_django import health
+    from tests.helpers.health import add_runtime, by_name
+
+    make("tidy", overlap="skip")
+    add_runtime("runcron", hostname="new-host", pid=1, leader=False)
+    assert by_name(health.probe())["policies"].ok
+    add_runtime("runcron", hostname="old-host", pid=2, leader=True, fire_version=None)
+    check = by_name(health.probe())["policies"]
+    assert not check.ok
+    assert "1 schedule(s) with execution policies" in check.detail and "old-host pid 2 (leader)" in check.detail
