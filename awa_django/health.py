@@ -131,6 +131,8 @@ def _policies_check(count: int, old: list[tuple[str, int, bool]]) -> Check:
         return Check("policies", True, "every live runcron applies the execution policies")
     # Only a leader fires: an old standby is a risk, not yet a fault.
     return Check("policies", not any(lead for _, _, lead in old), message)
+
+
 # Every probe query together must finish within this (an exec probe has a timeout).
 PROBE_TIMEOUT_MS = 5000
 

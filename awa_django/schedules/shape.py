@@ -16,7 +16,6 @@ from typing import Any
 
 from ..cron.search import CronExpression
 
-
 # The value of a definition field that every definition must carry.
 REQUIRED: Any = object()
 

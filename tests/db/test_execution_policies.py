@@ -34,7 +34,9 @@ def jobs(name: str) -> list[Job]:
 
 
 def unfinished(name: str, state: str = "running") -> Job:
-    job: Job = JobFactory(state=state, metadata={"cron_name": name, "cron_fire_at": "2000-01-01T00:00:00+00:00"})
+    job: Job = JobFactory(
+        state=state, metadata={"cron_name": name, "cron_fire_at": "2000-01-01T00:00:00+00:00"}
+    )
     return job
 
 
@@ -44,7 +46,9 @@ def make(name: str, **fields: Any) -> CronJob:
 
 
 def outcomes(name: str) -> list[tuple[str, str]]:
-    return [(o.slot.isoformat(), o.outcome) for o in history.slot_history(name, 500) if o.outcome != "enqueued"]
+    return [
+        (o.slot.isoformat(), o.outcome) for o in history.slot_history(name, 500) if o.outcome != "enqueued"
+    ]
 
 
 @pytest.mark.parametrize("state", ["available", "scheduled", "running", "retryable"])
@@ -207,9 +211,11 @@ def test_metrics__slots_skipped_total_counts_by_reason() -> None:
     evaluate()
     samples = parse(generate_latest(metrics.REGISTRY).decode())
     assert value(samples, "awa_cron_slots_skipped_total", reason="overlap") == 1
-    assert value(samples, "awa_cron_slots_skipped_total", reason="deadline") == history.skip_totals()[
-        "deadline"
-    ] >= 3
+    assert (
+        value(samples, "awa_cron_slots_skipped_total", reason="deadline")
+        == history.skip_totals()["deadline"]
+        >= 3
+    )
 
 
 def test_cli__history_json_lists_slot_outcome_and_job_id() -> None:
@@ -262,4 +268,6 @@ def test_health__a_runcron_without_the_policies_leading_is_reported_and_unhealth
     add_runtime("runcron", hostname="old-host", pid=2, leader=True, fire_version=None)
     check = by_name(health.probe())["policies"]
     assert not check.ok
-    assert "1 schedule(s) with execution policies" in check.detail and "old-host pid 2 (leader)" in check.detail
+    assert (
+        "1 schedule(s) with execution policies" in check.detail and "old-host pid 2 (leader)" in check.detail
+    )

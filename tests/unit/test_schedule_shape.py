@@ -15,8 +15,8 @@ from awa_django.schedules.shape import (
     DEFINITION_KEYS,
     FIELDS,
     RECORDSET_COLUMNS,
-    SETTINGS_KEYS,
     REQUIRED_KEYS,
+    SETTINGS_KEYS,
     Schedule,
 )
 
