@@ -16,8 +16,10 @@ from typing import Any
 
 from django.db import connections
 
-__all__ = ["OUTCOMES", "SlotOutcome", "slot_history", "skip_counts", "skip_totals"]
+__all__ = ["HISTORY_KEPT", "OUTCOMES", "SlotOutcome", "slot_history", "skip_counts", "skip_totals", "trim"]
 
+# Skipped and missed slots kept per schedule (the counters keep counting).
+HISTORY_KEPT = 1000
 OUTCOMES = ("enqueued", "triggered", "skipped_overlap", "missed_deadline")
 
 # The most recent outcomes of one schedule, newest first. A job's slot is its
@@ -85,3 +87,31 @@ def skip_totals(using: str = "default") -> dict[str, int]:
         cursor.execute("SELECT reason, sum(count) FROM awa_cron_slot_counts GROUP BY reason")
         totals = {reason: int(count) for reason, count in cursor.fetchall()}
     return {reason: totals.get(reason, 0) for reason in ("overlap", "deadline")}
+
+
+# Rows beyond the newest HISTORY_KEPT of their schedule, or of a schedule that
+# no longer exists (its counters go with it).
+_TRIM = """
+    WITH excess AS (
+        SELECT id FROM (
+            SELECT o.id, row_number() OVER (PARTITION BY o.name ORDER BY o.slot DESC, o.id DESC) AS n
+              FROM awa_cron_slot_outcomes AS o) AS ranked
+         WHERE n > %(kept)s
+        UNION ALL
+        SELECT o.id FROM awa_cron_slot_outcomes AS o
+         WHERE NOT EXISTS (SELECT 1 FROM awa_cron_jobs AS c WHERE c.name = o.name)
+    ), gone AS (
+        DELETE FROM awa_cron_slot_counts AS k
+         WHERE NOT EXISTS (SELECT 1 FROM awa_cron_jobs AS c WHERE c.name = k.name)
+    )
+    DELETE FROM awa_cron_slot_outcomes WHERE id IN (SELECT id FROM excess)
+"""
+
+
+def trim(kept: int = HISTORY_KEPT, using: str = "default") -> int:
+    """Keep the newest ``kept`` outcomes per schedule; forget removed schedules'.
+    The leader runs it at each maintenance; returns the rows deleted."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(_TRIM, {"kept": kept})
+        deleted: int = cursor.rowcount
+    return deleted

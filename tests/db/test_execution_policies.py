@@ -271,3 +271,18 @@ def test_health__a_runcron_without_the_policies_leading_is_reported_and_unhealth
     assert (
         "1 schedule(s) with execution policies" in check.detail and "old-host pid 2 (leader)" in check.detail
     )
+
+
+def test_history__trim_keeps_the_newest_per_schedule_and_forgets_removed_ones() -> None:
+    now = db_now()
+    make("tidy", overlap="skip", missed_fire_policy="catch_up", last_enqueued_at=minute(now, 6))
+    unfinished("tidy")
+    evaluate()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO awa_cron_slot_outcomes (name, slot, outcome) VALUES ('gone', now(), 'missed_deadline')"
+        )
+    assert history.trim(kept=2) == 4 + 1
+    assert [o for _, o in outcomes("tidy")] == ["skipped_overlap"] * 2
+    assert outcomes("tidy")[0][0] == minute(now).isoformat()
+    assert history.skip_counts("tidy") == {"overlap": 6}
