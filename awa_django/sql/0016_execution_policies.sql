@@ -194,7 +194,7 @@ BEGIN
                          AND c.created_at::text IS NOT DISTINCT FROM p.created_text
                END
         RETURNING c.name, c.kind, c.queue, c.args, c.priority, c.max_attempts, c.tags,
-                  c.metadata, c.jitter, b.blocker,
+                  c.metadata, c.jitter, c.overlap, b.blocker,
                   CASE WHEN p.park IS NULL THEN p.fires ELSE '{}'::timestamptz[] END AS fires,
                   CASE WHEN p.park IS NULL THEN COALESCE(p.missed, '{}') ELSE '{}'::timestamptz[] END AS missed,
                   CASE WHEN p.park IS NULL THEN COALESCE(p.missed_count, 0) ELSE 0 END AS missed_count,
@@ -238,6 +238,17 @@ BEGIN
            s.priority, 0, s.max_attempts, s.run_at, clock_timestamp(), '[]'::jsonb, s.tags,
            s.metadata || jsonb_build_object('cron_name', s.name,
                                             'cron_fire_at', awa_format_fire_at(s.fire_at))
+           -- buffer_one: the waiting job starts only once the running one
+           -- ended, held back at claim time by a concurrency key of limit 1
+           -- (awa_flow is rendered into the job's concurrency_key by the
+           -- flow-control trigger on awa_jobs, awa_jobs_flow_keys_v1).
+           || CASE WHEN s.overlap = 'buffer_one'
+                   THEN jsonb_build_object('awa_flow',
+                            CASE WHEN jsonb_typeof(s.metadata -> 'awa_flow') = 'object'
+                                 THEN s.metadata -> 'awa_flow' ELSE '{}'::jsonb END
+                            || jsonb_build_object('concurrency_key', 'awa:overlap:{name}',
+                                                  'concurrency_limit', 1))
+                   ELSE '{}'::jsonb END
       FROM slots AS s
      WHERE s.n <= s.capacity
      ORDER BY s.name, s.n

@@ -94,6 +94,10 @@ def test_buffer_one__one_runs_one_waits_nothing_more() -> None:
     evaluate()
     waiting = [j for j in jobs("tidy") if j.pk != running.pk]
     assert len(waiting) == 1 and waiting[0].state == "available"
+    # Held back at claim by a concurrency key of limit 1 on the schedule (the
+    # flow-control trigger renders the template into the job's column).
+    key = getattr(waiting[0], "concurrency_key", None) or waiting[0].metadata["awa_flow"]["concurrency_key"]
+    assert key in ("awa:overlap:tidy", "awa:overlap:{name}")
     assert [o for _, o in outcomes("tidy")] == ["skipped_overlap"] * 3
     # While one waits, no slot is enqueued, even with the running one gone.
     Job.objects.filter(pk=running.pk).update(state="completed")
