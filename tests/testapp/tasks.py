@@ -160,6 +160,28 @@ def gated(label: str = "gated") -> str:
 
 
 @task
+def meets(label: str = "meet", processes: int = 2) -> str:
+    """Record 'started', wait (at most 60 s) until jobs labelled ``label`` have
+    started in ``processes`` distinct processes, record 'done'.
+
+    Jobs of this task, more than one worker's concurrency of them, make several
+    workers share a queue whatever the machine's speed: the first worker's slots
+    stay busy until another worker has taken one.
+    """
+    import time
+
+    from .models import Effect
+
+    _effect(label, "started")
+    deadline = time.monotonic() + 60
+    started = Effect.objects.filter(label=label, phase="started")
+    while started.values("pid").distinct().count() < processes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _effect(label, "done")
+    return label
+
+
+@task
 def sleeps_then_returns(seconds: float = 1.0, label: str = "sleeper") -> str:
     """Record 'started', sleep, return: no database use after the sleep."""
     import time
