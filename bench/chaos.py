@@ -71,7 +71,11 @@ SCHEDULES = {
     "k1-catch-up": ("*/1 * * * * *", "catch_up", 1),
     "c2-coalesce": ("*/2 * * * * *", "coalesce", 2),
     "k2-catch-up": ("*/2 * * * * *", "catch_up", 2),
+    "s1-skip": ("*/1 * * * * *", "coalesce", 1),
 }
+# Schedules with overlap = 'skip', and how long their task runs: longer than
+# their period, so slots are skipped while a job is unfinished.
+SKIP_SCHEDULES = {"s1-skip": 1.5}
 RESCUE_AFTER = 3.0
 # A fault's effects (re-election, rescue, reconnect) settle within this.
 RECOVERY = 8.0
@@ -283,9 +287,10 @@ class Campaign:
             name: {
                 "cron": expr,
                 "task": TASK,
-                "kwargs": {"label": name, "seconds": TASK_SECONDS},
+                "kwargs": {"label": name, "seconds": SKIP_SCHEDULES.get(name, TASK_SECONDS)},
                 "missed_fire_policy": policy,
                 "max_attempts": 25,
+                **({"overlap": "skip"} if name in SKIP_SCHEDULES else {}),
             }
             for name, (expr, policy, _period) in SCHEDULES.items()
         }
@@ -555,6 +560,7 @@ class Campaign:
             "fired while paused/retired": 0,
             "not completed": 0,
             "latest slot missing": 0,
+            "overlapping jobs": 0,
             "problems": [],
         }
         jobs = self.sql(
@@ -605,6 +611,7 @@ class Campaign:
                     results["problems"].append(
                         f"{name}: {len(extra)} slot(s) the policy excludes, e.g. {sorted(extra)[:3]}"
                     )
+        results["overlapping jobs"] = self.check_overlaps(results["problems"])
         not_done = [j for j in jobs if j[5] != "completed"]
         results["not completed"] = len(not_done)
         if not_done:
@@ -617,6 +624,22 @@ class Campaign:
         results["p50 lateness"] = sorted(lateness)[len(lateness) // 2] if lateness else None
         results["on-time fires"] = len(lateness)
         return results
+
+    def check_overlaps(self, problems: list[str]) -> int:
+        """Jobs of a 'skip' schedule enqueued while another of its jobs was unfinished."""
+        found = 0
+        for name in SKIP_SCHEDULES:
+            lives = self.sql(
+                "SELECT id, extract(epoch FROM created_at)::float8, extract(epoch FROM finished_at)::float8 "
+                "FROM awa_jobs WHERE metadata->>'cron_name' = %s AND NOT metadata ? 'triggered_manually' "
+                "ORDER BY created_at",
+                [name],
+            )
+            for (first, _c, finished), (second, created, _f) in zip(lives, lives[1:], strict=False):
+                if finished is None or finished > created:
+                    found += 1
+                    problems.append(f"{name}: job {second} enqueued while job {first} was unfinished")
+        return found
 
     def classify_reexecutions(self) -> Counter[str]:
         """Every execution after a job's first, by the fault that explains it."""
@@ -696,6 +719,7 @@ def table(rec: Record, res: dict[str, Any], elapsed: float) -> str:
         ),
         ("jobs / automatic slots checked", f"{res['jobs']} / {res['slots']}"),
         ("duplicate slots", str(res["duplicates"])),
+        ("jobs of a 'skip' schedule enqueued while one was unfinished", str(res["overlapping jobs"])),
         ("missing catch-up slots / slots the policy excludes", f"{res['missing']} / {res['extra']}"),
         ("latest due slot missing after recovery", str(res["latest slot missing"])),
         ("fires while paused or retired", str(res["fired while paused/retired"])),
