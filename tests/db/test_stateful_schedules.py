@@ -384,7 +384,9 @@ class ScheduleMachine(RuleBasedStateMachine):
             # The library's fire times equal the model's (DST included).
             # Slots past the deadline are listed apart (missed), in the same order.
             due = [datetime.fromisoformat(f) for f in [*entry["missed"], *entry["fires"]]]
-            assert due == expected[entry["name"]].fires and entry["missed_count"] == len(entry["missed"]), entry
+            assert due == expected[entry["name"]].fires and entry["missed_count"] == len(entry["missed"]), (
+                entry
+            )
         read = {entry["name"] for entry in plan}
         for name, planned in expected.items():
             # A row the index skipped (next_fire_at in the future) has nothing due.
