@@ -152,16 +152,18 @@ BEGIN
          WHERE p.name = ANY (locked_names)
     ), busy AS (
         -- The unfinished jobs of each schedule with an overlap policy that
-        -- has something to fire (through awa_jobs_cron_unfinished).
-        SELECT c.name, c.overlap, count(j.id) AS unfinished,
-               count(j.id) FILTER (WHERE j.state = 'running') AS running, min(j.id) AS blocker
+        -- has something to fire: one probe of awa_jobs_cron_unfinished per
+        -- row (LATERAL), never a join over every unfinished job.
+        SELECT c.name, c.overlap, u.unfinished, u.running, u.blocker
           FROM awa_cron_jobs AS c
           JOIN plan AS p ON p.name = c.name AND p.park IS NULL AND cardinality(p.fires) > 0
-          LEFT JOIN awa_jobs AS j
-            ON (j.metadata ->> 'cron_name') = c.name AND j.metadata ? 'cron_name'
-           AND j.state IN ('available', 'scheduled', 'running', 'retryable')
+         CROSS JOIN LATERAL (
+               SELECT count(*) AS unfinished, count(*) FILTER (WHERE j.state = 'running') AS running,
+                      min(j.id) AS blocker
+                 FROM awa_jobs AS j
+                WHERE (j.metadata ->> 'cron_name') = c.name AND j.metadata ? 'cron_name'
+                  AND j.state IN ('available', 'scheduled', 'running', 'retryable')) AS u
          WHERE c.overlap <> 'allow'
-         GROUP BY c.name, c.overlap
     ), mark AS (
         UPDATE awa_cron_jobs AS c
            SET last_enqueued_at = CASE WHEN p.park IS NULL
