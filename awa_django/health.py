@@ -86,9 +86,9 @@ SELECT_OVERDUE = """
 """
 
 ROLES = {"cron": "runcron", "tasks": "runtasks"}
-# The fire statement version that knows the execution policies (awa_cron_fire_v4;
+# The fire statement version that knows the execution policies (awa_cron_fire_v5;
 # awa_django.scheduler.firing.FIRE calls it). Runtime snapshots carry theirs.
-FIRE_STATEMENT_VERSION = 4
+FIRE_STATEMENT_VERSION = 5
 
 # Active schedules with an execution policy, and the live runcron processes
 # whose fire statement predates the policies (they fire none of them: the

@@ -74,7 +74,7 @@ class CronJob(models.Model):
         default=MissedFirePolicy.COALESCE,
         db_default=MissedFirePolicy.COALESCE,
     )
-    # Execution policies, decided by the fire statement (awa_cron_fire_v4).
+    # Execution policies, decided by the fire statement (awa_cron_fire_v5).
     overlap = models.TextField(
         choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW, db_default=OverlapPolicy.ALLOW
     )
@@ -293,7 +293,7 @@ class RuntimeInstance(models.Model):
     shutting_down = models.BooleanField(default=False)
     # NULL for writers that predate the reconciliation protocol.
     cron_protocol = models.IntegerField(null=True, blank=True)
-    # The version of the fire statement the process runs (4: awa_cron_fire_v4,
+    # The version of the fire statement the process runs (5: awa_cron_fire_v5,
     # which knows the execution policies); NULL for writers that predate it.
     cron_fire_version = models.IntegerField(null=True, blank=True)
     # When the process last made progress (leader: last evaluation pass); see

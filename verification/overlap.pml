@@ -6,7 +6,7 @@
  * finishing jobs, and an operator's manual trigger (which bypasses the
  * policy and holds the row lock FOR SHARE while it inserts its job).
  *
- * awa_cron_fire_v4 (sql/0016_execution_policies.sql) runs two statements:
+ * awa_cron_fire_v5 (sql/0017_execution_policies.sql) runs two statements:
  * 1. lock the row (FOR UPDATE SKIP LOCKED: a held row writes nothing);
  * 2. with a snapshot taken after the lock, count the unfinished jobs of the
  *    schedule, do the compare-and-swap, and insert the job only if none is

@@ -27,7 +27,7 @@ def add_runtime(
     started_ago: float = 60.0,
     interval_ms: int = 10_000,
     shutting_down: bool = False,
-    fire_version: int | None = 4,
+    fire_version: int | None = 5,
 ) -> None:
     with connection.cursor() as cursor:
         cursor.execute(

@@ -1,8 +1,8 @@
--- awa_django 0016_execution_policies: per-schedule overlap, starting deadline
+-- awa_django 0017_execution_policies: per-schedule overlap, starting deadline
 -- and jitter, decided inside the fire statement, and the accounting of every
--- slot not enqueued. Installed by migration 0016_execution_policies (after the
+-- slot not enqueued. Installed by migration 0017_execution_policies (after the
 -- overlap/starting_deadline/jitter columns exist), undone by
--- 0016_execution_policies.reverse.sql. Frozen once released (see 0002_cron_core.sql).
+-- 0017_execution_policies.reverse.sql. Frozen once released (see 0002_cron_core.sql).
 
 -- The unfinished jobs of a schedule, for the overlap check: only jobs that
 -- can still run are in it, so the check reads a handful of index entries
@@ -47,7 +47,7 @@ $$;
 
 -- The fence of 0008 (v2), plus: a fire (last_enqueued_at moved forward) of a
 -- row with an execution policy is suppressed unless the statement firing it
--- knows the policies (awa_cron_fire_v4 says so with the transaction-local
+-- knows the policies (awa_cron_fire_v5 says so with the transaction-local
 -- setting awa.cron_policies). A leader of an earlier release, whose
 -- awa_cron_fire_v3 would ignore the policies, thus fires nothing for such a
 -- row; rewinding the token and operator actions are not fires.
@@ -100,7 +100,8 @@ CREATE TRIGGER awa_cron_schedule_fence
     BEFORE UPDATE OR DELETE ON awa_cron_jobs
     FOR EACH ROW EXECUTE FUNCTION awa_cron_schedule_fence_v3();
 
--- awa_cron_fire_v3 plus the execution policies. Two statements, in this order:
+-- awa_cron_fire_v4 (0016_fire_job_metadata: job_metadata merged into each
+-- fired job's metadata) plus the execution policies. Two statements, in this order:
 --   1. lock the plan's rows (by name, skipping rows another session holds);
 --   2. with a snapshot taken *after* those locks, decide and write each row's
 --      slots: the compare-and-swap, the overlap check, the jobs, the
@@ -123,8 +124,9 @@ CREATE TRIGGER awa_cron_schedule_fence
 -- by awa_cron_jitter_v1(name, slot, jitter) from its slot.
 -- p_plan: [{"name", "prev", "created_at", "prev_text", "created_text",
 --           "cron_expr", "timezone", "missed_fire_policy", "starting_deadline",
---           "fires", "missed", "missed_count", "advance", "next_fire_at", "park"}]
-CREATE FUNCTION awa_cron_fire_v4(p_plan jsonb) RETURNS SETOF awa_jobs
+--           "fires", "missed", "missed_count", "advance", "next_fire_at", "park",
+--           "job_metadata"}]
+CREATE FUNCTION awa_cron_fire_v5(p_plan jsonb) RETURNS SETOF awa_jobs
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     locked_names text[];
@@ -148,7 +150,7 @@ BEGIN
                    created_text text, cron_expr text, timezone text,
                    missed_fire_policy text, starting_deadline double precision,
                    fires timestamptz[], missed timestamptz[], missed_count bigint,
-                   advance timestamptz, next_fire_at timestamptz, park text)
+                   advance timestamptz, next_fire_at timestamptz, park text, job_metadata jsonb)
          WHERE p.name = ANY (locked_names)
     ), busy AS (
         -- The unfinished jobs of each schedule with an overlap policy that
@@ -196,7 +198,7 @@ BEGIN
                          AND c.created_at::text IS NOT DISTINCT FROM p.created_text
                END
         RETURNING c.name, c.kind, c.queue, c.args, c.priority, c.max_attempts, c.tags,
-                  c.metadata, c.jitter, c.overlap, b.blocker,
+                  c.metadata, c.jitter, c.overlap, b.blocker, p.job_metadata,
                   CASE WHEN p.park IS NULL THEN p.fires ELSE '{}'::timestamptz[] END AS fires,
                   CASE WHEN p.park IS NULL THEN COALESCE(p.missed, '{}') ELSE '{}'::timestamptz[] END AS missed,
                   CASE WHEN p.park IS NULL THEN COALESCE(p.missed_count, 0) ELSE 0 END AS missed_count,
@@ -238,7 +240,9 @@ BEGIN
     SELECT s.kind, s.queue, s.args,
            CASE WHEN s.run_at > clock_timestamp() THEN 'scheduled' ELSE 'available' END,
            s.priority, 0, s.max_attempts, s.run_at, clock_timestamp(), '[]'::jsonb, s.tags,
-           s.metadata || jsonb_build_object('cron_name', s.name,
+           s.metadata || CASE WHEN jsonb_typeof(s.job_metadata) = 'object'
+                              THEN s.job_metadata ELSE '{}'::jsonb END
+                      || jsonb_build_object('cron_name', s.name,
                                             'cron_fire_at', awa_format_fire_at(s.fire_at))
            -- buffer_one: the waiting job starts only once the running one
            -- ended, held back at claim time by a concurrency key of limit 1
@@ -260,6 +264,6 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION awa_cron_jitter_v1(text, timestamptz, double precision) IS 'awa_django 0016_execution_policies';
-COMMENT ON FUNCTION awa_cron_schedule_fence_v3() IS 'awa_django 0016_execution_policies';
-COMMENT ON FUNCTION awa_cron_fire_v4(jsonb) IS 'awa_django 0016_execution_policies';
+COMMENT ON FUNCTION awa_cron_jitter_v1(text, timestamptz, double precision) IS 'awa_django 0017_execution_policies';
+COMMENT ON FUNCTION awa_cron_schedule_fence_v3() IS 'awa_django 0017_execution_policies';
+COMMENT ON FUNCTION awa_cron_fire_v5(jsonb) IS 'awa_django 0017_execution_policies';
