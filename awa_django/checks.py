@@ -19,6 +19,7 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from .conf import SETTINGS, Kind, conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
 from .schedules.declaration import finite, registry, settings_schedules
+from .schedules.runtime import RUNTIME_OWNER, is_reserved_owner
 
 __all__ = [
     "DURATION_SETTINGS",
@@ -33,6 +34,7 @@ __all__ = [
     "check_pgbouncer_sessions",
     "check_poolers",
     "check_reconciliation",
+    "check_runtime_names",
     "check_schedules",
     "check_setting_limits",
     "check_settings",
@@ -249,6 +251,53 @@ def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
             validate_label(value, key)
         except ValueError as exc:
             messages.append(Error(str(exc)[:200], hint=hint, id=check_id))
+    if is_reserved_owner(conf.OWNER):
+        messages.append(
+            Error(
+                f"AWA_OWNER {RUNTIME_OWNER!r} is reserved for runtime schedules",
+                hint="Choose another owner id for this deployment, such as 'billing'.",
+                id="awa_django.E040",
+            )
+        )
+    return messages
+
+
+@register(Tags.database)
+def check_runtime_names(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """No name declared in code is also a runtime schedule's (the declaration would be ignored)."""
+    from django.db import DatabaseError, connections
+
+    declared = {s.name: s.source for s in registry}
+    entries = conf.SCHEDULES
+    if isinstance(entries, Mapping):
+        declared.update({k: "settings.AWA_SCHEDULES" for k in entries if isinstance(k, str)})
+    messages: list[CheckMessage] = []
+    for alias in databases or ():
+        if not declared or connections[alias].vendor != "postgresql":
+            continue
+        try:
+            with connections[alias].cursor() as cursor:
+                cursor.execute(
+                    "SELECT name FROM awa_cron_jobs WHERE owner_id = %s AND name = ANY(%s) ORDER BY name",
+                    [RUNTIME_OWNER, sorted(declared)],
+                )
+                clashes = [row[0] for row in cursor.fetchall()]
+        except DatabaseError:
+            continue  # not migrated yet: E050 reports it
+        messages.extend(
+            Error(
+                f"schedule {name!r} is declared in code and is a runtime schedule",
+                hint=(
+                    f"Declared at {declared[name]}; the declaration is ignored while the runtime schedule "
+                    f"exists. Adopt it (manage.py awa cron adopt {name} OWNER "
+                    f"--expected-owner {RUNTIME_OWNER} --apply), delete it (manage.py awa cron delete "
+                    f"{name}), or rename one of them."
+                ),
+                obj=name,
+                id="awa_django.E043",
+            )
+            for name in clashes
+        )
     return messages
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -265,8 +266,94 @@ def add_schedule_verbs(groups: Any) -> None:
     verb("resume", "Resume automatic fires.", mutates=True)
     verb("trigger", "Enqueue one job now, even while paused.", mutates=True)
     verb("remove", "Delete a schedule row that is neither owned nor retired.", mutates=True)
-
+    add_runtime_verbs(verb)
     add_lifecycle_verbs(verbs)
+
+
+def json_value(value: str) -> Any:
+    """argparse type: a JSON value (``--args '[1, 2]'``, ``--kwargs '{"a": 1}'``)."""
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"is not JSON ({exc})") from None
+
+
+def option_pair(value: str) -> tuple[str, Any]:
+    """argparse type of ``--option KEY=VALUE``: VALUE read as JSON, else as text."""
+    key, sep, text = value.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    try:
+        return key, json.loads(text)
+    except ValueError:
+        return key, text
+
+
+# Runtime schedule flags (argparse dests) -> the declaration keyword each one
+# sets. --args/--kwargs have other dests: call_command() keeps "args" for itself.
+RUNTIME_FLAGS = {
+    "cron": "cron",
+    "task": "task",
+    "call_args": "args",
+    "call_kwargs": "kwargs",
+    "timezone": "timezone",
+    "queue": "queue",
+    "priority": "priority",
+    "max_attempts": "max_attempts",
+    "missed_fire_policy": "missed_fire_policy",
+    "tags": "tags",
+    "metadata": "metadata",
+}
+
+
+def add_runtime_verbs(verb: Callable[..., Any]) -> None:
+    """``awa cron create|edit|delete``: runtime schedules (owner awa:runtime)."""
+    create = verb("create", "Create a runtime schedule (owner awa:runtime).", mutates=True)
+    edit = verb("edit", "Change a runtime schedule; only the options given change.", mutates=True)
+    verb("delete", "Delete a runtime schedule (slots it fired never fire again).", mutates=True)
+    for sub, required in ((create, True), (edit, False)):
+        sub.add_argument("--cron", required=required, metavar="EXPR", help="cron expression")
+        sub.add_argument(
+            "--task", required=required, metavar="PATH", help="dotted path of a django.tasks task"
+        )
+        sub.add_argument(
+            "--args",
+            dest="call_args",
+            type=json_value,
+            metavar="JSON",
+            help="positional arguments (a JSON list)",
+        )
+        sub.add_argument(
+            "--kwargs",
+            dest="call_kwargs",
+            type=json_value,
+            metavar="JSON",
+            help="keyword arguments (a JSON object)",
+        )
+        sub.add_argument("--timezone", metavar="TZ", help="IANA zone name (default UTC)")
+        sub.add_argument("--queue", help="queue (default: the task's)")
+        sub.add_argument("--priority", type=int, help="priority, -100 to 100 (default: the task's)")
+        sub.add_argument("--max-attempts", type=int, metavar="N", help="attempts, 1 to 1000")
+        sub.add_argument(
+            "--missed-fire-policy", choices=["coalesce", "catch_up"], help="coalesce (default) or catch_up"
+        )
+        sub.add_argument("--tags", type=json_value, metavar="JSON", help="tags (a JSON list of strings)")
+        sub.add_argument("--metadata", type=json_value, metavar="JSON", help="job metadata (a JSON object)")
+        sub.add_argument(
+            "--option",
+            type=option_pair,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="any other declaration option (VALUE is JSON, or text)",
+        )
+
+
+def runtime_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The declaration keywords the flags of ``awa cron create|edit`` give."""
+    given = {key: options[flag] for flag, key in RUNTIME_FLAGS.items() if options.get(flag) is not None}
+    given.update(dict(options.get("option") or []))
+    return given
 
 
 def add_lifecycle_verbs(verbs: Any) -> None:

@@ -81,7 +81,7 @@ def check_metadata(metadata: email.message.Message) -> None:
     if not django or "<" not in django[0]:
         fail(f"Django has no upper bound: {django}")
     extras = set(metadata.get_all("Provides-Extra") or [])
-    if extras != {"django52", "metrics"}:
+    if extras != {"django52", "metrics", "otel"}:
         fail(f"extras are {sorted(extras)}; development tools belong in dependency groups")
 
 

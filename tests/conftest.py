@@ -50,6 +50,24 @@ def _restored_connection_options() -> Iterator[None]:
 
 
 @pytest.fixture
+def spans() -> Iterator[Any]:
+    """An OpenTelemetry SDK tracer provider for the test; yields its InMemorySpanExporter."""
+    from tests.helpers.tracing import recording
+
+    with recording() as exporter:
+        yield exporter
+
+
+@pytest.fixture
+def otel_missing() -> Iterator[None]:
+    """``awa_django.tasks.tracing`` as loaded where the ``otel`` extra is not installed."""
+    from tests.helpers.tracing import without_otel
+
+    with without_otel():
+        yield
+
+
+@pytest.fixture
 def _processes() -> Iterator[list[Runcron]]:
     """Every subprocess a test started; at teardown each one still running is
     killed, and every one is reaped and has its log file closed."""

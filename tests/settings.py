@@ -122,3 +122,10 @@ if env.str("AWA_TEST_MULTIHOST", default=""):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"target_session_attrs": "read-write", "connect_timeout": 5}
     )
+# OpenTelemetry in a subprocess: an SDK tracer provider writing each span as
+# a JSON line to this file (the tracing process tests read it).
+# Imported by name: mypy reads these settings and must not need OpenTelemetry.
+if env.str("AWA_TEST_TRACE_FILE", default=""):
+    import importlib
+
+    importlib.import_module("tests.helpers.tracing").export_to_file(env.str("AWA_TEST_TRACE_FILE"))

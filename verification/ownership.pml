@@ -29,9 +29,18 @@
  * Liveness (-DCONVERGE, weak fairness): with OLD gone and A, B both on M2,
  * REMINDER is eventually retired and INVOICE eventually has definition 2.
  *
+ * A third row, RUNTIME, is a runtime schedule (owner awa:runtime): an operator
+ * creates, edits (manager context awa:runtime) and deletes it (release, then
+ * DELETE, one transaction); code declares the same name (the additive sync,
+ * upsert.SYNC_ADDITIVE, and the outdated writer's upsert). Safety: only the
+ * operator changes its definition, and nothing retires it.
+ *
  * Broken variants (refuted by make verify):
  *   -DNO_FENCE  awa_cron_jobs without the BEFORE UPDATE OR DELETE fence
  *   -DNO_GATE   publication syncs its own manifest without the agreement gate
+ *   -DSYNC_OVERWRITES_RUNTIME  the additive sync without "owner_id IS NULL"
+ *   -DRECONCILE_RUNTIME  the leader reconciles awa:runtime like a deployment
+ *                        owner whose (empty) manifest is authoritative
  * With -DNO_FENCE, -DOLD_ONLY_FIRES / -DOLD_ONLY_DELETES restrict the outdated
  * writer to firing / deleting, so SPIN shows each property the fence carries:
  * a retired name fires; a tombstone is deleted and re-created.
@@ -63,6 +72,12 @@ bool tomb[2];           /* ghost: retired and not restored by an operator since 
 byte ops = 0;
 bool definition_change_agreed = false;   /* ghost, for the assertion's message */
 byte cur = NONE;        /* scratch: the manifest a step works on */
+
+/* RUNTIME: a runtime schedule, owner awa:runtime. */
+bool rt_present = true; /* the row exists */
+byte rt_def = 1;        /* its definition */
+bool rt_retired = false;
+byte rt_set = 1;        /* ghost: the definition the operator last gave it */
 
 /* Blockers of evaluate_locked (order as in the code). */
 #define LIVE_HASH       (decl[0] != NONE -> decl[0] : decl[1])
@@ -133,6 +148,16 @@ proctype Current(byte i)
 #ifndef CONVERGE
     :: FIRE_CURRENT(INVOICE)
     :: FIRE_CURRENT(REMINDER)
+    /* Its code also declares RUNTIME's name: the additive sync
+       (upsert.SYNC_ADDITIVE) writes unowned rows only. */
+    :: atomic {
+           rt_present ->
+#ifdef SYNC_OVERWRITES_RUNTIME
+           rt_def = OLD_DEF
+#else
+           skip     /* owned: reported as a conflict (check E043), not written */
+#endif
+       }
 #endif
     od
 }
@@ -162,6 +187,11 @@ proctype Reconciler()
            :: else -> agreed = NONE; graced = false
            fi
        }
+#ifdef RECONCILE_RUNTIME
+    /* awa:runtime has no declaration; read as an authoritative empty
+       manifest, every runtime schedule would be "absent". */
+    :: atomic { rt_present && !rt_retired -> rt_retired = true }
+#endif
     od
 }
 
@@ -215,6 +245,17 @@ proctype Outdated()
            fi;
            n = 0
        }
+#if !defined(OLD_ONLY_FIRES) && !defined(OLD_ONLY_DELETES)
+    /* Its upsert of RUNTIME's name (no owner guard), and its DELETE. */
+    :: atomic {
+           rt_present ->
+#ifdef NO_FENCE
+           rt_def = OLD_DEF
+#else
+           skip     /* owned: the fence suppresses the update, raises on DELETE */
+#endif
+       }
+#endif
     od
 }
 #endif
@@ -241,6 +282,29 @@ proctype Operator()
     od
 }
 
+#ifndef CONVERGE
+/* Runtime schedules (actions.runtime_schedules): protocol lock, the row FOR
+   UPDATE, one write. Edit: manager context awa:runtime. Delete: operator
+   context releases the owner, then DELETE. Create: INSERT owned. */
+proctype RuntimeOperator()
+{
+    do
+    :: atomic { rt_present && !rt_retired -> rt_def = 3 - rt_def; rt_set = rt_def }
+    :: atomic { rt_present -> rt_present = false; rt_retired = false }
+    :: atomic { !rt_present -> rt_present = true; rt_def = 1; rt_set = 1 }
+    od
+}
+
+/* Only the operator changes a runtime schedule, and nothing retires it. */
+bool runtime_is_the_operators = false;  /* ghost: the monitor only runs when it fails */
+
+active proctype RuntimeIntact()
+{
+end:
+    atomic { rt_present && (rt_def != rt_set || rt_retired) -> assert(runtime_is_the_operators) }
+}
+#endif
+
 /* Retirement is durable: a tombstone stays until an operator restores it. */
 bool retirement_is_durable = false;   /* ghost: the monitor only runs when it fails */
 
@@ -263,7 +327,8 @@ init
         run Reconciler();
 #ifndef CONVERGE
         run Outdated();
-        run Operator()
+        run Operator();
+        run RuntimeOperator()
 #endif
     }
 }

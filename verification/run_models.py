@@ -102,7 +102,8 @@ CHECKS = [
         None,
         True,
         "retirement durable; a retired name never fires; definitions never flip "
-        "between mixed manifests (outdated writer present)",
+        "between mixed manifests (outdated writer present); only the operator changes "
+        "a runtime schedule and nothing retires it",
     ),
     Check(
         "ownership.pml",
@@ -135,6 +136,20 @@ CHECKS = [
     ),
     Check(
         "ownership.pml", ("NO_GATE",), None, False, "BROKEN publication syncing definitions without agreement"
+    ),
+    Check(
+        "ownership.pml",
+        ("SYNC_OVERWRITES_RUNTIME",),
+        None,
+        False,
+        "BROKEN additive sync without its owner guard: code overwrites a runtime schedule",
+    ),
+    Check(
+        "ownership.pml",
+        ("RECONCILE_RUNTIME",),
+        None,
+        False,
+        "BROKEN the runtime owner reconciled as an empty manifest: a runtime schedule is retired",
     ),
     # (c) lock order
     Check(

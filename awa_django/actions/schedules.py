@@ -24,6 +24,7 @@ from ..exceptions import OperationRefused, ScheduleNotFound
 from ..models import CronJob
 from ..scheduler.evaluator import job_row
 from ..schedules import validation
+from ..schedules.runtime import RUNTIME_OWNER
 from ..tasks.backend import announce_fires
 from .common import ActionResult, require_actor, require_schedule_name
 
@@ -229,6 +230,8 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
         row = _lock(name, using)
         if row.retired:
             raise OperationRefused(f"schedule {name!r} is retired; its tombstone is kept")
+        if row.owner_id == RUNTIME_OWNER:
+            raise OperationRefused(f"schedule {name!r} is a runtime schedule; delete it (awa cron delete)")
         if row.owner_id is not None:
             raise OperationRefused(
                 f"schedule {name!r} is owned by {row.owner_id!r}; retire it instead of removing it"

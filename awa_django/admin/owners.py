@@ -22,6 +22,7 @@ from ..actions import owners
 from ..actions.common import ActionResult
 from ..models import CronJob, CronOwner
 from ..reconciliation import persistence
+from ..schedules.runtime import RUNTIME_OWNER
 from ..schedules.validation import validate_label
 from .common import (
     OPERATOR_ERRORS,
@@ -104,7 +105,23 @@ class CronOwnerAdmin(ReadOnlyAdmin):
 
     @admin.display(description="plan")
     def status(self, owner: CronOwner) -> SafeString | str:
+        if owner.owner_id == RUNTIME_OWNER:
+            return badge("runtime schedules: never reconciled", "active")
         return plan_status(_plan_of(owner))
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        runtime = persistence.runtime_schedule_names()
+        context = {
+            "awa_runtime_count": len(runtime),
+            "awa_runtime_owner": RUNTIME_OWNER,
+            "awa_runtime_url": reverse("admin:awa_django_cronjob_changelist")
+            + "?"
+            + urlencode({"owner_id__exact": RUNTIME_OWNER}),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, context)
 
     @admin.display(description="grace left")
     def grace_left(self, owner: CronOwner) -> str:

@@ -23,6 +23,7 @@ from ..actions.common import ActionResult
 from ..cron.describe import describe_cron
 from ..models import CronJob
 from ..schedules.declaration import registry
+from ..schedules.runtime import RUNTIME_OWNER
 from .common import (
     OPERATOR_ERRORS,
     EscapedValuesFilter,
@@ -38,6 +39,7 @@ from .common import (
     utc,
 )
 from .fires import dst_marked_fires, last_fires, zone_of
+from .schedule_forms import RuntimeScheduleAdminMixin
 from .schedule_rows import RowInfo, ScheduleChangeList, annotate_page
 
 
@@ -72,8 +74,8 @@ SLOT_OUTCOMES_SHOWN = 20
 
 
 @admin.register(CronJob)
-class CronJobAdmin(ReadOnlyAdmin):
-    """Read-only schedule rows (definitions come from code) with operator actions."""
+class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
+    """Schedule rows with operator actions: code-declared ones read-only, runtime ones editable."""
 
     list_display = ["schedule_name", "expression", "zone", "next_fire", "last_fire", "owner", "badges"]
     list_filter = [
@@ -285,6 +287,8 @@ class CronJobAdmin(ReadOnlyAdmin):
         declared = next((s for s in registry if s.name == row.name), None)
         if declared is not None:
             return declared.source or "this deployment"
+        if row.owner_id == RUNTIME_OWNER:
+            return "at runtime (no code): editable here, with manage.py awa cron edit, or the API"
         if row.owner_id:
             return f"not in this process's code; owned by {row.owner_id}"
         return "not declared in this process's code"

@@ -30,6 +30,7 @@ from ..db import sessions
 from ..db.guards import bound_transaction_waits
 from ..models import CronJob
 from ..schedules import upsert
+from ..schedules.runtime import RUNTIME_OWNER, is_reserved_owner
 from ..schedules.validation import validate_label
 from . import evidence
 from .decision import Blocker, Evidence, Plan, decide, evidence_until, retirement_revisions, single_hash
@@ -54,6 +55,7 @@ __all__ = [
     "publish",
     "reconcile",
     "reconcile_all",
+    "runtime_schedule_names",
     "validate_label",
 ]
 
@@ -83,8 +85,11 @@ def configured() -> ReconciliationConfig | None:
     grace = conf.RECONCILE_GRACE
     if grace < 0:
         raise ValueError("AWA_RECONCILE_GRACE must be >= 0 seconds")
+    owner_id = validate_label(conf.OWNER, "AWA_OWNER")
+    if is_reserved_owner(owner_id):
+        raise ValueError(f"AWA_OWNER {owner_id!r} is reserved for runtime schedules; choose another owner id")
     return ReconciliationConfig(
-        owner_id=validate_label(conf.OWNER, "AWA_OWNER"),
+        owner_id=owner_id,
         revision=validate_label(conf.REVISION, "AWA_REVISION"),
         grace_ms=int(grace * 1000),
     )
@@ -260,6 +265,16 @@ def owners(using: str = "default") -> list[str]:
         return [r[0] for r in cursor.fetchall()]
 
 
+def runtime_schedule_names(using: str = "default") -> list[str]:
+    """Names of the runtime schedules (owner ``awa:runtime``, not retired): never reconciled."""
+    return list(
+        CronJob.objects.using(using)
+        .filter(owner_id=RUNTIME_OWNER, retired_at__isnull=True)
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+
+
 def reconcile(owner: str, using: str = "default") -> Plan:
     """Evaluate ``owner`` under the protocol lock and retire what is due."""
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
@@ -284,9 +299,15 @@ def reconcile(owner: str, using: str = "default") -> Plan:
 
 
 def reconcile_all(using: str = "default") -> list[Plan]:
-    """The leader's pass: reconcile every owner; one owner's error does not stop others."""
+    """The leader's pass: reconcile every owner; one owner's error does not stop others.
+
+    The runtime owner is never reconciled: no deployment declares its
+    schedules, so none is ever absent from a manifest.
+    """
     plans = []
     for owner in owners(using):
+        if owner == RUNTIME_OWNER:
+            continue
         try:
             plans.append(reconcile(owner, using))
         except Exception:

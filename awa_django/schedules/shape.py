@@ -96,10 +96,14 @@ class Schedule:
 
         Execution policies at their default are left out (see :class:`DefinitionField`).
         """
-        values = {
+        values = self.columns()
+        return {k: v for k, v in values.items() if k not in POLICY_DEFAULTS or v != POLICY_DEFAULTS[k]}
+
+    def columns(self) -> dict[str, Any]:
+        """Every definition column, defaults included (what a row stores)."""
+        return {
             k: _FROM_SCHEDULE[k](self) if k in _FROM_SCHEDULE else getattr(self, k) for k in DEFINITION_KEYS
         }
-        return {k: v for k, v in values.items() if k not in POLICY_DEFAULTS or v != POLICY_DEFAULTS[k]}
 
     @property
     def has_policies(self) -> bool:

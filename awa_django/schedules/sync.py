@@ -60,8 +60,9 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
     for name in sorted(name for name, outcome in outcomes if outcome == "owned"):
         # Owned rows change only through their owner's manifest or an operator.
         logger.error(
-            "schedule %s is owned by an authoritative deployment; this additive "
-            "declaration is ignored (adopt it, or remove it from this deployment)",
+            "schedule %s is owned by an authoritative deployment or is a runtime schedule "
+            "(awa:runtime); this additive declaration is ignored (adopt it, delete the "
+            "runtime schedule, or remove it from this deployment)",
             name,
             extra={"event": "cron.sync_conflict", "schedule": name},
         )

@@ -8,7 +8,8 @@ dotted path; ``context`` tells a running task about its job; ``jobs`` holds
 every statement on ``awa_jobs``; ``worker`` is ``runtasks``: it claims jobs and
 hands them to its ``runner`` threads (which call back through
 ``runner.Pool``), and ``outcomes`` records how each attempt ended, completing
-the successful ones in batches.
+the successful ones in batches. ``tracing`` carries an OpenTelemetry trace
+from enqueue (or a cron fire) to the attempts (a no-op without the ``otel`` extra).
 """
 
-__all__ = ["backend", "compat", "context", "jobs", "paths", "payloads", "worker"]
+__all__ = ["backend", "compat", "context", "jobs", "paths", "payloads", "tracing", "worker"]

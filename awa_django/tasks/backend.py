@@ -27,6 +27,7 @@ from django.db.models.base import ModelState
 from ..conf import conf
 from ..models import Job, JobState
 from ..schedules.validation import queue_problem, run_after_problem
+from . import tracing
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -131,6 +132,7 @@ class AwaBackend(BaseTaskBackend):
                 )
             )
             encoded.append(text)
+        tracing.stamp_jobs(job.metadata for job in jobs)
         self._insert_many(jobs, encoded, [task.run_after for task, _, _ in calls])
         results = [self.result_for(job, task) for (task, _, _), job in zip(calls, jobs, strict=True)]
         self.announce(results)

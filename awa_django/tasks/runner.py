@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from django.db import close_old_connections, connections
 
 from ..exceptions import UnstorableResult
-from . import context
+from . import context, tracing
 from .compat import TaskContext, normalize_json, task_started
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
@@ -70,19 +70,21 @@ def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None
         metadata=dict(row["metadata"] or {}),
     )
     try:
-        # Inside the try: a task_started receiver that raises fails this
-        # attempt instead of leaving it running.
-        task_started.send(type(backend), task_result=result)
-        with context.running(info):
-            if task.takes_context:
-                value = task.call(TaskContext(task_result=result), *args, **kwargs)
+        # The attempt's span covers the task and the checks of its return value.
+        with tracing.attempt_span(row):
+            # Inside the try: a task_started receiver that raises fails this
+            # attempt instead of leaving it running.
+            task_started.send(type(backend), task_result=result)
+            with context.running(info):
+                if task.takes_context:
+                    value = task.call(TaskContext(task_result=result), *args, **kwargs)
+                else:
+                    value = task.call(*args, **kwargs)
+            if value is None:
+                encoded = "null"  # most tasks return nothing: no normalising, checking, encoding
             else:
-                value = task.call(*args, **kwargs)
-        if value is None:
-            encoded = "null"  # most tasks return nothing: no normalising, checking, encoding
-        else:
-            value = normalize_json(value)
-            encoded = _encoded(row, value)
+                value = normalize_json(value)
+                encoded = _encoded(row, value)
     # The task's failure is data, not a worker crash: SystemExit,
     # KeyboardInterrupt (raised by the task, not a signal: signals go to
     # the main thread's handler) and any other BaseException end the attempt.

@@ -5,6 +5,11 @@ fire statement and the real operator actions, and after every step compares
 the database with a few lines of Python that state the ADR's semantics
 directly (no croniter, no awa_django code):
 
+* a runtime schedule (owner awa:runtime) is created, edited and deleted by
+  operators; an edit of its timing moves last_enqueued_at to
+  greatest(last_enqueued_at, now), so no slot fires twice and no earlier slot
+  of the new expression is replayed; delete keeps the slot fence;
+
 * fires due for a row are the fire times f with last_enqueued_at < f <= now;
   a row that never fired takes only the latest f in [created_at - 60 s, now];
   ``coalesce`` takes the latest due fire, ``catch_up`` every due fire in order,
@@ -68,7 +73,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from awa_django.actions import owners, schedules
+from awa_django.actions import owners, runtime_schedules, schedules
 from awa_django.exceptions import OperationRefused
 from awa_django.scheduler.evaluator import FIRE, SELECT_DUE, evaluate, fire_plan, plan_row
 from awa_django.schedules.declaration import build_schedule
@@ -84,6 +89,8 @@ OVERLAPS = ("allow", "skip")
 DEADLINES = (None, 3600.0, 5400.0)
 JITTERS = (0, 600)  # below every expression's shortest gap (30 minutes)
 NAMES = ("alpha", "beta")
+# A runtime schedule (owner awa:runtime): created, edited and deleted by operators.
+RUNTIME = "rt"
 CATCH_UP_LIMIT = 20
 ACTOR = "stateful-test"
 
@@ -504,7 +511,7 @@ class ScheduleMachine(RuleBasedStateMachine):
     # operator actions ---------------------------------------------------------------
     @rule(
         action=st.sampled_from(["pause", "resume", "trigger", "retire", "restore", "remove"]),
-        name=st.sampled_from(NAMES),
+        name=st.sampled_from((*NAMES, RUNTIME)),
     )
     def operator(self, action: str, name: str) -> None:
         """One operator action (one rule, so they do not crowd out time and passes)."""
@@ -556,8 +563,71 @@ class ScheduleMachine(RuleBasedStateMachine):
 
     def remove(self, name: str) -> None:
         row = self.model.rows.get(name)
-        if self._expect_refusal(name, bool(row and row.retired), lambda: schedules.remove(name, ACTOR)):
+        refused = bool(row and (row.retired or name == RUNTIME))  # runtime rows are deleted, not removed
+        if self._expect_refusal(name, refused, lambda: schedules.remove(name, ACTOR)):
             del self.model.rows[name]
+
+    # runtime schedules -----------------------------------------------------------------
+    @rule(expr=st.sampled_from(EXPRESSIONS), zone=st.sampled_from(ZONES), policy=st.sampled_from(POLICIES))
+    def runtime_create(self, expr: str, zone: str, policy: str) -> None:
+        """Create the runtime schedule; refused while a row of that name exists."""
+
+        def create() -> None:
+            runtime_schedules.create_schedule(
+                RUNTIME,
+                expr,
+                "tests.testapp.tasks.record",
+                timezone=zone,
+                missed_fire_policy=policy,
+                actor=ACTOR,
+            )
+
+        if RUNTIME in self.model.rows:
+            with pytest.raises(OperationRefused):
+                create()
+            return
+        create()
+        self.model.rows[RUNTIME] = Row(Definition(expr, zone, policy), created_at=self.model.now)
+
+    @rule(expr=st.sampled_from(EXPRESSIONS), zone=st.sampled_from(ZONES), policy=st.sampled_from(POLICIES))
+    def runtime_edit(self, expr: str, zone: str, policy: str) -> None:
+        """An edit of the timing: a fired slot never fires again, no earlier slot is replayed."""
+        row = self.model.rows.get(RUNTIME)
+        edit = lambda: runtime_schedules.update_schedule(  # noqa: E731
+            RUNTIME, actor=ACTOR, cron=expr, timezone=zone, missed_fire_policy=policy
+        )
+        if self._expect_refusal(RUNTIME, bool(row and row.retired), edit):
+            assert row is not None
+            definition = Definition(expr, zone, policy)
+            if definition != row.definition:
+                row.definition = definition
+                row.last = self.model.now if row.last is None else max(row.last, self.model.now)
+
+    @rule()
+    def runtime_delete(self) -> None:
+        """Delete: the row goes, its slots stay (a re-created schedule never re-fires one)."""
+        if self._expect_refusal(
+            RUNTIME, False, lambda: runtime_schedules.delete_schedule(RUNTIME, actor=ACTOR)
+        ):
+            del self.model.rows[RUNTIME]
+
+    @rule(
+        before=st.sampled_from([30, 61, 24 * 60]),
+        between=st.sampled_from([0, 30, 90]),
+        expr=st.sampled_from(EXPRESSIONS),
+        policy=st.sampled_from(POLICIES),
+    )
+    def race_with_a_runtime_edit(self, before: int, between: int, expr: str, policy: str) -> None:
+        """B plans from the old definition; an operator edits it; B's stale plan lands nothing."""
+        if RUNTIME not in self.model.rows:
+            self.runtime_create(expr, LORD_HOWE, policy)
+        self.advance_time(before)
+        self.read_due_rows("B")
+        self.advance_time(between)
+        row = self.model.rows[RUNTIME]
+        other = next(e for e in EXPRESSIONS if e != row.definition.cron_expr)
+        self.runtime_edit(other, row.definition.timezone, policy)
+        self._fire("B")
 
     # invariants ------------------------------------------------------------------------
     @invariant()
@@ -665,7 +735,7 @@ GUARDS = {
 }
 
 
-def fire_v3_definition() -> str:
+def fire_v5_definition() -> str:
     """``CREATE OR REPLACE FUNCTION awa_cron_fire_v5 ... $$;`` as shipped in FIRE_SQL."""
     found = re.search(r"^CREATE FUNCTION awa_cron_fire_v5\(.*?^\$\$;$", FIRE_SQL.read_text(), re.M | re.S)
     assert found, f"awa_cron_fire_v5 not found in {FIRE_SQL}"
@@ -675,7 +745,7 @@ def fire_v3_definition() -> str:
 def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
     """The guard test below strips guards from the statement the leader calls."""
     assert "awa_cron_fire_v5(" in FIRE
-    definition = fire_v3_definition()
+    definition = fire_v5_definition()
     for guard, _replacement in GUARDS.values():
         assert definition.count(guard) == 1, guard
 
@@ -690,7 +760,7 @@ def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(
     the seeded run (100 examples) must find a difference from the model. (The retired
     guard is not listed: the schedule fence alone already stops such a fire.
     Neither is SKIP LOCKED: one session never meets a row another holds.)"""
-    original = fire_v3_definition()
+    original = fire_v5_definition()
     text, replacement = GUARDS[guard]
     assert original.count(text) == 1
     with connection.cursor() as cursor:

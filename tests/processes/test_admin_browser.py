@@ -301,3 +301,56 @@ def screenshot(page: Any, tmp_path: Path, name: str, full_page: bool = True) -> 
     target.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(target), full_page=full_page)
     assert target.stat().st_size > 10_000
+
+
+def test_admin_browser__create_preview_edit_and_delete_a_runtime_schedule(
+    browser: Any, live_server: Any
+) -> None:
+    make_user("editor", "view_cronjob", "add_cronjob", "change_cronjob", "delete_cronjob")
+    editor = Console(browser, live_server.url, "editor")
+    try:
+        page = editor.goto("/admin/awa_django/cronjob/add/")
+        page.fill("#id_name", "poll-feed")
+        page.fill("#id_cron_expr", "61 * * * *")
+        page.select_option("#id_task_path", "tests.testapp.tasks.record")
+        page.fill("#id_call_kwargs", '{"label": "feed"}')
+        page.click("input[name=_save]")
+        page.wait_for_load_state()
+        assert "minute" in page.inner_text(".field-cron_expr .errorlist")
+        assert not CronJob.objects.filter(name="poll-feed").exists()
+
+        # Preview: the schedule in words and its next fires, nothing saved.
+        page.fill("#id_cron_expr", "*/15 9-17 * * 1-5")
+        page.fill("#id_timezone", "Europe/Berlin")
+        page.click("#awa-preview-button")
+        page.wait_for_load_state()
+        preview = page.inner_text("#awa-preview")
+        assert "Every 15 minutes" in preview and "Monday through Friday" in preview
+        assert page.locator("#awa-preview tbody tr").count() == 5
+        assert not CronJob.objects.filter(name="poll-feed").exists()
+        page.click("input[name=_save]")
+        page.wait_for_load_state()
+        assert "was added successfully" in editor.messages()
+        row = CronJob.objects.get(name="poll-feed")
+        assert (row.owner_id, row.cron_expr, row.timezone) == (
+            "awa:runtime",
+            "*/15 9-17 * * 1-5",
+            "Europe/Berlin",
+        )
+
+        # Edit: the expression's form field is cron_expr; the history names the user.
+        page = editor.goto("/admin/awa_django/cronjob/poll-feed/change/")
+        page.fill("#id_cron_expr", "0 * * * *")
+        page.click("input[name=_save]")
+        page.wait_for_load_state()
+        assert CronJob.objects.get(name="poll-feed").cron_expr == "0 * * * *"
+        page = editor.goto("/admin/awa_django/cronjob/poll-feed/history/")
+        assert "editor" in page.inner_text("#change-history")
+
+        # Delete, through Django's confirmation page.
+        page = editor.goto("/admin/awa_django/cronjob/poll-feed/delete/")
+        page.click("input[type=submit]")
+        page.wait_for_load_state()
+        assert not CronJob.objects.filter(name="poll-feed").exists()
+    finally:
+        editor.close()

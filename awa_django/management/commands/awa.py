@@ -23,14 +23,15 @@ from awa_django.cli import (
     positive_seconds,
     schedule_dict,
 )
-from awa_django.exceptions import OperationRefused, ScheduleNotFound
+from awa_django.exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
 from awa_django.models import Job
 from awa_django.terminal import printable
 
 from ... import cli, health
-from ...actions import history, owners, queues, schedules
+from ...actions import history, owners, queues, runtime_schedules, schedules
 from ...db import sessions
 from ...reconciliation import persistence
+from ...schedules.runtime import RUNTIME_OWNER
 from ...schedules.validation import validate_label
 
 # The command's helpers live in awa_django.cli; this module names them too.
@@ -183,6 +184,49 @@ class Command(BaseCommand):
             printable(f"trigger: {options['name']}: enqueued job {job['id']} on queue {job['queue']}"),
         )
 
+    # -- runtime schedules ---------------------------------------------------
+    def _runtime(self, options: dict[str, Any], action: str, call: Any) -> None:
+        try:
+            detail = call()
+        except InvalidSchedule as exc:
+            raise CommandError(printable(exc)) from exc
+        data = {
+            "action": action,
+            "schedule": options["name"],
+            "changed": bool(detail),
+            "detail": detail or "",
+        }
+        text = printable(f"{action}: {options['name']}: ") + (
+            printable(f"done ({detail})") if detail else "no change"
+        )
+        self.emit(options, data, text)
+
+    def cron_create(self, options: dict[str, Any]) -> None:
+        given = cli.runtime_options(options)
+        cron, task = given.pop("cron"), given.pop("task")
+
+        def create() -> str:
+            runtime_schedules.create_schedule(options["name"], cron, task, actor=options["actor"], **given)
+            return f"runtime schedule, owner {RUNTIME_OWNER}"
+
+        self._runtime(options, "create", create)
+
+    def cron_edit(self, options: dict[str, Any]) -> None:
+        given = cli.runtime_options(options)
+
+        def edit() -> str:
+            result = runtime_schedules.update_schedule(options["name"], actor=options["actor"], **given)
+            return f"changed {result.detail}" if result.changed else ""
+
+        self._runtime(options, "edit", edit)
+
+    def cron_delete(self, options: dict[str, Any]) -> None:
+        def delete() -> str:
+            runtime_schedules.delete_schedule(options["name"], actor=options["actor"])
+            return "deleted"
+
+        self._runtime(options, "delete", delete)
+
     # -- ownership -----------------------------------------------------------
     def _lifecycle(self, options: dict[str, Any], result: Any) -> None:
         verb = "applied" if result.applied else "dry run (use --apply)"
@@ -221,7 +265,23 @@ class Command(BaseCommand):
             options, owners.restore_owner(options["owner"], actor=options["actor"], apply=options["apply"])
         )
 
+    def _runtime_owner(self, names: list[str]) -> tuple[dict[str, Any], str]:
+        data = {
+            "owner_id": RUNTIME_OWNER,
+            "runtime": True,
+            "schedules": names,
+            "blockers": [],
+            "retirements": [],
+        }
+        text = f"owner {RUNTIME_OWNER}: runtime schedules (created by operators), never reconciled: " + (
+            ", ".join(names) or "none"
+        )
+        return data, printable(text)
+
     def cron_plan(self, options: dict[str, Any]) -> None:
+        if options["owner"] == RUNTIME_OWNER and not options["manifest"]:
+            self.emit(options, *self._runtime_owner(persistence.runtime_schedule_names()))
+            return
         if options["manifest"]:
             try:
                 with open(options["manifest"], encoding="utf-8") as handle:
@@ -264,15 +324,22 @@ class Command(BaseCommand):
         self.emit(options, data, "\n".join(printable(line) for line in lines))
 
     def cron_owners(self, options: dict[str, Any]) -> None:
-        plans = [persistence.plan(owner) for owner in persistence.owners()]
+        plans = [persistence.plan(owner) for owner in persistence.owners() if owner != RUNTIME_OWNER]
         data = [p.as_json() for p in plans]
         lines = [
-            f"{p.owner_id}: "
-            + (", ".join(p.blockers) or "converged")
-            + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "")
+            printable(
+                f"{p.owner_id}: "
+                + (", ".join(p.blockers) or "converged")
+                + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "")
+            )
             for p in plans
         ]
-        self.emit(options, data, "\n".join(printable(line) for line in lines) or "No owners.")
+        runtime = persistence.runtime_schedule_names()
+        if runtime or RUNTIME_OWNER in persistence.owners():
+            entry, line = self._runtime_owner(runtime)
+            data.append(entry)
+            lines.append(line)
+        self.emit(options, data, "\n".join(lines) or "No owners.")
 
     # -- queues --------------------------------------------------------------
     def queue_list(self, options: dict[str, Any]) -> None:

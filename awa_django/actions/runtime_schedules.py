@@ -1,0 +1,306 @@
+"""Runtime schedules: create, change and delete schedules without a deploy.
+
+:func:`create_schedule`, :func:`update_schedule` and :func:`delete_schedule`
+are the one service layer behind the admin form, ``manage.py awa cron
+create|edit|delete`` and user code. A runtime schedule's row belongs to the
+reserved owner :data:`~awa_django.schedules.runtime.RUNTIME_OWNER`; a name
+declared in code (here, or by another deployment: any row of another owner or
+none) is refused.
+
+Each call is one transaction: validation first (exactly a declaration's,
+:func:`~awa_django.schedules.runtime.build_runtime_schedule`), then the
+protocol lock, then the schedule row ``FOR UPDATE`` (the lock order of every
+writer), then one write. Nothing is half-written.
+
+Exactly once across edits: the fire statement skips rows another session
+locks and compares the expression, zone, policy and ``last_enqueued_at`` it
+read, so a fire planned from the old definition cannot land after the edit.
+An edit of the timing (expression, zone, policy) moves the fire clock to
+``greatest(last_enqueued_at, database now)``: a slot that fired never fires
+again, and slots the new expression would have had before the edit are never
+replayed. Delete removes the row; the slot history in ``awa_jobs`` (the
+unique index on the name and fire time of automatic fires) keeps a
+re-created schedule from firing a slot twice. Every change wakes the leader
+(``NOTIFY awa_cron``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from django.db import connections, transaction
+
+from ..db import sessions
+from ..db.guards import bound_transaction_waits
+from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
+from ..schedules.declaration import name_identity
+from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code, row_options
+from ..schedules.shape import COMPARED_KEYS, DEFINITION_KEYS, FIELDS, RECORDSET_COLUMNS, Schedule
+from .common import ActionResult, require_actor, require_schedule_name
+
+__all__ = [
+    "NOTIFY_CHANNEL",
+    "RUNTIME_OWNER",
+    "TIMING_KEYS",
+    "code_declaration",
+    "create_schedule",
+    "delete_schedule",
+    "runtime_definition",
+    "update_schedule",
+]
+
+logger = logging.getLogger("awa_django.operations")
+
+# The channel the leader LISTENs on (scheduler.leader.NOTIFY_CHANNEL, which
+# this module cannot import: the scheduler imports the actions). Every change
+# notifies it, also one the row triggers would not (queue, args, priority).
+NOTIFY_CHANNEL = "awa_cron"
+# Definition columns whose change moves the fire clock to the edit.
+TIMING_KEYS = ("cron_expr", "timezone", "missed_fire_policy")
+
+_SELECT_ROW = (
+    f"SELECT {', '.join(DEFINITION_KEYS)}, owner_id, retired_at IS NOT NULL "
+    "FROM awa_cron_jobs WHERE name = %s FOR UPDATE"
+)
+_INSERT = f"""
+    INSERT INTO awa_cron_jobs AS c ({", ".join(DEFINITION_KEYS)}, owner_id, created_at, updated_at)
+    SELECT {", ".join(f"d.{k}" for k in DEFINITION_KEYS)}, %s, clock_timestamp(), clock_timestamp()
+      FROM jsonb_to_recordset(%s::jsonb) AS d({RECORDSET_COLUMNS})
+    ON CONFLICT (name) DO NOTHING
+    RETURNING c.name"""
+# A slot that fired stays fired; the new timing starts at the edit.
+_UPDATE = f"""
+    UPDATE awa_cron_jobs AS c
+       SET {", ".join(f"{k} = d.{k}" for k in COMPARED_KEYS)},
+           last_enqueued_at = CASE WHEN %s THEN greatest(c.last_enqueued_at, clock_timestamp())
+                                   ELSE c.last_enqueued_at END,
+           updated_at = clock_timestamp()
+      FROM jsonb_to_recordset(%s::jsonb) AS d({RECORDSET_COLUMNS})
+     WHERE c.name = d.name AND c.owner_id = %s AND c.retired_at IS NULL
+    RETURNING c.name"""
+
+
+def _where_declared(name: str, owner_id: str | None) -> str:
+    """Why ``name`` is not a runtime schedule's, for the refusal message."""
+    local = declared_in_code(name)
+    if local is not None:
+        return f"declared in code ({local})"
+    if owner_id is None:
+        return (
+            "declared in code by a deployment (an unowned schedule synced from its cron.py or AWA_SCHEDULES)"
+        )
+    return f"declared in code by the deployment of owner {owner_id!r}"
+
+
+def code_declaration(name: str, using: str = "default") -> str | None:
+    """Why a runtime schedule cannot be called ``name`` (code declares it), or None.
+
+    For a form's early answer; :func:`create_schedule` checks again under its locks.
+    """
+    if declared_in_code(name) is not None:
+        return f"schedule {name!r} is {_where_declared(name, None)}"
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT owner_id FROM awa_cron_jobs WHERE name = %s", [name])
+        row = cursor.fetchone()
+    if row is not None and row[0] != RUNTIME_OWNER:
+        return f"schedule {name!r} is {_where_declared(name, row[0])}"
+    return None
+
+
+def _refuse_code_name(name: str, owner_id: str | None) -> NoReturn:
+    raise OperationRefused(
+        f"schedule {name!r} is {_where_declared(name, owner_id)}; "
+        "a runtime schedule cannot take its name: change it there, or choose another name"
+    )
+
+
+def _locked_row(cursor: Any, name: str) -> tuple[dict[str, Any], str | None, bool] | None:
+    """Lock and read ``name``: (definition, owner_id, retired) or None."""
+    cursor.execute(_SELECT_ROW, [name])
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return _definition(row), row[-2], row[-1]
+
+
+def _definition(row: Any) -> dict[str, Any]:
+    """The definition columns of a row read by ``_SELECT_ROW``, jsonb decoded."""
+    definition = dict(zip(DEFINITION_KEYS, row[: len(DEFINITION_KEYS)], strict=True))
+    for item in FIELDS:
+        if item.sql_type == "jsonb" and isinstance(definition[item.key], str):
+            definition[item.key] = json.loads(definition[item.key])  # Django reads jsonb as text
+    return definition
+
+
+def _begin(cursor: Any) -> None:
+    # Lock order of every writer: protocol lock, owner rows, schedule rows.
+    # The protocol lock orders this write with adoption and reconciliation.
+    bound_transaction_waits(cursor)  # a frozen peer may hold the lock
+    cursor.execute("SELECT awa_cron_protocol_lock()")
+
+
+def _lookalike_row(cursor: Any, name: str) -> str | None:
+    """Another stored name an operator could not tell from ``name`` (case, Unicode form)."""
+    identity = name_identity(name)
+    cursor.execute("SELECT name FROM awa_cron_jobs")
+    for (other,) in cursor.fetchall():
+        if other != name and name_identity(other) == identity:
+            return str(other)
+    return None
+
+
+def _log(action: str, name: str, actor: str) -> None:
+    logger.info(
+        "runtime schedule %s: %s by %s",
+        name,
+        action,
+        actor,
+        extra={"event": f"cron.runtime_{action}", "schedule": name, "actor": actor},
+    )
+
+
+def create_schedule(
+    name: str,
+    cron: str,
+    task: Any,
+    *,
+    args: Any = (),
+    kwargs: Mapping[str, Any] | None = None,
+    timezone: str = "UTC",
+    actor: str,
+    using: str = "default",
+    **options: Any,
+) -> Schedule:
+    """Create the runtime schedule ``name`` running ``task`` on ``cron``; return it.
+
+    ``task`` is a ``django.tasks`` task or its dotted path; ``options`` are the
+    keys a declaration accepts (``queue``, ``priority``, ``max_attempts``,
+    ``tags``, ``metadata``, ``missed_fire_policy``, ...). Raises
+    :class:`~awa_django.exceptions.InvalidSchedule` (naming the field) for an
+    invalid definition and :class:`~awa_django.exceptions.OperationRefused`
+    for a name code declares or a runtime schedule already has. The leader
+    sees it at once; like any new schedule, its first fire is the latest slot
+    of the last minute at most.
+    """
+    actor = require_actor(actor)
+    schedule = build_runtime_schedule(
+        name, {"cron": cron, "task": task, "args": args, "kwargs": kwargs, "timezone": timezone, **options}
+    )
+    local = declared_in_code(schedule.name)
+    if local is not None:
+        _refuse_code_name(schedule.name, None)
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        _begin(cursor)
+        found = _locked_row(cursor, schedule.name)
+        if found is not None:
+            if found[1] != RUNTIME_OWNER:
+                _refuse_code_name(schedule.name, found[1])
+            raise OperationRefused(
+                f"schedule {schedule.name!r} already exists "
+                + ("(retired: restore it)" if found[2] else "as a runtime schedule: edit it instead")
+            )
+        twin = _lookalike_row(cursor, schedule.name)
+        if twin is not None:
+            raise InvalidSchedule(
+                schedule.name,
+                "name",
+                f"differs from {twin!r} only in case or Unicode form; choose distinct names",
+            )
+        cursor.execute(_INSERT, [RUNTIME_OWNER, json.dumps([schedule.columns()])])
+        if cursor.fetchone() is None:  # a concurrent sync inserted the name first
+            _refuse_code_name(schedule.name, None)
+        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+    _log("created", schedule.name, actor)
+    return schedule
+
+
+def runtime_definition(name: str, using: str = "default") -> dict[str, Any]:
+    """The options of the runtime schedule ``name`` (as ``create_schedule`` takes them).
+
+    Raises :class:`~awa_django.exceptions.ScheduleNotFound` or, for a name
+    declared in code, :class:`~awa_django.exceptions.OperationRefused`.
+    """
+    name = require_schedule_name(name, "runtime_definition")
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute(_SELECT_ROW.replace(" FOR UPDATE", ""), [name])
+        row = cursor.fetchone()
+    if row is None:
+        raise ScheduleNotFound(name)
+    if row[-2] != RUNTIME_OWNER:
+        _refuse_code_name(name, row[-2])
+    return row_options(_definition(row))
+
+
+def update_schedule(name: str, *, actor: str, using: str = "default", **changes: Any) -> ActionResult:
+    """Change the runtime schedule ``name``: ``changes`` are ``create_schedule``'s keywords.
+
+    The whole new definition is validated as a declaration. A change of the
+    expression, zone or missed-fire policy takes effect from the edit on: no
+    slot fires twice and no slot before the edit is replayed. An unchanged
+    definition writes nothing (``result.detail`` says so).
+    """
+    actor = require_actor(actor)
+    name = require_schedule_name(name, "update_schedule")
+    if "name" in changes:
+        raise InvalidSchedule(name, "name", "cannot be changed; create a schedule under the new name")
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        _begin(cursor)
+        found = _locked_row(cursor, name)
+        if found is None:
+            raise ScheduleNotFound(name)
+        definition, owner_id, retired = found
+        if owner_id != RUNTIME_OWNER:
+            _refuse_code_name(name, owner_id)
+        if retired:
+            raise OperationRefused(f"schedule {name!r} is retired; restore it first")
+        schedule = build_runtime_schedule(name, {**row_options(definition), **changes})
+        new = schedule.columns()
+        changed = [k for k in COMPARED_KEYS if _stored(new[k]) != _stored(definition[k])]
+        if not changed:
+            return ActionResult("update", [], name=name, detail="unchanged")
+        timing = any(k in TIMING_KEYS for k in changed)
+        with sessions.owner_context(cursor, RUNTIME_OWNER):
+            cursor.execute(_UPDATE, [timing, json.dumps([new]), RUNTIME_OWNER])
+            written = cursor.fetchone() is not None
+        if not written:
+            raise OperationRefused(f"schedule {name!r} could not be changed (fenced by the database)")
+        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+    _log("updated", name, actor)
+    return ActionResult("update", [name], name=name, detail=", ".join(changed))
+
+
+def _stored(value: Any) -> Any:
+    """A value as its column compares: tuples are lists, JSON round-tripped."""
+    return json.loads(json.dumps(value, sort_keys=True, default=list))
+
+
+def delete_schedule(name: str, *, actor: str, using: str = "default") -> ActionResult:
+    """Delete the runtime schedule ``name``; jobs it enqueued are not touched.
+
+    The slot history stays in ``awa_jobs``: a schedule re-created under the
+    same name never fires a slot this one fired.
+    """
+    actor = require_actor(actor)
+    name = require_schedule_name(name, "delete_schedule")
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        _begin(cursor)
+        found = _locked_row(cursor, name)
+        if found is None:
+            raise ScheduleNotFound(name)
+        if found[1] != RUNTIME_OWNER:
+            _refuse_code_name(name, found[1])
+        # The fence refuses to delete an owned row: release it first (an
+        # operator's lifecycle change), then delete it, in one transaction.
+        with sessions.operator_context(cursor):
+            cursor.execute(
+                "UPDATE awa_cron_jobs SET owner_id = NULL, retired_at = NULL, retired_by = NULL, "
+                "retired_revision = NULL WHERE name = %s",
+                [name],
+            )
+            cursor.execute("DELETE FROM awa_cron_jobs WHERE name = %s", [name])
+        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+    _log("deleted", name, actor)
+    return ActionResult("delete", [name], name=name)

@@ -1,0 +1,253 @@
+"""Runtime schedules in the admin: the add/change form and the admin behaviour around it.
+
+Users with ``awa_django.add_cronjob`` / ``change_cronjob`` / ``delete_cronjob``
+create, edit and delete runtime schedules (owner ``awa:runtime``); the form
+validates exactly as a declaration (the service layer's
+:func:`~awa_django.schedules.runtime.build_runtime_schedule`) and every write
+goes through :mod:`awa_django.actions.runtime_schedules`. "Preview" shows the
+schedule in words and its next fires without saving. Code-declared schedules
+stay read-only. Django's admin history records each change with the user.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+from django import forms
+from django.apps import apps
+from django.contrib import messages
+from django.http import HttpRequest
+from django.utils.module_loading import module_has_submodule
+
+from ..actions.runtime_schedules import code_declaration, create_schedule, delete_schedule, update_schedule
+from ..cron.describe import describe_cron
+from ..db.sessions import database_now
+from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
+from ..models import CronJob
+from ..schedules.declaration import registry
+from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule
+from ..tasks.compat import Task
+from .common import actor, has_awa_perm
+from .fires import dst_marked_fires
+
+__all__ = ["RUNTIME_FIELDS", "RuntimeScheduleAdminMixin", "RuntimeScheduleForm", "registered_tasks"]
+
+# The form's editable fields, in order (``name`` too when adding).
+RUNTIME_FIELDS = [
+    "cron_expr",
+    "timezone",
+    "missed_fire_policy",
+    "task_path",
+    "call_args",
+    "call_kwargs",
+    "queue",
+    "priority",
+    "max_attempts",
+]
+# InvalidSchedule.field -> the form field that shows the error.
+_FIELD_OF = {"cron": "cron_expr", "task": "task_path", "args": "call_args", "kwargs": "call_kwargs"}
+PREVIEW_FIRES = 5
+
+
+def registered_tasks() -> list[str]:
+    """Dotted paths of the tasks this deployment knows: every installed app's
+    ``tasks`` module, and the tasks of declared schedules."""
+    found = {s.kind for s in registry}
+    for config in apps.get_app_configs():
+        if not module_has_submodule(config.module, "tasks"):
+            continue
+        try:
+            module = importlib.import_module(f"{config.name}.tasks")
+        except Exception:  # a broken tasks module must not break the admin page
+            continue
+        found.update(v.module_path for v in vars(module).values() if isinstance(v, Task))
+    return sorted(found)
+
+
+def _json_field(label: str, default: str, help_text: str) -> forms.CharField:
+    return forms.CharField(
+        label=label,
+        initial=default,
+        required=False,
+        help_text=help_text,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+    )
+
+
+class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A runtime schedule's definition; ``preview`` holds its description and next fires."""
+
+    task_path = forms.ChoiceField(label="task", help_text="A django.tasks task of this deployment.")
+    call_args = _json_field("args", "[]", "A JSON list of positional arguments.")
+    call_kwargs = _json_field("kwargs", "{}", "A JSON object of keyword arguments.")
+
+    class Meta:
+        model = CronJob
+        fields = ["name", *(f for f in RUNTIME_FIELDS if f not in ("task_path", "call_args", "call_kwargs"))]
+        labels = {"cron_expr": "cron expression"}
+        help_texts = {
+            "cron_expr": "5 fields, 6 with seconds first, or @hourly, @daily, ...",
+            "timezone": "An IANA zone name such as Europe/Berlin.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.preview: dict[str, Any] | None = None
+        self.options: dict[str, Any] = {}
+        current = self.instance.kind if self.instance.pk else ""
+        choices = registered_tasks()
+        if current and current not in choices:
+            choices.append(current)
+        task_field = self.fields["task_path"]
+        assert isinstance(task_field, forms.ChoiceField)
+        task_field.choices = [("", "---------")] + [(c, c) for c in choices]
+        if self.instance.pk:
+            stored = self.instance.args if isinstance(self.instance.args, dict) else {}
+            self.initial.update(
+                task_path=current,
+                call_args=json.dumps(stored.get("args", [])),
+                call_kwargs=json.dumps(stored.get("kwargs", {})),
+            )
+        for name in ("queue", "priority", "max_attempts"):
+            if name in self.fields:
+                self.fields[name].required = False
+
+    def _post_clean(self) -> None:
+        # The model's own validation is replaced by the declaration's (clean()).
+        pass
+
+    def _decoded(self, field: str) -> Any:
+        text = self.cleaned_data.get(field) or ""
+        try:
+            return json.loads(text) if text.strip() else None
+        except ValueError as exc:
+            self.add_error(field, f"is not JSON: {exc}")
+            return None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        name = self.instance.pk or data.get("name")
+        options: dict[str, Any] = {
+            "cron": data.get("cron_expr"),
+            "task": data.get("task_path") or None,
+            "timezone": data.get("timezone") or "UTC",
+            "missed_fire_policy": data.get("missed_fire_policy") or "coalesce",
+            "args": self._decoded("call_args") or [],
+            "kwargs": self._decoded("call_kwargs") or {},
+        }
+        for key in ("queue", "priority", "max_attempts"):
+            if data.get(key) not in (None, ""):
+                options[key] = data[key]
+        if self.errors:
+            return data
+        if not self.instance.pk and isinstance(name, str) and name:
+            reason = code_declaration(name)
+            if reason:
+                self.add_error("name", f"{reason}; it is read-only here.")
+                return data
+            if CronJob.objects.filter(name=name).exists():
+                self.add_error("name", "a runtime schedule has this name: edit it instead.")
+                return data
+        try:
+            schedule = build_runtime_schedule(name, options)
+        except InvalidSchedule as exc:
+            field = _FIELD_OF.get(exc.field, exc.field)
+            self.add_error(field if field in self.fields else None, exc.reason)
+            return data
+        self.options = options
+        self.preview = _preview(schedule.cron.text, schedule.timezone)
+        return data
+
+    def is_valid(self) -> bool:
+        # "Preview" validates and shows, never saves.
+        return super().is_valid() and "_preview" not in self.data
+
+
+def _preview(expression: str, timezone: str) -> dict[str, Any]:
+    row = CronJob(name="preview", cron_expr=expression, timezone=timezone)
+    return {
+        "description": describe_cron(expression),
+        "timezone": timezone,
+        "fires": dst_marked_fires(row, database_now(), PREVIEW_FIRES),
+    }
+
+
+class RuntimeScheduleAdminMixin:
+    """Add, change and delete for runtime rows; everything else stays read-only.
+
+    Mixed in before :class:`~awa_django.admin.common.ReadOnlyAdmin`, whose
+    read-only answers it keeps for code-declared rows.
+    """
+
+    form: Any = RuntimeScheduleForm
+
+    @staticmethod
+    def is_runtime(obj: Any) -> bool:
+        return obj is not None and obj.owner_id == RUNTIME_OWNER and not obj.is_retired
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return has_awa_perm(request, "add_cronjob")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.is_runtime(obj) and has_awa_perm(request, "change_cronjob")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # False without a row: no "delete selected" action bypassing the service layer.
+        return self.is_runtime(obj) and has_awa_perm(request, "delete_cronjob")
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return [("New runtime schedule (owner awa:runtime)", {"fields": ["name", *RUNTIME_FIELDS]})]
+        fieldsets = super().get_fieldsets(request, obj)  # type: ignore[misc]
+        if self.has_change_permission(request, obj):
+            definition = (
+                "Runtime schedule (owner awa:runtime)",
+                {"fields": [("schedule_name", "owner", "declared_in"), *RUNTIME_FIELDS]},
+            )
+            return [definition, *fieldsets[1:]]
+        return fieldsets
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        readonly = list(super().get_readonly_fields(request, obj))  # type: ignore[misc]
+        if obj is not None and self.has_change_permission(request, obj):
+            fieldsets = super().get_fieldsets(request, obj)  # type: ignore[misc]
+            for _title, options in fieldsets[1:]:
+                for line in options["fields"]:
+                    readonly.extend(line if isinstance(line, (list, tuple)) else [line])
+        return readonly
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is not None and not self.has_change_permission(request, obj):
+            kwargs["form"] = forms.ModelForm
+        return super().get_form(request, obj, change, **kwargs)  # type: ignore[misc]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        options = dict(form.options)
+        try:
+            if change:
+                update_schedule(obj.pk, actor=actor(request), **options)
+            else:
+                name = form.cleaned_data["name"]
+                create_schedule(
+                    name, options.pop("cron"), options.pop("task"), actor=actor(request), **options
+                )
+                obj.pk = name
+        except (InvalidSchedule, OperationRefused, ScheduleNotFound) as exc:
+            messages.error(request, str(exc))
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        try:
+            delete_schedule(obj.pk, actor=actor(request))
+        except (OperationRefused, ScheduleNotFound) as exc:
+            messages.error(request, str(exc))
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        adminform = context.get("adminform")
+        form = adminform.form if adminform is not None else None
+        context["awa_preview"] = getattr(form, "preview", None)
+        context["awa_runtime_form"] = isinstance(form, RuntimeScheduleForm)
+        return super().render_change_form(request, context, *args, **kwargs)  # type: ignore[misc]
