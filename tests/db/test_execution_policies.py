@@ -290,3 +290,21 @@ def test_history__trim_keeps_the_newest_per_schedule_and_forgets_removed_ones() 
     assert [o for _, o in outcomes("tidy")] == ["skipped_overlap"] * 2
     assert outcomes("tidy")[0][0] == minute(now).isoformat()
     assert history.skip_counts("tidy") == {"overlap": 6}
+
+
+def test_runtime_schedules__accept_store_and_change_the_policies() -> None:
+    """Runtime schedules (another way to define one) take the three options,
+    validated like declarations."""
+    from awa_django.actions import runtime_schedules
+    from awa_django.exceptions import InvalidSchedule
+
+    runtime_schedules.create_schedule(
+        "adhoc", "*/5 * * * *", "tests.testapp.tasks.record", actor="ops", overlap="skip", jitter=30
+    )
+    row = CronJob.objects.get(name="adhoc")
+    assert (row.overlap, row.starting_deadline, row.jitter) == ("skip", None, 30)
+    runtime_schedules.update_schedule("adhoc", actor="ops", overlap="allow", starting_deadline=60)
+    row = CronJob.objects.get(name="adhoc")
+    assert (row.overlap, row.starting_deadline, row.jitter) == ("allow", 60, 30)
+    with pytest.raises(InvalidSchedule, match="jitter"):
+        runtime_schedules.update_schedule("adhoc", actor="ops", jitter=300)
