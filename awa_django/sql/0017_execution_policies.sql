@@ -152,10 +152,11 @@ BEGIN
                    fires timestamptz[], missed timestamptz[], missed_count bigint,
                    advance timestamptz, next_fire_at timestamptz, park text, job_metadata jsonb)
          WHERE p.name = ANY (locked_names)
-    ), busy AS (
+    ), busy AS MATERIALIZED (
         -- The unfinished jobs of each schedule with an overlap policy that
         -- has something to fire: one probe of awa_jobs_cron_unfinished per
-        -- row (LATERAL), never a join over every unfinished job.
+        -- row (LATERAL), never a join over every unfinished job; computed
+        -- once (MATERIALIZED: inlined, the planner may re-run it per row).
         SELECT c.name, c.overlap, u.unfinished, u.running, u.blocker
           FROM awa_cron_jobs AS c
           JOIN plan AS p ON p.name = c.name AND p.park IS NULL AND cardinality(p.fires) > 0
