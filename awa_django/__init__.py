@@ -2,7 +2,9 @@
 
 Public API: :func:`periodic` to declare a schedule, :class:`InvalidSchedule`
 for bad declarations; :func:`create_schedule`, :func:`update_schedule` and
-:func:`delete_schedule` for runtime schedules (owner :data:`RUNTIME_OWNER`). Operator actions live in :mod:`awa_django.operations`.
+:func:`delete_schedule` for runtime schedules (owner :data:`RUNTIME_OWNER`);
+:func:`enqueue` to enqueue a task with flow control (unique and concurrency
+keys). Operator actions live in :mod:`awa_django.operations`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ __all__ = [
     "InvalidSchedule",
     "create_schedule",
     "delete_schedule",
+    "enqueue",
     "periodic",
     "update_schedule",
 ]
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from .actions.runtime_schedules import create_schedule, delete_schedule, update_schedule
     from .schedules.declaration import periodic
     from .schedules.runtime import RUNTIME_OWNER
+    from .tasks.enqueue import enqueue
 
 # Runtime schedules (created by operators, not declared in code).
 _RUNTIME_API = {"RUNTIME_OWNER", "create_schedule", "update_schedule", "delete_schedule"}
@@ -37,6 +41,10 @@ def __getattr__(name: str) -> Any:
         from .schedules.declaration import periodic
 
         return periodic
+    if name == "enqueue":
+        from .tasks.enqueue import enqueue
+
+        return enqueue
     if name in _RUNTIME_API:
         from .actions import runtime_schedules
 

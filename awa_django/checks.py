@@ -437,12 +437,18 @@ def check_server_version(app_configs: Any = None, databases: Any = None, **kwarg
 def check_migrations_applied(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """awa_django's migrations are all applied (``manage.py check --database default``)."""
+    """awa_django's migrations are all applied (``manage.py check --database default``).
+
+    Silent while ``migrate`` runs: it runs these checks before applying the
+    very migrations the warning would name.
+    """
     from django.db import DatabaseError, connections
 
-    from .db.migration_state import unapplied_migrations
+    from .db.migration_state import migrate_in_progress, unapplied_migrations
 
     messages: list[CheckMessage] = []
+    if migrate_in_progress():
+        return messages  # migrate is the remedy, and is applying them now
     for alias in databases or ():
         if connections[alias].vendor != "postgresql":
             continue

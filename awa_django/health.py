@@ -13,6 +13,9 @@ and works as a Kubernetes ``exec`` probe or from a systemd timer:
 * ``leader`` -- some live ``runcron`` row leads and its last pass is recent.
 * ``schedules`` -- no active schedule's next fire is later than
   ``AWA_HEALTH_OVERDUE_AFTER`` (parked rows excepted; see ``cron.invalid``).
+* ``declarations`` -- a warning, never a failure: schedules of this
+  deployment that its code no longer declares (they keep firing), each with
+  the command that stops it.
 
 Progress times are written with each snapshot, so they can lag by one
 snapshot interval: a pass counts as recent when younger than
@@ -172,11 +175,13 @@ class Check:
     name: str
     ok: bool
     detail: str
+    # Worth a look, but not a failure: the report stays healthy.
+    warning: bool = False
 
 
 @dataclass
 class HealthReport:
-    """All checks of one probe; healthy when every check passed."""
+    """All checks of one probe; healthy when every check passed (warnings pass)."""
 
     role: str | None
     hostname: str
@@ -236,6 +241,21 @@ def _schedules_check(overdue: list[tuple[str, float]], threshold: float) -> Chec
     return Check("schedules", False, f"overdue by more than {threshold:g}s: {names}{more}")
 
 
+def _declarations_check(undeclared: list[Any]) -> Check:
+    from .actions.declarations import undeclared_remedy
+
+    if not undeclared:
+        return Check("declarations", True, "every schedule of this deployment is declared in its code")
+    shown = "; ".join(f"{row.name} (run `{undeclared_remedy(row)}`)" for row in undeclared[:10])
+    more = " and more" if len(undeclared) > 10 else ""
+    return Check(
+        "declarations",
+        True,
+        f"no longer declared in this code, still firing: {shown}{more}",
+        warning=True,
+    )
+
+
 def probe(
     role: str | None = None,
     *,
@@ -266,10 +286,12 @@ def probe(
                 for h, p, role, lead, age, limit, st in cursor.fetchall()
             ]
             overdue: list[tuple[str, float]] = []
+            undeclared: list[Any] = []
             gap: tuple[int, list[tuple[str, int, bool]]] = (0, [])
             if role != "tasks" and not local_only:
                 cursor.execute(SELECT_OVERDUE, [overdue_after])
                 overdue = [(str(n), float(late)) for n, late in cursor.fetchall()]
+                undeclared = _undeclared(using)
                 gap = policy_gap(cursor)
     except (DatabaseError, InterfaceError) as exc:
         report.checks.append(Check("database", False, f"cannot query the database: {exc}".strip()))
@@ -280,8 +302,15 @@ def probe(
     if not local_only and role != "tasks":
         report.checks.append(_leader_check(rows))
         report.checks.append(_schedules_check(overdue, overdue_after))
+        report.checks.append(_declarations_check(undeclared))
         report.checks.append(_policies_check(*gap))
     return report
+
+
+def _undeclared(using: str) -> list[Any]:
+    from .actions.declarations import undeclared_rows
+
+    return list(undeclared_rows(using=using).only("name", "owner_id")[:11])
 
 
 def render(report: HealthReport) -> str:
@@ -290,6 +319,9 @@ def render(report: HealthReport) -> str:
     Details carry names, hostnames and error text from the database: control
     characters are escaped, so none can rewrite the terminal or add a line.
     """
-    lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {printable(c.detail)}" for c in report.checks]
+    lines = [
+        f"{'FAIL' if not c.ok else 'warn' if c.warning else 'ok  '} {c.name}: {printable(c.detail)}"
+        for c in report.checks
+    ]
     lines.append("healthy" if report.healthy else "unhealthy")
     return "\n".join(lines)

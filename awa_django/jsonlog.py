@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -102,14 +103,59 @@ class JsonFormatter(logging.Formatter):
 
 
 def json_logging(level: str = "INFO", *, root: bool = False) -> dict[str, Any]:
-    """A ``LOGGING`` dict: awa_django's records (and the root's, if ``root``) as JSON lines on stderr."""
+    """A ``LOGGING`` dict: awa_django's records (and the root's, if ``root``) as JSON lines on stderr.
+
+    Django's own loggers (``django``, which includes ``django.tasks`` and
+    ``django.request``, and ``django.server``) get the same JSON handler in
+    place of Django's default plain console handler, and stop propagating: with
+    ``DEBUG = True`` their records would otherwise be printed twice, once as
+    plain text. Errors are still mailed to ``ADMINS`` when ``DEBUG = False``,
+    as Django's default configuration does.
+    """
     config: dict[str, Any] = {
         "version": 1,
         "disable_existing_loggers": False,
+        "filters": {"require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
         "formatters": {"json": {"()": "awa_django.jsonlog.JsonFormatter"}},
-        "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json"}},
-        "loggers": {"awa_django": {"handlers": ["json"], "level": level, "propagate": False}},
+        "handlers": {
+            "json": {"class": "logging.StreamHandler", "formatter": "json"},
+            "mail_admins": {
+                "level": "ERROR",
+                "filters": ["require_debug_false"],
+                "class": "django.utils.log.AdminEmailHandler",
+            },
+        },
+        "loggers": {
+            "awa_django": {"handlers": ["json"], "level": level, "propagate": False},
+            "django": {"handlers": ["json", "mail_admins"], "level": "INFO", "propagate": False},
+            "django.server": {"handlers": ["json"], "level": "INFO", "propagate": False},
+        },
     }
     if root:
         config["root"] = {"handlers": ["json"], "level": level}
     return config
+
+
+def logs_json(logger: logging.Logger) -> bool:
+    """True when a record of ``logger`` reaches a handler that formats it as JSON."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(isinstance(handler.formatter, JsonFormatter) for handler in current.handlers):
+            return True
+        if not current.propagate:
+            return False
+        current = current.parent
+    return False
+
+
+def announce(write: Callable[[str], Any], logger: logging.Logger, text: str, event: str) -> None:
+    """A command's start/stop line: a log record when logs are JSON, else a line on stdout.
+
+    With JSON logging every line a process writes must be one JSON object, so
+    the line becomes an INFO record of ``logger`` (with ``event``); otherwise it
+    stays a plain line of the command's output, shown whatever the log level.
+    """
+    if logs_json(logger):
+        logger.info("%s", text, extra={"event": event})
+    else:
+        write(text)

@@ -37,6 +37,8 @@ LOGGER_NAMES = (
     "awa_django.ownership",
     "awa_django.queues",
     "awa_django.reconciliation",
+    "awa_django.runcron",
+    "awa_django.runtasks",
     "awa_django.runtime",
     "awa_django.shutdown",
     "awa_django.sync",

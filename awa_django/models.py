@@ -208,6 +208,11 @@ class Job(models.Model):
     metadata = GuardedJSONField(default=dict, db_default={})
     # One entry per attempt: the id of the worker that claimed it.
     worker_ids = TextArrayField(default=list, blank=True)
+    # Flow control (awa_django.enqueue): one unfinished job per unique_key; at
+    # most concurrency_limit running jobs per concurrency_key.
+    unique_key = models.TextField(null=True, blank=True)
+    concurrency_key = models.TextField(null=True, blank=True)
+    concurrency_limit = models.IntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "awa_jobs"
@@ -240,8 +245,28 @@ class Job(models.Model):
                 name="awa_jobs_cron_name_id",
                 condition=models.Q(metadata__has_key="cron_name"),
             ),
+            # The claim counts a concurrency key's running jobs.
+            models.Index(
+                fields=["concurrency_key"],
+                name="awa_jobs_concurrency_running",
+                condition=models.Q(concurrency_key__isnull=False, state="running"),
+            ),
+            # A rate-limited queue's starts in the last period.
+            models.Index(
+                fields=["queue", "attempted_at"],
+                name="awa_jobs_queue_attempted",
+                condition=models.Q(attempted_at__isnull=False),
+            ),
         ]
         constraints = [
+            # One unfinished job per unique_key.
+            models.UniqueConstraint(
+                fields=["unique_key"],
+                name="awa_jobs_unique_key",
+                condition=models.Q(
+                    unique_key__isnull=False, state__in=["available", "scheduled", "running", "retryable"]
+                ),
+            ),
             models.CheckConstraint(
                 condition=models.Q(state__in=JobState.values), name="awa_jobs_state_check"
             ),

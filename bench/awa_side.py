@@ -314,6 +314,58 @@ def w3_worker(jobs: int, processes: int, concurrency: int) -> dict[str, Any]:
     }
 
 
+# -- W3 with flow control: keyed jobs and a rate-limited queue -------------------
+# Each variant's jobs, inserted with SQL like insert_jobs: no keys; 10
+# concurrency keys at limit 1; 1,000 distinct keys at limit 1; every job in a
+# queue with a rate and a concurrency limit that never bind (their checking is
+# what is measured).
+FLOW_KEYS = {
+    "unkeyed": "NULL",
+    "keys_10": "'k' || mod(i, 10)",
+    "keys_1000": "'k' || mod(i, 1000)",
+    "rate": "NULL",
+}
+FLOW_RATE = {"limited": {"rate": "1000000/m", "concurrency": 1000}}
+
+
+def w3_flow(jobs: int, processes: int, concurrency: int, variant: str) -> dict[str, Any]:
+    reset()
+    key = FLOW_KEYS[variant]
+    queue = "limited" if variant == "rate" else "default"
+    sql(
+        "INSERT INTO awa_jobs (kind, queue, args, state, priority, max_attempts, metadata, tags,"
+        " concurrency_key, concurrency_limit) "
+        f"SELECT %s, %s, '{{\"args\": [], \"kwargs\": {{}}}}', 'available', 0, 3, '{{}}', '{{}}', {key},"
+        f" CASE WHEN {key} IS NULL THEN NULL ELSE 1 END FROM generate_series(1, %s) AS i",
+        [KIND, queue, jobs],
+    )
+    env = {"BENCH_QUEUE_LIMITS": json.dumps(FLOW_RATE)}
+    start = time.monotonic()
+    run_workers(processes, concurrency, env)
+    wall = time.monotonic() - start
+    done, span = sql(
+        "SELECT count(*), EXTRACT(EPOCH FROM max(finished_at) - min(attempted_at)) FROM awa_jobs"
+        " WHERE state = 'completed'"
+    )[0]
+    assert done == jobs, f"{variant}: {done} of {jobs} jobs completed"
+    # Most jobs of one key running at once (from their recorded start and end): 1 when the limit held.
+    overlap = sql(
+        "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM awa_jobs AS a JOIN awa_jobs AS b"
+        " ON a.concurrency_key = b.concurrency_key AND b.attempted_at <= a.attempted_at"
+        " AND b.finished_at > a.attempted_at GROUP BY a.id) AS o"
+    )[0][0]
+    return {
+        "variant": variant,
+        "jobs": jobs,
+        "processes": processes,
+        "concurrency": concurrency,
+        "jobs_per_s": jobs / float(span),
+        "span_s": float(span),
+        "wall_s": wall,
+        "most_running_per_key": int(overlap),
+    }
+
+
 # -- W5: runcron start-up with N declared schedules -----------------------------
 def w5_startup(n: int) -> dict[str, Any]:
     """``runcron --once`` with ``n`` schedules declared in settings: first on an
@@ -349,6 +401,7 @@ WORKLOADS = {
     "w4_every_second": w4_every_second,
     "enqueue_rates": enqueue_rates,
     "w3_worker": w3_worker,
+    "w3_flow": w3_flow,
     "commit_rate": commit_rate,
 }
 

@@ -73,6 +73,11 @@ SCHEDULES = {
     "k2-catch-up": ("*/2 * * * * *", "catch_up", 2),
     "s1-skip": ("*/1 * * * * *", "coalesce", 1),
 }
+# The every-2-s schedules share one concurrency key at limit 1: the check
+# reads, from the tasks' own recorded starts and ends, that no two of their
+# jobs ran at once through the kills, freezes and outages.
+KEYED = ("c2-coalesce", "k2-catch-up")
+CHAOS_KEY = "chaos-key"
 # Schedules with overlap = 'skip', and how long their task runs: longer than
 # their period, so slots are skipped while a job is unfinished.
 SKIP_SCHEDULES = {"s1-skip": 1.5}
@@ -290,6 +295,7 @@ class Campaign:
                 "kwargs": {"label": name, "seconds": SKIP_SCHEDULES.get(name, TASK_SECONDS)},
                 "missed_fire_policy": policy,
                 "max_attempts": 25,
+                **({"concurrency_key": CHAOS_KEY} if name in KEYED else {}),
                 **({"overlap": "skip"} if name in SKIP_SCHEDULES else {}),
             }
             for name, (expr, policy, _period) in SCHEDULES.items()
@@ -617,6 +623,9 @@ class Campaign:
         if not_done:
             results["problems"].append(f"{len(not_done)} job(s) not completed, e.g. {not_done[:3]}")
         results["jobs"] = len(jobs)
+        results["keyed jobs"], results["key overlaps"] = self.key_overlaps()
+        if results["key overlaps"]:
+            results["problems"].append(f"{results['key overlaps']} run(s) of one concurrency key at once")
         results["reexecutions"] = self.classify_reexecutions()
         if results["reexecutions"].get("unexplained"):
             results["problems"].append("re-executions with no injected cause (see the table)")
@@ -625,6 +634,24 @@ class Campaign:
         results["on-time fires"] = len(lateness)
         return results
 
+    def key_overlaps(self) -> tuple[int, int]:
+        """(keyed jobs, runs that overlapped another run of the key): each job's
+        recorded run of its final attempt, the one the database accepted."""
+        runs = self.sql(
+            "SELECT j.id, min(e.created_at) FILTER (WHERE e.phase = 'started'),"
+            " max(e.created_at) FILTER (WHERE e.phase = 'done')"
+            " FROM awa_jobs AS j JOIN testapp_effect AS e ON e.job_id = j.id AND e.attempt = j.attempt"
+            " WHERE j.concurrency_key = %s AND j.state = 'completed' GROUP BY j.id ORDER BY 2",
+            [CHAOS_KEY],
+        )
+        spans = [(start, end) for _id, start, end in runs if start is not None and end is not None]
+        overlaps = 0
+        latest_end = None
+        for start, end in spans:  # by start: a run overlaps when it starts before an earlier one ended
+            if latest_end is not None and start < latest_end:
+                overlaps += 1
+            latest_end = end if latest_end is None else max(latest_end, end)
+        return len(runs), overlaps
     def check_overlaps(self, problems: list[str]) -> int:
         """Jobs of a 'skip' schedule enqueued while another of its jobs was unfinished."""
         found = 0
@@ -724,6 +751,7 @@ def table(rec: Record, res: dict[str, Any], elapsed: float) -> str:
         ("latest due slot missing after recovery", str(res["latest slot missing"])),
         ("fires while paused or retired", str(res["fired while paused/retired"])),
         ("jobs not completed", str(res["not completed"])),
+        ("keyed jobs / runs of one key at once (limit 1)", f"{res['keyed jobs']} / {res['key overlaps']}"),
         ("re-executions: worker killed", str(reexec["worker killed"])),
         ("re-executions: worker frozen past rescue", str(reexec["worker frozen past rescue"])),
         ("re-executions: lost report (task finished, report lost)", str(reexec["lost report"])),

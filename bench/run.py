@@ -45,11 +45,13 @@ PEER_REQUIREMENTS = [
 # the slot, reporting what they fired by then) and take fewer repetitions at the
 # larger N; W4 runs once per system (60 s each). docs/benchmarks.md prints the
 # repetitions of every figure.
+FLOW_VARIANTS = ["unkeyed", "keys_10", "keys_1000", "rate"]
 QUICK: dict[str, Any] = {
     "w1_idle": {"n": [100, 1000], "reps": 3},
     "w1_plan": {"n": [1000]},
     "w2_burst": {"n": [500], "reps": {}, "peer_reps": {}, "lead": 2, "timeout": 20, "peer_cut_off": 2},
     "w3_worker": {"jobs": 50, "processes": [1], "concurrency": [1, 4], "reps": 1},
+    "w3_flow": {"jobs": 50, "processes": 1, "concurrency": 4, "reps": 1, "variants": FLOW_VARIANTS},
     "enqueue": {"count": 100, "reps": 1},
     "w4": {"n": 50, "seconds": 4, "warmup": 2, "peers": False},
     "w5_startup": {"n": [100]},
@@ -67,6 +69,7 @@ FULL: dict[str, Any] = {
         "peer_cut_off": 20,
     },
     "w3_worker": {"jobs": 1000, "processes": [1, 2], "concurrency": [1, 8, 32], "reps": 5},
+    "w3_flow": {"jobs": 2000, "processes": 2, "concurrency": 8, "reps": 3, "variants": FLOW_VARIANTS},
     "enqueue": {"count": 2000, "reps": 5},
     "w4": {"n": 1000, "seconds": 60},
     "w5_startup": {"n": [1000, 10000]},

@@ -18,7 +18,13 @@ TIME_ZONE = "UTC"
 INSTALLED_APPS = ["django.contrib.contenttypes", "awa_django", "bench.benchapp"]
 DATABASES = {"default": env.db("BENCH_DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/awa_bench")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-TASKS = {"default": {"BACKEND": "awa_django.tasks.backend.AwaBackend"}}
+TASKS = {
+    "default": {
+        "BACKEND": "awa_django.tasks.backend.AwaBackend",
+        # W3's rate-limited variant sets these (bench.awa_side.w3_flow).
+        "OPTIONS": {"QUEUE_LIMITS": env.json("BENCH_QUEUE_LIMITS", default={})},
+    }
+}
 AWA_TASK_MODULES = ["bench.benchapp.tasks"]
 # W5 (start-up) declares BENCH_DECLARED schedules in settings; the others none.
 # Every expression differs (minute, hour and day, up to 40,320), so caches keyed

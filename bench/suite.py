@@ -8,6 +8,7 @@ moment of a shared machine hits every system alike; each figure is the median.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 from collections.abc import Callable
@@ -120,6 +121,25 @@ def w3(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> Non
     )[AWA]
 
 
+def w3_flow(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> None:
+    """W3 with flow control: each variant beside the unkeyed run, interleaved in one run."""
+    log("W3 flow control: keyed jobs, a rate-limited queue")
+    flow = config["w3_flow"]
+    variants = {v: functools.partial(flow_side, sides[AWA], v) for v in flow["variants"]}
+    w["w3_flow"] = interleaved(
+        variants,
+        "w3_flow",
+        {v: flow["reps"] for v in variants},
+        jobs=flow["jobs"],
+        processes=flow["processes"],
+        concurrency=flow["concurrency"],
+    )
+
+
+def flow_side(side: Side, variant: str, workload: str, **kwargs: Any) -> dict[str, Any]:
+    return side(workload, variant=variant, **kwargs)
+
+
 def w4(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) -> None:
     log("W4 every-second schedules")
     systems = with_peers(sides, (BEAT, PROCRASTINATE) if config["w4"].get("peers", True) else ())
@@ -155,6 +175,6 @@ def profiles(sides: dict[str, Side], config: dict[str, Any], w: dict[str, Any]) 
 
 def run_all(sides: dict[str, Side], config: dict[str, Any]) -> dict[str, Any]:
     w: dict[str, Any] = {}
-    for step in (w1, w2, w3, w4, w5, profiles):
+    for step in (w1, w2, w3, w3_flow, w4, w5, profiles):
         step(sides, config, w)
     return w

@@ -14,7 +14,7 @@ from awa_django.tasks import compat
 env = environ.Env()
 
 SECRET_KEY = "awa-django-tests"
-DEBUG = False
+DEBUG = env.bool("AWA_TEST_DEBUG", default=False)
 USE_TZ = True
 TIME_ZONE = "UTC"
 ALLOWED_HOSTS = ["*"]
@@ -63,6 +63,8 @@ TASKS = {
     "default": {
         "BACKEND": "awa_django.tasks.backend.AwaBackend",
         "QUEUES": ["default", "mail", "reports"],
+        # Process tests of queue limits set these through the environment.
+        "OPTIONS": {"QUEUE_LIMITS": env.json("AWA_TEST_QUEUE_LIMITS", default={})},
     }
 }
 

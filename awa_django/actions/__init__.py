@@ -4,7 +4,10 @@
 adopt, retire, restore, retire and restore an owner; ``queues``: queue pause,
 job cancel, retry and prune. Each validates its actor with
 :func:`~awa_django.actions.common.require_actor` and returns an
-:class:`~awa_django.actions.common.ActionResult`.
+:class:`~awa_django.actions.common.ActionResult`. ``declarations`` (no verbs)
+compares schedule rows with this code's declarations (no longer declared,
+declared here but owned elsewhere), for ``awa cron list``, the admin and
+``awa health``.
 """
 
-__all__ = ["common", "history", "owners", "queues", "schedules"]
+__all__ = ["common", "declarations", "history", "owners", "queues", "schedules"]

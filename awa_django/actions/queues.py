@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +24,8 @@ from ..exceptions import OperationRefused, ScheduleNotFound
 from ..models import Job, QueueMeta
 from ..schedules.validation import queue_problem, text_problem
 from ..tasks import jobs
+from ..tasks.backend import AwaBackend
+from ..tasks.compat import task_backends
 from .common import ActionResult, require_actor, require_schedule_name
 
 logger = logging.getLogger("awa_django.queues")
@@ -89,22 +91,37 @@ class QueueStatus:
     paused_at: Any
     paused_by: str | None
     counts: dict[str, int]
+    # QUEUE_LIMITS as the claim enforces them: {"rate": n, "period": seconds, "concurrency": m}.
+    limits: dict[str, int] = field(default_factory=dict)
+
+
+def queue_limits(using: str = "default") -> dict[str, dict[str, int]]:
+    """The ``QUEUE_LIMITS`` of the AwaBackends storing jobs in database ``using``
+    (by backend alias order when two limit one queue)."""
+    merged: dict[str, dict[str, int]] = {}
+    for backend in task_backends.all():
+        if isinstance(backend, AwaBackend) and backend.database == using:
+            for queue, limits in backend.queue_limits.items():
+                merged.setdefault(queue, limits)
+    return merged
 
 
 def list_queues(using: str = "default") -> list[QueueStatus]:
-    """Every queue that has jobs or operator state, with job counts by state."""
+    """Every queue that has jobs, operator state or limits, with job counts by state."""
     counts: dict[str, dict[str, int]] = {}
     for row in Job.objects.using(using).values("queue", "state").annotate(n=Count("id")):
         counts.setdefault(row["queue"], {})[row["state"]] = row["n"]
     meta = {m.queue: m for m in QueueMeta.objects.using(using).all()}
+    limits = queue_limits(using)
     return [
         QueueStatus(
             queue=name,
             paused_at=meta[name].paused_at if name in meta else None,
             paused_by=meta[name].paused_by if name in meta else None,
             counts=counts.get(name, {}),
+            limits=limits.get(name, {}),
         )
-        for name in sorted(set(counts) | set(meta))
+        for name in sorted(set(counts) | set(meta) | set(limits))
     ]
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Case, F, QuerySet, TextField, When
 from django.db.models.functions import Cast, Now
 from django.db.models.query import ModelIterable
@@ -199,7 +199,18 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
     name = require_schedule_name(name, "trigger")
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # FOR SHARE may wait on a frozen peer
-        cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
+        try:
+            with transaction.atomic(using=using):
+                cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
+        except IntegrityError as exc:
+            if (
+                getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+                != "awa_jobs_unique_key"
+            ):
+                raise
+            raise OperationRefused(
+                f"schedule {name!r}: an unfinished job holds its unique_key; trigger it once that job finished"
+            ) from None
         columns = [c.name for c in cursor.description]
         rows = cursor.fetchall()
         if not rows:

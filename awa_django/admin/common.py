@@ -12,9 +12,10 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, cast
 
+import django
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.models import CHANGE, LogEntry
@@ -25,8 +26,8 @@ from django.db import DatabaseError, connections
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from ..db.jsonb import Undecodable
 from ..exceptions import OperationRefused, ScheduleNotFound
@@ -63,13 +64,19 @@ def pretty_json(value: Any) -> SafeString:
     )
 
 
-def shown_name(value: Any) -> SafeString:
+def shown_name(value: Any, break_after: str = "") -> SafeString:
     """A name (schedule, task, queue, owner) as the console shows it: control,
     bidi and zero-width characters written out (``\\u202e``), as in
     ``manage.py awa``, so no name passes for another; a long one is cut by
-    the ``awa-name`` style, whole in its title (on hover)."""
+    the ``awa-name`` style, whole in its title (on hover). ``break_after="."``
+    lets a dotted path break after its dots (where a style allows wrapping)."""
     text = printable(value)
-    return format_html('<span class="awa-name" title="{}">{}</span>', text, text)
+    shown: str | SafeString = text
+    if break_after:
+        shown = format_html_join(
+            mark_safe(break_after + "<wbr>"), "{}", ((p,) for p in text.split(break_after))
+        )
+    return format_html('<span class="awa-name" title="{}">{}</span>', text, shown)
 
 
 class EscapedValuesFilter(admin.AllValuesFieldListFilter):
@@ -109,7 +116,9 @@ def run_each[T](
             text = action(item)
         except OPERATOR_ERRORS as exc:
             logger.info("admin action refused: %s", exc, extra={"event": "admin.action_refused"})
-            model_admin.message_user(request, f"{label(item)}: {exc}", messages.ERROR)
+            # The admin's template capitalises a message's first letter: a
+            # message never starts with a name, which would be shown altered.
+            model_admin.message_user(request, f"Refused for {label(item)}: {exc}", messages.ERROR)
             continue
         (done if text is not None else unchanged).append(text or label(item))
         if text is not None and isinstance(item, Model):
@@ -164,8 +173,54 @@ def badge(text: str, kind: str, title: str = "") -> str:
     return format_html('<span class="awa-badge awa-{}" title="{}">{}</span>', kind, title, text)
 
 
+# The one way the console writes a moment: to the second, with its zone.
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S %Z"
+
+
 def utc(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+    """``value`` in UTC, as the console writes every moment ("-" for none)."""
+    return value.astimezone(UTC).strftime(TIME_FORMAT) if value else "-"
+
+
+def when(value: datetime | None, zone: tzinfo | None = None) -> SafeString | str:
+    """``value`` as every page shows it: in ``zone`` with UTC beside it (under
+    it, quieter) when the two read differently, else in UTC alone."""
+    if value is None:
+        return "-"
+    in_utc = utc(value)
+    local = value.astimezone(zone).strftime(TIME_FORMAT) if zone is not None else in_utc
+    if local == in_utc:
+        return in_utc
+    return format_html('{}<br><span class="awa-utc">{}</span>', local, in_utc)
+
+
+def timestamp(column: str, description: str | None = None) -> Callable[[Any, Any], SafeString | str]:
+    """An admin column or read-only field showing the datetime ``column`` as :func:`when`
+    writes it (Django's own rendering has no seconds and no zone)."""
+
+    @admin.display(description=description or column.replace("_", " "), ordering=column)
+    def show(model_admin: Any, obj: Any) -> SafeString | str:
+        return when(getattr(obj, column))
+
+    return show
+
+
+def seconds(value: float | None) -> str:
+    """A duration as every page shows it."""
+    if value is None:
+        return "-"
+    if value < 60:
+        return f"{value:.3f} s"
+    minutes, rest = divmod(int(value), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{rest:02d}s" if hours else f"{minutes}m{rest:02d}s"
+
+
+def breadcrumbs_as_list() -> bool:
+    """Django 6.1's admin writes breadcrumbs as ``<ol class="breadcrumbs">`` (and styles
+    only that); 5.2 and 6.0 as ``<div class="breadcrumbs">``. The console's own pages
+    follow the running Django (``admin/awa_django/breadcrumbs.html``)."""
+    return django.VERSION >= (6, 1)
 
 
 def confirmation(
@@ -194,6 +249,7 @@ def confirmation(
         "hidden": hidden,
         "form_url": form_url,
         "cancel_url": cancel_url,
+        "awa_breadcrumbs_list": breadcrumbs_as_list(),
     }
     return TemplateResponse(request, "admin/awa_django/confirm_action.html", context)
 

@@ -12,7 +12,8 @@ from django.urls import reverse
 from ..actions import schedules
 from ..cron import search
 from ..models import CronJob, Job
-from .common import utc
+from .common import TIME_FORMAT, seconds, utc
+from .jobs import error_line, fire_time, with_last_error
 
 
 def zone_of(row: CronJob) -> ZoneInfo | None:
@@ -40,7 +41,7 @@ def dst_marked_fires(row: CronJob, now: datetime, count: int = 10) -> list[dict[
                 "local": local,
                 "utc": fire,
                 "dst": note,
-                "local_text": local.strftime("%a %Y-%m-%d %H:%M:%S %Z"),
+                "local_text": local.strftime(TIME_FORMAT),
                 "utc_text": utc(fire),
             }
         )
@@ -63,18 +64,22 @@ def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
         .alias(cron_key=KT("metadata__cron_name"))
         .filter(metadata__has_key="cron_name", cron_key=row.name)
         .order_by("-id")
-        .only("id", "state", "metadata", "attempted_at", "finished_at", "attempt", "created_at")[:count]
+        .only("id", "state", "metadata", "attempted_at", "finished_at", "attempt", "created_at")
     )
+    zone = zone_of(row)
     out = []
-    for job in jobs:
-        duration = (job.finished_at - job.attempted_at) if job.finished_at and job.attempted_at else None
+    for job in with_last_error(jobs)[:count]:
+        duration = getattr(job, "awa_duration", None)
+        fire_at = job.metadata.get("cron_fire_at")
         out.append(
             {
                 "job": job,
                 "url": reverse("admin:awa_django_job_change", args=[job.id]),
-                "fire_at": job.metadata.get("cron_fire_at")
-                or "manual trigger by " + str(job.metadata.get("triggered_by", "?")),
-                "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "-",
+                "fire_at": fire_time(fire_at, zone)
+                if fire_at
+                else "manual trigger by " + str(job.metadata.get("triggered_by", "?")),
+                "duration": seconds(duration.total_seconds()) if duration is not None else "-",
+                "error": error_line(job),
             }
         )
     return out

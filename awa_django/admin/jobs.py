@@ -6,6 +6,7 @@ the planner's statistics, or a count capped at :data:`COUNT_CAP`).
 
 from __future__ import annotations
 
+from datetime import datetime, tzinfo
 from functools import cached_property
 from typing import Any
 
@@ -14,7 +15,8 @@ from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import DurationField, Q, QuerySet, TextField
+from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KT
 from django.http import HttpRequest
 from django.urls import reverse
@@ -22,12 +24,87 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from ..actions import queues
-from ..models import CronJob, Job, QueueMeta
+from ..models import CronJob, Job, JobState, QueueMeta
 from ..terminal import printable
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, log_changes, pretty_json, run_each, shown_name
+from .common import (
+    ReadOnlyAdmin,
+    actor,
+    badge,
+    has_awa_perm,
+    log_changes,
+    pretty_json,
+    run_each,
+    seconds,
+    shown_name,
+    timestamp,
+    when,
+)
 
 # Above this many matching rows the list says "more than N" instead of counting.
 COUNT_CAP = 10_000
+
+# States of a job that has not started its next attempt yet.
+WAITING_STATES = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
+
+# The schedule filter offers at most this many names (any other works as ?cron_name=).
+SCHEDULE_CHOICES = 100
+
+# The latest attempt's error, read in SQL so the list never loads ``errors``
+# (every attempt's traceback, any size): its class and the end of its
+# traceback, where Python writes the exception's own lines.
+ERROR_TAIL_CHARS = 2000
+LAST_ERROR_CLASS_SQL = "left(awa_jobs.errors -> -1 ->> 'exception_class_path', 300)"
+LAST_ERROR_TAIL_SQL = "right(awa_jobs.errors -> -1 ->> 'traceback', %s)"
+# Every attempt's class and traceback, for the search (errors may hold any JSON).
+ERRORS_TEXT_SQL = """
+    CASE WHEN jsonb_typeof(awa_jobs.errors) = 'array' THEN
+        (SELECT string_agg(concat_ws(' ', e ->> 'exception_class_path', e ->> 'traceback'), ' ')
+           FROM jsonb_array_elements(awa_jobs.errors) AS e)
+    END
+"""
+# How long the latest attempt ran, or has been running.
+DURATION_SQL = """
+    CASE WHEN awa_jobs.finished_at IS NOT NULL THEN awa_jobs.finished_at - awa_jobs.attempted_at
+         WHEN awa_jobs.state = 'running' THEN statement_timestamp() - awa_jobs.attempted_at
+    END
+"""
+
+
+def with_last_error(queryset: QuerySet[Job]) -> QuerySet[Job]:
+    """``queryset`` with what :func:`error_line` needs and the latest attempt's duration."""
+    return queryset.annotate(
+        awa_error_class=RawSQL(LAST_ERROR_CLASS_SQL, [], output_field=TextField()),
+        awa_error_tail=RawSQL(LAST_ERROR_TAIL_SQL, [ERROR_TAIL_CHARS], output_field=TextField()),
+        awa_duration=RawSQL(DURATION_SQL, [], output_field=DurationField()),
+    )
+
+
+def error_line(job: Job) -> str:
+    """The first line of the latest attempt's exception (``Class: message``), or "".
+
+    A traceback ends with the exception's lines after its last indented frame
+    line; an entry without frames (a cancel, a lost worker) is its own text.
+    """
+    class_path = getattr(job, "awa_error_class", None)
+    tail = getattr(job, "awa_error_tail", None)
+    if not class_path and not tail:
+        return ""
+    name = str(class_path or "").rpartition(".")[2]
+    lines = [line for line in str(tail or "").splitlines() if line.strip()]
+    frames = [i for i, line in enumerate(lines) if line[:1].isspace() or line.startswith("Traceback (")]
+    after = lines[frames[-1] + 1 :] if frames else lines
+    first = after[0].strip() if after else ""
+    if not name or first.startswith((str(class_path), name)):
+        return first or name
+    return f"{name}: {first}" if first else name
+
+
+def fire_time(value: Any, zone: tzinfo | None = None) -> SafeString | str:
+    """A ``cron_fire_at`` from a job's metadata (ISO text) as :func:`~.common.when` writes it."""
+    try:
+        return when(datetime.fromisoformat(str(value)), zone)
+    except ValueError:
+        return printable(value)
 
 
 class EstimatedCountPaginator(Paginator):  # type: ignore[type-arg]
@@ -94,13 +171,17 @@ class KindFilter(admin.SimpleListFilter):
 
 
 class CronNameFilter(admin.SimpleListFilter):
-    """``?cron_name=NAME``: one schedule's fires (shown only while in use)."""
+    """``?cron_name=NAME``: one schedule's fires; offers the first
+    :data:`SCHEDULE_CHOICES` schedules by name (any other works in the URL)."""
 
     title = "schedule"
     parameter_name = "cron_name"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(str(self.value()), str(self.value()))] if self.value() else []
+        names = set(CronJob.objects.order_by("name").values_list("name", flat=True)[:SCHEDULE_CHOICES])
+        if self.value():
+            names.add(str(self.value()))
+        return [(n, printable(n)) for n in sorted(names)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if not self.value():
@@ -114,17 +195,22 @@ class CronNameFilter(admin.SimpleListFilter):
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
+    # Fits a 1,500 px window beside Django's navigation and filters: the queue
+    # goes under the task, and when a waiting job is due under its state.
     list_display = [
         "id",
-        "task",
-        "queue_name",
-        "state_badge",
+        "task_and_queue",
+        "state_and_due",
         "attempts",
         "schedule",
-        "run_at",
-        "finished_at",
+        "finished_at_shown",
+        "duration",
+        "last_error",
     ]
-    list_filter = ["state", QueueFilter, KindFilter, CronNameFilter]
+    list_filter = ["state", QueueFilter, CronNameFilter, KindFilter]
+    # Searched by get_search_results: task path, schedule name, error text.
+    search_fields = ["kind"]
+    search_help_text = "Task path, schedule name or error text (any attempt's)."
     list_per_page = 50
     ordering = ["-id"]
     paginator = EstimatedCountPaginator
@@ -136,7 +222,15 @@ class JobAdmin(ReadOnlyAdmin):
         (None, {"fields": [("id", "state", "attempts", "queue_name", "priority"), ("task", "schedule")]}),
         ("Outcome", {"fields": ["attempt_errors", "outcome", "worker_ids"]}),
         ("Input", {"fields": ["arguments", "tags", "meta"]}),
-        ("Times", {"fields": [("run_at", "created_at"), ("attempted_at", "finished_at", "heartbeat_at")]}),
+        (
+            "Times",
+            {
+                "fields": [
+                    ("run_at_shown", "created_at_shown"),
+                    ("attempted_at_shown", "finished_at_shown", "heartbeat_at_shown"),
+                ]
+            },
+        ),
     ]
     readonly_fields = [
         "schedule",
@@ -147,7 +241,18 @@ class JobAdmin(ReadOnlyAdmin):
         "meta",
         "task",
         "queue_name",
+        "run_at_shown",
+        "created_at_shown",
+        "attempted_at_shown",
+        "finished_at_shown",
+        "heartbeat_at_shown",
     ]
+
+    run_at_shown = timestamp("run_at", "run at")
+    created_at_shown = timestamp("created_at", "created at")
+    attempted_at_shown = timestamp("attempted_at", "attempted at")
+    finished_at_shown = timestamp("finished_at", "finished at")
+    heartbeat_at_shown = timestamp("heartbeat_at", "heartbeat at")
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "cancel_job")
@@ -158,16 +263,67 @@ class JobAdmin(ReadOnlyAdmin):
         if match is not None and match.url_name == "awa_django_job_changelist":
             # The list shows none of these; each may be up to AWA_MAX_ARGS_BYTES
             # (or, written by raw SQL, any size): never loaded for 50 rows.
-            queryset = queryset.defer("args", "result", "errors")
+            queryset = with_last_error(queryset.defer("args", "result", "errors"))
         return queryset
 
-    @admin.display(description="state", ordering="state")
-    def state_badge(self, job: Job) -> str:
-        return badge(job.state, f"job-{job.state}")
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """The whole term, case-insensitively, in the task path, the schedule
+        name or any attempt's error (class and traceback)."""
+        term = search_term.strip()
+        if term:
+            queryset = queryset.alias(
+                awa_cron_key=KT("metadata__cron_name"),
+                awa_errors_text=RawSQL(ERRORS_TEXT_SQL, [], output_field=TextField()),
+            ).filter(
+                Q(kind__icontains=term) | Q(awa_cron_key__icontains=term) | Q(awa_errors_text__icontains=term)
+            )
+        return super().get_search_results(request, queryset, "")
+
+    @admin.display(description="duration", ordering="awa_duration")
+    def duration(self, job: Job) -> str:
+        value = getattr(job, "awa_duration", None)
+        return seconds(value.total_seconds()) if value is not None else "-"
+
+    @admin.display(description="last error")
+    def last_error(self, job: Job) -> SafeString | str:
+        line = error_line(job)
+        if not line:
+            return "-"
+        return format_html(
+            '<span class="awa-error-line" title="{}">{}</span>', printable(line), printable(line)
+        )
 
     @admin.display(description="task", ordering="kind")
     def task(self, job: Job) -> SafeString:
         return shown_name(job.kind)
+
+    @admin.display(description="task / queue", ordering="kind")
+    def task_and_queue(self, job: Job) -> SafeString:
+        # The dotted path may break after each dot: the column stays narrow, the name whole.
+        return format_html(
+            '<span class="awa-path">{}</span><br><span class="awa-utc">queue {}</span>',
+            shown_name(job.kind, break_after="."),
+            shown_name(job.queue),
+        )
+
+    @admin.display(description="state", ordering="state")
+    def state_and_due(self, job: Job) -> SafeString:
+        """The state; for a job not started yet, when it is due; for a running one, since when."""
+        moment: datetime | None
+        if job.state in WAITING_STATES:
+            word, moment = "due", job.run_at
+        elif job.state == JobState.RUNNING:
+            word, moment = "since", job.attempted_at
+        else:
+            return format_html("{}", badge(job.state, f"job-{job.state}"))
+        return format_html(
+            '{} <span class="awa-utc">{}</span><br><span class="awa-utc">{}</span>',
+            badge(job.state, f"job-{job.state}"),
+            word,
+            when(moment),
+        )
 
     @admin.display(description="queue", ordering="queue")
     def queue_name(self, job: Job) -> SafeString:
@@ -184,8 +340,14 @@ class JobAdmin(ReadOnlyAdmin):
             return "-"
         url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
         metadata = job.metadata  # a dict: cron_name found a name in it
-        fire = metadata.get("cron_fire_at") or (
-            f"manual, by {metadata.get('triggered_by', '?')}" if metadata.get("triggered_manually") else ""
+        fire = (
+            fire_time(metadata["cron_fire_at"])
+            if metadata.get("cron_fire_at")
+            else (
+                f"manual, by {metadata.get('triggered_by', '?')}"
+                if metadata.get("triggered_manually")
+                else ""
+            )
         )
         return format_html(
             '<a href="{}">{}</a><br><span class="awa-utc">{}</span>', url, shown_name(name), fire

@@ -29,9 +29,12 @@ from .common import (
     ReadOnlyAdmin,
     actor,
     badge,
+    breadcrumbs_as_list,
     confirmation,
     has_awa_perm,
     log_changes,
+    timestamp,
+    utc,
 )
 
 
@@ -98,7 +101,11 @@ class CronOwnerAdmin(ReadOnlyAdmin):
     list_per_page = 20
     change_form_template = "admin/awa_django/cronowner/change_form.html"
     change_list_template = "admin/awa_django/cronowner/change_list.html"
-    fields = ["owner_id", "synced_hash", "agreed_hash", "agreed_since", "evidence_until"]
+    fields = ["owner_id", "synced_hash", "agreed_hash", "agreed_since_shown", "evidence_until_shown"]
+    readonly_fields = ["agreed_since_shown", "evidence_until_shown"]
+
+    agreed_since_shown = timestamp("agreed_since", "agreed since")
+    evidence_until_shown = timestamp("evidence_until", "evidence until")
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return OwnerChangeList
@@ -183,6 +190,10 @@ class CronOwnerAdmin(ReadOnlyAdmin):
             may = has_awa_perm(request, "retire_cronjob")
             context.update(
                 awa_plan=plan,
+                awa_agreed_since=utc(plan.agreed_since) if not isinstance(plan, str) else "-",
+                awa_declarations=[]
+                if isinstance(plan, str)
+                else [(d, utc(d.get("expires_at"))) for d in plan.declarations],
                 awa_status=plan_status(plan),
                 awa_retire_url=reverse("admin:awa_django_cronowner_retire", args=[quote(owner.owner_id)])
                 if may
@@ -288,16 +299,28 @@ class CronOwnerAdmin(ReadOnlyAdmin):
                         f"adopted {', '.join(plan.schedules)} (was {was})",
                     )
                     self.message_user(
-                        request, f"{data['name']} now belongs to {data['owner']}", messages.SUCCESS
+                        request,
+                        f"Adopted {data['name']}: it now belongs to {data['owner']}",
+                        messages.SUCCESS,
                     )
                     return HttpResponseRedirect(
                         reverse("admin:awa_django_cronjob_change", args=[quote(data["name"])])
                     )
+            if plan is not None and not plan.schedules:
+                self.message_user(
+                    request,
+                    f"No change: {data['name']} already belongs to {data['owner']}",
+                    messages.WARNING,
+                )
         context = {
             **self.admin_site.each_context(request),
             "title": "Adopt or transfer a schedule",
             "opts": self.model._meta,
             "form": form,
             "plan": plan,
+            # The dry run's names. Not the result itself: an ActionResult is
+            # false unless it changed something, and a dry run changes nothing.
+            "awa_preview": plan.schedules if plan is not None else [],
+            "awa_breadcrumbs_list": breadcrumbs_as_list(),
         }
         return TemplateResponse(request, "admin/awa_django/cronowner/adopt.html", context)

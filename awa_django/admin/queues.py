@@ -1,4 +1,4 @@
-"""Queues in the admin: depth by state, paused or not; pause and resume."""
+"""Queues in the admin: depth by state, paused or not, limits; pause and resume."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from django.utils.safestring import SafeString
 
 from ..actions import queues
 from ..models import Queue
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, utc
+from ..tasks.limits import limit_label
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, timestamp, utc
 
 
 @admin.register(Queue)
@@ -21,6 +22,7 @@ class QueueAdmin(ReadOnlyAdmin):
     list_display = [
         "queue",
         "status",
+        "limits",
         "available",
         "scheduled",
         "running",
@@ -35,8 +37,9 @@ class QueueAdmin(ReadOnlyAdmin):
     fields = [
         "queue",
         "status",
-        "paused_at",
+        "paused_at_shown",
         "paused_by",
+        "limits",
         "available",
         "scheduled",
         "running",
@@ -46,7 +49,9 @@ class QueueAdmin(ReadOnlyAdmin):
         "cancelled",
         "links",
     ]
-    readonly_fields = ["status", "links"]
+    readonly_fields = ["status", "limits", "links", "paused_at_shown"]
+
+    paused_at_shown = timestamp("paused_at", "paused at")
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_queue")
@@ -60,6 +65,11 @@ class QueueAdmin(ReadOnlyAdmin):
             "paused",
             f"since {utc(row.paused_at)}; workers claim nothing, enqueue continues",
         )
+
+    @admin.display(description="limits")
+    def limits(self, row: Queue) -> str:
+        """The queue's QUEUE_LIMITS (rate per period, running at once), enforced fleet-wide at claim."""
+        return limit_label(queues.queue_limits(row._state.db or "default").get(row.queue)) or "-"
 
     @admin.display(description="")
     def links(self, row: Queue) -> SafeString:

@@ -10,7 +10,7 @@ from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 
 from ..models import RuntimeInstance
-from .common import ReadOnlyAdmin, badge
+from .common import ReadOnlyAdmin, badge, timestamp, utc
 
 # The freshness rule reconciliation uses (reconciliation.FRESH_FOR): a row
 # counts for max(30 s, 3 x its snapshot interval).
@@ -18,6 +18,21 @@ FRESH_SQL = (
     "awa_runtime_instances.last_seen_at + make_interval(secs => GREATEST(30.0, "
     "awa_runtime_instances.snapshot_interval_ms * 0.003)) > statement_timestamp()"
 )
+
+
+class StoppedFilter(admin.SimpleListFilter):
+    """Running processes apart from those whose last snapshot recorded a clean stop."""
+
+    title = "state"
+    parameter_name = "stopped"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "running"), ("yes", "stopped")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(shutting_down=self.value() == "yes")
+        return queryset
 
 
 class FreshFilter(admin.SimpleListFilter):
@@ -43,14 +58,27 @@ class RuntimeInstanceAdmin(ReadOnlyAdmin):
         "leader_badge",
         "cron_protocol",
         "freshness",
-        "last_seen_at",
-        "started_at",
+        "last_seen_shown",
+        "started_shown",
         "instance_id",
     ]
-    list_filter = ["role", "leader", FreshFilter, "shutting_down"]
+    list_filter = ["role", "leader", FreshFilter, StoppedFilter]
     ordering = ["-last_seen_at"]
     list_per_page = 100
-    readonly_fields = ["freshness"]
+    # "shutting_down" is shown as "stopped" by ``freshness``: the raw flag would
+    # read "shutting down" for a process that has exited.
+    fields = [
+        ("instance_id", "hostname", "pid"),
+        ("role", "version", "cron_protocol"),
+        ("leader", "freshness"),
+        ("started_shown", "last_seen_shown", "last_pass_shown"),
+        ("snapshot_interval_ms", "queues"),
+    ]
+    readonly_fields = ["freshness", "started_shown", "last_seen_shown", "last_pass_shown"]
+
+    started_shown = timestamp("started_at", "started at")
+    last_seen_shown = timestamp("last_seen_at", "last seen at")
+    last_pass_shown = timestamp("last_pass_at", "last pass at")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuntimeInstance]:
         queryset: QuerySet[RuntimeInstance] = super().get_queryset(request)
@@ -60,9 +88,11 @@ class RuntimeInstanceAdmin(ReadOnlyAdmin):
     def leader_badge(self, row: RuntimeInstance) -> str:
         return badge("leader", "leader") if row.leader else "-"
 
-    @admin.display(description="fresh / stale")
+    @admin.display(description="fresh / stale / stopped")
     def freshness(self, row: RuntimeInstance) -> str:
         if row.shutting_down:
-            return badge("shutting down", "stale")
+            # The last snapshot of a clean stop: the process has exited, it is
+            # not still stopping (the row stays until cleanup, up to a day).
+            return badge("stopped", "retired", f"stopped cleanly; last snapshot {utc(row.last_seen_at)}")
         fresh = getattr(row, "is_fresh", False)
         return badge("fresh", "active") if fresh else badge("stale", "stale", "no snapshot recently")

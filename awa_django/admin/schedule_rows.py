@@ -11,7 +11,8 @@ from django.contrib.admin.views.main import ChangeList
 from django.db import connections
 from django.http import HttpRequest
 
-from ..actions import schedules
+from ..actions import declarations, schedules
+from ..actions.declarations import Mismatch
 from ..conf import conf
 from ..cron import search
 from ..db import sessions
@@ -43,6 +44,8 @@ class RowInfo:
     last_job: tuple[int, str, bool] | None = None
     next_fire: datetime | None = None
     overdue_since: datetime | None = None
+    # How the row differs from this code's declarations (no longer declared, owned elsewhere).
+    mismatch: Mismatch | None = None
 
 
 def _due(row: CronJob) -> datetime | None:
@@ -91,9 +94,11 @@ def annotate_page(rows: list[CronJob], using: str = "default") -> None:
         with connections[using].cursor() as cursor:
             cursor.execute(LAST_JOBS_SQL, [[r.name for r in rows]])
             last = {name: (job_id, state, manual) for name, job_id, state, manual in cursor.fetchall()}
+    names = declarations.declared_names()
     for row in rows:
         info = row_info(row, now, leader, paused)
         info.last_job = last.get(row.name)
+        info.mismatch = declarations.mismatch(row, names)
         vars(row)["_awa"] = info
 
 

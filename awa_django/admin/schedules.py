@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
-from zoneinfo import ZoneInfo
 
 from django.contrib import admin
 from django.contrib.admin import helpers
@@ -18,12 +16,13 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..actions import history, owners, schedules
+from ..actions import declarations, history, owners, schedules
 from ..actions.common import ActionResult
 from ..cron.describe import describe_cron
 from ..models import CronJob
 from ..schedules.declaration import registry
 from ..schedules.runtime import RUNTIME_OWNER
+from ..terminal import printable
 from .common import (
     OPERATOR_ERRORS,
     EscapedValuesFilter,
@@ -37,10 +36,28 @@ from .common import (
     run_each,
     shown_name,
     utc,
+    when,
 )
 from .fires import dst_marked_fires, last_fires, zone_of
 from .schedule_forms import RuntimeScheduleAdminMixin
 from .schedule_rows import RowInfo, ScheduleChangeList, annotate_page
+
+
+class DeclaredFilter(admin.SimpleListFilter):
+    """Rows that differ from this code's declarations (see ``actions.declarations``)."""
+
+    title = "declaration"
+    parameter_name = "declared"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "no longer declared"), ("elsewhere", "declared here, owned elsewhere")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "no":
+            return queryset.filter(declarations.undeclared_q(declarations.declared_names()))
+        if self.value() == "elsewhere":
+            return queryset.filter(declarations.owned_elsewhere_q(declarations.declared_names()))
+        return queryset
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -62,11 +79,18 @@ class StateFilter(admin.SimpleListFilter):
         return queryset
 
 
-def _local_and_utc(moment: datetime, zone: ZoneInfo | None) -> SafeString:
-    local = moment.astimezone(zone) if zone else moment
-    return format_html(
-        '{}<br><span class="awa-utc">{}</span>', local.strftime("%Y-%m-%d %H:%M:%S %Z"), utc(moment)
-    )
+def schedule_time(column: str, description: str) -> Callable[[Any, CronJob], SafeString | str]:
+    """A read-only field showing the datetime ``column`` of a schedule in its zone,
+    with UTC beside it (:func:`when`); a value no datetime holds as the database's text."""
+
+    @admin.display(description=description, ordering=column)
+    def show(model_admin: Any, row: CronJob) -> SafeString | str:
+        value = getattr(row, column)
+        if value is None:
+            return str(getattr(row, f"{column}_text", None) or "-")
+        return when(value, zone_of(row))
+
+    return show
 
 
 # Slot outcomes the schedule's page lists (awa cron history shows more).
@@ -80,6 +104,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     list_display = ["schedule_name", "expression", "zone", "next_fire", "last_fire", "owner", "badges"]
     list_filter = [
         StateFilter,
+        DeclaredFilter,
         ("owner_id", EscapedValuesFilter),
         ("queue", EscapedValuesFilter),
     ]
@@ -113,11 +138,11 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             "State",
             {
                 "fields": [
-                    ("last_enqueued_at", "next_fire_at"),
-                    ("paused_at", "paused_by"),
-                    ("retired_at", "retired_by", "retired_revision"),
-                    ("parked_at", "parked_reason"),
-                    ("created_at", "updated_at"),
+                    ("last_enqueued_at_shown", "next_fire_at_shown"),
+                    ("paused_at_shown", "paused_by"),
+                    ("retired_at_shown", "retired_by", "retired_revision"),
+                    ("parked_at_shown", "parked_reason"),
+                    ("created_at_shown", "updated_at_shown"),
                 ]
             },
         ),
@@ -126,9 +151,13 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         "slot_outcomes",
         "description",
         "declared_in",
-        "created_at",
-        "updated_at",
-        "next_fire_at",
+        "last_enqueued_at_shown",
+        "next_fire_at_shown",
+        "paused_at_shown",
+        "retired_at_shown",
+        "parked_at_shown",
+        "created_at_shown",
+        "updated_at_shown",
         "arguments",
         "meta",
         "schedule_name",
@@ -136,6 +165,14 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         "task",
         "queue_name",
     ]
+
+    last_enqueued_at_shown = schedule_time("last_enqueued_at", "last enqueued at")
+    next_fire_at_shown = schedule_time("next_fire_at", "next fire at (stored)")
+    paused_at_shown = schedule_time("paused_at", "paused at")
+    retired_at_shown = schedule_time("retired_at", "retired at")
+    parked_at_shown = schedule_time("parked_at", "parked at")
+    created_at_shown = schedule_time("created_at", "created at")
+    updated_at_shown = schedule_time("updated_at", "updated at")
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_cronjob")
@@ -226,7 +263,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         info: RowInfo = vars(row)["_awa"]
         if row.is_retired or info.next_fire is None:
             return "never"
-        text = _local_and_utc(info.next_fire, zone_of(row))
+        text = when(info.next_fire, zone_of(row))
         if row.is_paused:
             return format_html("<i>would fire at</i> {} <i>if resumed</i>", text)
         return text
@@ -234,7 +271,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     @admin.display(description="last fire → job", ordering="last_enqueued_at")
     def last_fire(self, row: CronJob) -> SafeString | str:
         info: RowInfo = vars(row)["_awa"]
-        fired = utc(row.last_enqueued_at) if row.last_enqueued_at else "never"
+        fired = when(row.last_enqueued_at, zone_of(row)) if row.last_enqueued_at else "never"
         if info.last_job is None:
             return fired
         job_id, state, manual = info.last_job
@@ -280,13 +317,31 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             items.append(badge("overdue", "overdue", f"due since {utc(info.overdue_since)}"))
         if not items:
             items.append(badge("active", "active"))
+        if info.mismatch is not None and info.mismatch.undeclared:
+            remedy = printable(declarations.undeclared_remedy(row))  # the name, escaped
+            items.append(badge("no longer declared", "stale", f"keeps firing until: {remedy}"))
+        if info.mismatch is not None and info.mismatch.owned_elsewhere is not None:
+            note = printable(declarations.owned_elsewhere_remedy(info.mismatch.owned_elsewhere))
+            items.append(badge("declared here, owned elsewhere", "overdue", note))
         return format_html_join(" ", "{}", ((i,) for i in items))
 
     @admin.display(description="declared in")
     def declared_in(self, row: CronJob) -> str:
+        names = declarations.declared_names()
+        found = declarations.mismatch(row, names)
+        if found.undeclared:
+            return (
+                "no longer declared in this code: it keeps firing until "
+                f"`{printable(declarations.undeclared_remedy(row))}`"
+            )
         declared = next((s for s in registry if s.name == row.name), None)
-        if declared is not None:
-            return declared.source or "this deployment"
+        where = (declared.source or "this deployment") if declared else "AWA_SCHEDULES"
+        if found.owned_elsewhere is not None:
+            return (
+                f"{where}; conflict: {printable(declarations.owned_elsewhere_remedy(found.owned_elsewhere))}"
+            )
+        if row.name in names:
+            return where
         if row.owner_id == RUNTIME_OWNER:
             return "at runtime (no code): editable here, with manage.py awa cron edit, or the API"
         if row.owner_id:
@@ -297,7 +352,12 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        context = {"awa_leader": live_leader(), **(extra_context or {})}
+        leader = live_leader()
+        context = {
+            "awa_leader": leader,
+            "awa_leader_seen": utc(leader.last_seen_at) if leader else "",
+            **(extra_context or {}),
+        }
         return super().changelist_view(request, context)
 
     def change_view(
@@ -397,7 +457,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             try:
                 plan = _verb(action)(name, actor=actor(request), apply=False)
             except OPERATOR_ERRORS as exc:
-                self.message_user(request, f"{name}: {exc}", "error")
+                self.message_user(request, f"Refused for {name}: {exc}", "error")
                 continue
             (changes if plan.schedules else unchanged).append(name)
         if not changes:

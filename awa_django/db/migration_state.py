@@ -8,6 +8,9 @@ same with ``manage.py check --database default``.
 
 from __future__ import annotations
 
+import sys
+from types import FrameType
+
 from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 
@@ -31,3 +34,26 @@ def require_migrated(using: str = "default") -> None:
         raise NotMigrated(
             f"database {using!r} lacks awa_django migration(s) {shown}: run `manage.py migrate`"
         )
+
+
+def migrate_in_progress() -> bool:
+    """True while ``manage.py migrate`` (or a subclass of it) is running in this thread.
+
+    ``migrate`` runs the database checks before it migrates: there, W071
+    ("migrations not applied") would only repeat what the command is about to
+    fix. Django passes checks no hint of the command, so the call stack says:
+    the checks run inside ``migrate``'s ``handle`` (Django 5.2) or inside
+    ``BaseCommand.execute`` called on a ``migrate`` command (Django 6.0+).
+    """
+    from django.core.management.base import BaseCommand
+    from django.core.management.commands.migrate import Command as Migrate
+
+    handle, execute = Migrate.handle.__code__, BaseCommand.execute.__code__
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is handle:
+            return True
+        if frame.f_code is execute and isinstance(frame.f_locals.get("self"), Migrate):
+            return True
+        frame = frame.f_back
+    return False

@@ -96,6 +96,8 @@ class Leader:
         on_pass: Callable[[PassResult], None] | None = None,
     ) -> None:
         self.schedules = list(declared_schedules() if schedules is None else schedules)
+        # Ownership conflicts logged already: each once per process.
+        self.reported_conflicts: set[str] = set()
         # Authoritative deployments publish their schedules as a manifest (see
         # reconciliation.snapshots); only additive ones upsert them directly.
         self.authoritative = configured() is not None
@@ -245,7 +247,7 @@ class Leader:
     def sync(self) -> None:
         """Upsert this process's declared schedules (additive mode only)."""
         if not self.authoritative:
-            sync_schedules(self.schedules, using=self.using)
+            sync_schedules(self.schedules, using=self.using, reported=self.reported_conflicts)
 
     def maintain(self, stop: threading.Event | None = None) -> None:
         """The leader's periodic work besides firing: sync, reconcile, clean up.

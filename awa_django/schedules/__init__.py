@@ -3,7 +3,8 @@
 ``shape`` is the one definition of a schedule's fields; ``builder`` validates one
 declaration into a :class:`~awa_django.schedules.shape.Schedule`;
 ``validation`` holds the hostile-input checks shared by declarations, jobs and
-operator input; ``declaration`` is :func:`periodic`, ``AWA_SCHEDULES`` and
+operator input; ``flow`` validates a schedule's unique and concurrency keys;
+``declaration`` is :func:`periodic`, ``AWA_SCHEDULES`` and
 ``cron.py`` discovery; ``sync`` is the additive sync and ``upsert`` the one
 statement it shares with reconciliation.
 

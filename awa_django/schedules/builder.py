@@ -21,6 +21,7 @@ from ..cron import search
 from ..exceptions import InvalidSchedule
 from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task
 from . import validation
+from .flow import FLOW_METADATA_KEY, flow_metadata
 from .shape import Schedule
 
 # Start-up builds every declared schedule several times (system checks, then
@@ -47,7 +48,9 @@ MAX_TAGS = 20
 MAX_ATTEMPTS_RANGE = (1, 1000)
 # Keys every cron job's metadata gets from the scheduler; user metadata must not
 # shadow them, or a job could claim to be a fire it is not.
-RESERVED_METADATA_KEYS = frozenset({"cron_name", "cron_fire_at", "triggered_manually", "triggered_by"})
+RESERVED_METADATA_KEYS = frozenset(
+    {"cron_name", "cron_fire_at", "triggered_manually", "triggered_by", FLOW_METADATA_KEY}
+)
 
 
 def _json(value: Any, name: str, field_name: str) -> Any:
@@ -304,6 +307,9 @@ def build_schedule(
     starting_deadline: Any = None,
     jitter: Any = 0,
     source: str = "",
+    unique_key: Any = None,
+    concurrency_key: Any = None,
+    concurrency_limit: Any = None,
 ) -> Schedule:
     """Validate one declaration and return its :class:`Schedule` (no registration)."""
     name = _check_name(name)
@@ -316,6 +322,7 @@ def build_schedule(
     max_attempts = _check_max_attempts(name, max_attempts)
     args_json, kwargs_json = _check_arguments(name, args, kwargs)
     metadata_json = _check_metadata(name, metadata)
+    metadata_json.update(flow_metadata(name, unique_key, concurrency_key, concurrency_limit))
     tag_list = _check_tags(name, tags)
     overlap, starting_deadline, jitter = _check_policies(
         name, expression, timezone, overlap, starting_deadline, jitter

@@ -147,8 +147,15 @@ def periodic(
     overlap: str = "allow",
     starting_deadline: timedelta | float | None = None,
     jitter: timedelta | float = 0,
+    unique_key: str | None = None,
+    concurrency_key: str | None = None,
+    concurrency_limit: int | None = None,
 ) -> Schedule:
     """Declare a periodic schedule that runs ``task`` on the ``cron`` expression.
+
+    ``unique_key`` / ``concurrency_key`` (a fixed string or a template over
+    ``{name}`` and ``{slot}``) and ``concurrency_limit`` give each fired job
+    flow control, as :func:`awa_django.enqueue` does.
 
     Call it at import time of an app's ``cron.py`` (autodiscovered). The
     declaration is validated immediately; any problem raises
@@ -173,6 +180,9 @@ def periodic(
         starting_deadline=starting_deadline,
         jitter=jitter,
         source=f"{caller.f_code.co_filename}:{caller.f_lineno}",
+        unique_key=unique_key,
+        concurrency_key=concurrency_key,
+        concurrency_limit=concurrency_limit,
     )
     registry.add(schedule)
     return schedule

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
 from .builder import build_schedule
+from .flow import split_flow
 from .shape import FIELDS, SETTINGS_KEYS, Schedule
 
 __all__ = [
@@ -85,6 +86,11 @@ def row_options(definition: Mapping[str, Any]) -> dict[str, Any]:
             options[_RENAMED[item.key]] = value
         elif len(item.settings) == 1:
             options[item.settings[0]] = list(value) if item.key == "tags" else value
+    # Flow-control options are stored in the metadata (see .flow): back to options.
+    options["metadata"], flow = split_flow(options.get("metadata"))
+    if options["metadata"] is None:
+        del options["metadata"]
+    options.update(flow)
     return options
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cron.search import CronExpression
+from .flow import FLOW_OPTIONS
 
 # The value of a definition field that every definition must carry.
 REQUIRED: Any = object()
@@ -63,8 +64,9 @@ DEFINITION_KEYS = tuple(f.key for f in FIELDS)
 REQUIRED_KEYS = tuple(f.key for f in FIELDS if f.default is REQUIRED)
 # The columns an upsert compares and writes (everything but the name).
 COMPARED_KEYS = DEFINITION_KEYS[1:]
-# Keys accepted in an AWA_SCHEDULES entry.
-SETTINGS_KEYS = frozenset(option for f in FIELDS for option in f.settings)
+# Keys accepted in an AWA_SCHEDULES entry: the definition's, and the flow-control
+# options (stored in the schedule's metadata, see .flow).
+SETTINGS_KEYS = frozenset(option for f in FIELDS for option in f.settings) | FLOW_OPTIONS
 # The column list of ``jsonb_to_recordset(...) AS d(...)`` reading definitions.
 RECORDSET_COLUMNS = ", ".join(f"{f.key} {f.sql_type}" for f in FIELDS)
 

@@ -26,8 +26,15 @@ logger = logging.getLogger("awa_django.sync")
 ROW_FAULTS = (IntegrityError, DataError, InternalError, UnicodeEncodeError)
 
 
-def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> list[str]:
-    """Upsert ``schedules``; return the names that were inserted or changed."""
+def sync_schedules(
+    schedules: Iterable[Schedule], using: str = "default", reported: set[str] | None = None
+) -> list[str]:
+    """Upsert ``schedules``; return the names that were inserted or changed.
+
+    A schedule whose row an owner owns is left alone and logged as
+    ``cron.sync_conflict``: every time, or only once when ``reported`` (the
+    names already logged, updated here) is given.
+    """
     definitions = [s.definition() for s in sorted(schedules, key=lambda s: s.name)]
     if not definitions:
         return []
@@ -59,10 +66,16 @@ def sync_schedules(schedules: Iterable[Schedule], using: str = "default") -> lis
         logger.info("schedule %s synced", name, extra={"event": "cron.synced", "schedule": name})
     for name in sorted(name for name, outcome in outcomes if outcome == "owned"):
         # Owned rows change only through their owner's manifest or an operator.
-        logger.error(
+        # Said once per caller (a leader: once per process), not at every
+        # sync: the admin and `awa cron list` show the conflict while it lasts.
+        if reported is not None:
+            if name in reported:
+                continue
+            reported.add(name)
+        logger.warning(
             "schedule %s is owned by an authoritative deployment or is a runtime schedule "
-            "(awa:runtime); this additive declaration is ignored (adopt it, delete the "
-            "runtime schedule, or remove it from this deployment)",
+            "(awa:runtime); this additive declaration is ignored (delete the runtime "
+            "schedule, or remove it from this deployment's code)",
             name,
             extra={"event": "cron.sync_conflict", "schedule": name},
         )

@@ -3,6 +3,8 @@
 ``compat`` is the one module that knows whether ``django.tasks`` (Django 6) or the
 ``django-tasks`` backport (Django 5.2) is installed; ``backend`` is
 :class:`~awa_django.tasks.backend.AwaBackend` (enqueue, results);
+``enqueue`` is ``awa_django.enqueue`` (unique and concurrency keys); ``limits``
+parses the backend's ``QUEUE_LIMITS`` for the claim;
 ``payloads`` checks what a job may store; ``paths`` loads a job's task from its
 dotted path; ``context`` tells a running task about its job; ``jobs`` holds
 every statement on ``awa_jobs``; ``worker`` is ``runtasks``: it claims jobs and
@@ -12,4 +14,15 @@ the successful ones in batches. ``tracing`` carries an OpenTelemetry trace
 from enqueue (or a cron fire) to the attempts (a no-op without the ``otel`` extra).
 """
 
-__all__ = ["backend", "compat", "context", "jobs", "paths", "payloads", "tracing", "worker"]
+__all__ = [
+    "backend",
+    "compat",
+    "context",
+    "enqueue",
+    "jobs",
+    "limits",
+    "paths",
+    "payloads",
+    "tracing",
+    "worker",
+]

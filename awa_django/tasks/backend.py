@@ -38,6 +38,7 @@ from .compat import (
     TaskResultStatus,
     task_enqueued,
 )
+from .limits import claim_limits, queue_limits_problems
 from .paths import require_runnable_here, resolve_task
 from .payloads import call_parts, checked_payload, enqueue_calls, naming_call
 
@@ -68,6 +69,8 @@ class AwaBackend(BaseTaskBackend):
         super().__init__(alias, params)
         self.database: str = self.options.get("DATABASE", "default")
         self._max_attempts: int | None = self.options.get("MAX_ATTEMPTS")
+        # OPTIONS["QUEUE_LIMITS"] as the claim takes it ({} if unset or invalid: E032).
+        self.queue_limits: dict[str, dict[str, int]] = claim_limits(self.options.get("QUEUE_LIMITS"))
 
     @property
     def max_attempts(self) -> int:
@@ -296,6 +299,15 @@ class AwaBackend(BaseTaskBackend):
                     id="awa_django.E031",
                 )
             )
+        messages += [
+            Error(
+                f"task backend {self.alias!r}: OPTIONS {problem}",
+                hint="e.g. {'emails': {'rate': '100/m', 'concurrency': 5}}: rate '<count>/<period>' "
+                "(period s, m, h, d, or '30s'), concurrency a whole number.",
+                id="awa_django.E032",
+            )
+            for problem in queue_limits_problems(self.options.get("QUEUE_LIMITS"))
+        ]
         if self.database not in connections.settings:
             messages.append(
                 Error(

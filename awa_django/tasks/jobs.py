@@ -39,13 +39,45 @@ class Done(NamedTuple):
     result: str
 
 
-def claim(cursor: Any, queues: Sequence[str] | None, limit: int, worker_id: str) -> list[Row]:
-    """Claim up to ``limit`` ready jobs in one statement (one new attempt each)."""
+def limits_param(limits: dict[str, dict[str, int]] | None) -> str | None:
+    """The claim's ``p_limits`` (JSON text), None without queue limits."""
+    return json.dumps(limits) if limits else None
+
+
+def claim(
+    cursor: Any,
+    queues: Sequence[str] | None,
+    limit: int,
+    worker_id: str,
+    limits: dict[str, dict[str, int]] | None = None,
+) -> list[Row]:
+    """Claim up to ``limit`` ready jobs in one statement (one new attempt each).
+
+    Jobs whose concurrency key or queue (``limits``, from
+    :func:`awa_django.tasks.limits.claim_limits`) has no room are passed over.
+    """
     cursor.execute(
-        "SELECT * FROM awa_claim_v2(%s, %s, %s)",
-        [list(queues) if queues is not None else None, limit, worker_id],
+        "SELECT * FROM awa_claim_v3(%s, %s, %s, %s::jsonb)",
+        [list(queues) if queues is not None else None, limit, worker_id, limits_param(limits)],
     )
     return job_rows(cursor)
+
+
+def held_back(cursor: Any, queues: Sequence[str] | None, limited: Sequence[str]) -> bool:
+    """Whether a ready job in ``queues`` waits only for flow control: it has a
+    concurrency key, or its queue is one of the ``limited`` ones."""
+    cursor.execute(
+        """SELECT EXISTS (
+               SELECT 1 FROM awa_jobs AS j
+                WHERE j.state IN ('available', 'scheduled', 'retryable')
+                  AND j.run_at <= clock_timestamp()
+                  AND (%s::text[] IS NULL OR j.queue = ANY (%s::text[]))
+                  AND (j.concurrency_key IS NOT NULL OR j.queue = ANY (%s::text[]))
+                  AND NOT EXISTS (SELECT 1 FROM awa_queue_meta AS q
+                                   WHERE q.queue = j.queue AND q.paused_at IS NOT NULL))""",
+        [list(queues) if queues is not None else None] * 2 + [list(limited)],
+    )
+    return bool(cursor.fetchone()[0])
 
 
 def complete(cursor: Any, done: Sequence[Done]) -> list[Row]:
@@ -70,18 +102,24 @@ def complete(cursor: Any, done: Sequence[Done]) -> list[Row]:
 CLAIMED_ONLY = (
     "kind", "queue", "args", "priority", "max_attempts", "run_at", "created_at", "attempted_at",
     "heartbeat_at", "errors", "result", "tags", "metadata", "worker_ids", "started_at",
+    "unique_key", "concurrency_key", "concurrency_limit",
 )  # fmt: skip
 COMPLETED_COLUMNS = ("id", "attempt", "state", "finished_at")
 COMPLETE_AND_CLAIM_COLUMNS = [*COMPLETED_COLUMNS, *CLAIMED_ONLY]
 COMPLETE_AND_CLAIM = (
     f"SELECT {', '.join(COMPLETED_COLUMNS)}, "
     + ", ".join(f"CASE WHEN state = 'running' THEN {c} END AS {c}" for c in CLAIMED_ONLY)
-    + " FROM awa_complete_claim_v2(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s)"
+    + " FROM awa_complete_claim_v3(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s, %s::jsonb)"
 )
 
 
 def complete_and_claim(
-    cursor: Any, done: Sequence[Done], queues: Sequence[str] | None, limit: int, worker_id: str
+    cursor: Any,
+    done: Sequence[Done],
+    queues: Sequence[str] | None,
+    limit: int,
+    worker_id: str,
+    limits: dict[str, dict[str, int]] | None = None,
 ) -> tuple[list[Row], list[Row]]:
     """Complete ``done`` and claim up to ``limit`` ready jobs, in one statement.
 
@@ -99,6 +137,7 @@ def complete_and_claim(
             list(queues) if queues is not None else None,
             max(0, limit),
             worker_id,
+            limits_param(limits),
         ],
     )
     # The columns are known: no cursor.description (a new Column object per column and call).

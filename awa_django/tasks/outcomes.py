@@ -9,7 +9,7 @@ Successful attempts are completed in batches (a group commit): the task thread
 that finds no batch in flight stores every finished attempt waiting so far in
 one statement, while the others go back to running tasks. With a
 :class:`Refill` (the worker), the same statement also claims the slots that
-are free by then (``awa_complete_claim_v2``): one round trip and one
+are free by then (``awa_complete_claim_v3``): one round trip and one
 transaction both ends an attempt and starts the next, and the flushing thread
 keeps one of the new attempts to run itself. ``task_finished`` is sent once
 the batch is stored, after the new attempts were handed out.
@@ -333,7 +333,9 @@ class Outcomes:
                 rows = jobs.complete(cursor, done)
             else:
                 claim = 0 if retried else limit
-                rows, claimed = jobs.complete_and_claim(cursor, done, queues, claim, self.worker_id)
+                rows, claimed = jobs.complete_and_claim(
+                    cursor, done, queues, claim, self.worker_id, self.backend.queue_limits
+                )
             if retried:  # what our lost try committed is completed already
                 got = {int(r["id"]) for r in rows}
                 rows += jobs.completed(cursor, [d for d in done if d.id not in got])

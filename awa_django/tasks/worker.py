@@ -1,6 +1,6 @@
 """The ``runtasks`` worker: claim ready jobs, run them, record the outcome.
 
-Claims go through ``awa_claim_v2`` (``FOR UPDATE SKIP LOCKED``, priority then
+Claims go through ``awa_claim_v3`` (``FOR UPDATE SKIP LOCKED``, priority then
 ``run_at`` order, paused queues skipped). Each claim is one *attempt*; every
 report back (completion, failure, heartbeat) names the attempt, so a late
 report from an attempt that was rescued after its worker was presumed dead
@@ -185,7 +185,7 @@ class Worker:
             sessions.reconnect_on_error(self.using, "claim", logger, "worker.error"),
             connections[self.using].cursor() as cursor,
         ):
-            return jobs.claim(cursor, self.queues, limit, self.worker_id)
+            return jobs.claim(cursor, self.queues, limit, self.worker_id, self.backend.queue_limits)
         time.sleep(min(1.0, float(conf.POLL_INTERVAL)))
         return []
 
@@ -255,11 +255,25 @@ class Worker:
         return kept
 
     def _idle_now(self) -> bool:
-        """Burst mode (or max_tasks reached) and nothing running or being claimed: time to stop."""
+        """Burst mode (or max_tasks reached) and nothing running or being claimed: time to stop.
+
+        In burst mode, ready jobs held back by a concurrency key or a queue
+        limit (running elsewhere, or a rate's window) are waited for, not left.
+        """
         with self._lock:
             if self._running or self._reserved:
                 return False
-        return self.burst or (self.max_tasks is not None and self.claimed_total >= self.max_tasks)
+        if self.max_tasks is not None and self.claimed_total >= self.max_tasks:
+            return True
+        return self.burst and not self._held_back()
+
+    def _held_back(self) -> bool:
+        with (
+            sessions.reconnect_on_error(self.using, "claim", logger, "worker.error"),
+            connections[self.using].cursor() as cursor,
+        ):
+            return jobs.held_back(cursor, self.queues, list(self.backend.queue_limits))
+        return True  # the database is unreachable: ask again after the wait
 
     def handoff(self, attempt: Attempt) -> None:
         """Run admitted ``attempt`` in an idle task thread, or a new one."""

@@ -6,10 +6,12 @@ tests with large tables in test_admin_cost.py.
 
 from __future__ import annotations
 
+import re
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.admin.models import LogEntry
@@ -21,6 +23,7 @@ from django.urls import reverse
 
 from awa_django import periodic
 from awa_django.actions import owners, queues, schedules
+from awa_django.admin.common import when
 from awa_django.admin.fires import dst_marked_fires
 from awa_django.models import CronJob, Job, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
@@ -245,7 +248,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
     owners.retire(actor="x", apply=True, name="tomb")
     response = act(admin_client, SCHEDULES, "pause_schedules", "tomb", "ok")
     assert response.status_code == 200
-    assert "tomb: schedule 'tomb' is retired; restore it first" in texts(response)
+    assert "Refused for tomb: schedule 'tomb' is retired; restore it first" in texts(response)
     assert "paused ok" in texts(response)
     response = act(admin_client, SCHEDULES, "trigger_schedules", "tomb")
     assert any("retired" in t for t in texts(response))
@@ -256,7 +259,7 @@ def test_actions__refused_and_failed_actions_are_messages_not_500(
     monkeypatch.setattr(schedules, "resume", broken)
     response = act(admin_client, SCHEDULES, "resume_schedules", "ok")
     assert response.status_code == 200
-    assert texts(response) == ["ok: could not obtain lock on row"]
+    assert texts(response) == ["Refused for ok: could not obtain lock on row"]
 
 
 def test_actions__each_needs_its_permission_and_is_not_offered_without_it() -> None:
@@ -304,6 +307,147 @@ def test_jobs__filters_by_state_queue_kind_and_cron_name(admin_client: Client) -
     assert ids("?kind=tests.testapp.tasks.other") == {other.id}
     page = admin_client.get(JOBS + "?cron_name=a").content.decode()
     assert reverse("admin:awa_django_cronjob_change", args=["a"]) in page
+
+
+CHAINED_TRACEBACK = """Traceback (most recent call last):
+  File "app/tasks.py", line 3, in send
+    connect()
+ConnectionError: refused
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "app/tasks.py", line 5, in send
+    raise smtplib.SMTPServerDisconnected("Connection unexpectedly closed\nsecond line")
+    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+smtplib.SMTPServerDisconnected: Connection unexpectedly closed
+second line
+"""
+
+
+def test_jobs__list_shows_the_last_error_duration_and_attempt(admin_client: Client) -> None:
+    start = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
+    failed = JobFactory(
+        state="failed",
+        attempt=2,
+        max_attempts=2,
+        attempted_at=start,
+        finished_at=start + timedelta(seconds=2.5),
+        errors=[
+            {"exception_class_path": "builtins.KeyError", "traceback": "Traceback: first boom"},
+            {"exception_class_path": "smtplib.SMTPServerDisconnected", "traceback": CHAINED_TRACEBACK},
+        ],
+    )
+    cancelled = JobFactory(state="available")
+    queues.cancel_jobs([cancelled.id], "alice")
+    JobFactory(state="completed", attempt=1, attempted_at=start, finished_at=start + timedelta(minutes=2))
+    response = admin_client.get(JOBS)
+    rows = {job.id: job for job in response.context["cl"].result_list}
+    admin = response.context["cl"].model_admin
+    assert admin.last_error(rows[failed.id]) == (
+        '<span class="awa-error-line" title="smtplib.SMTPServerDisconnected: Connection unexpectedly '
+        'closed">smtplib.SMTPServerDisconnected: Connection unexpectedly closed</span>'
+    )
+    assert "JobCancelled: cancelled by alice" in admin.last_error(rows[cancelled.id])
+    page = response.content.decode()
+    assert "2.500 s" in page and "2m00s" in page and "2/2" in page
+    assert "2026-01-01 08:00:02 UTC" in page  # finished at: seconds and zone
+    # The list never loads the errors column itself.
+    assert "errors" in rows[failed.id].get_deferred_fields()
+
+
+def test_jobs__search_by_task_path_schedule_and_error_text(admin_client: Client) -> None:
+    CronJobFactory(name="nightly-digest")
+    digest = schedules.trigger("nightly-digest", "x")
+    failed = JobFactory(
+        kind="myapp.tasks.export_invoices",
+        state="failed",
+        errors=[{"exception_class_path": "smtplib.SMTPServerDisconnected", "traceback": CHAINED_TRACEBACK}],
+    )
+    odd = JobFactory(kind="myapp.tasks.other", errors={"not": "a list"})
+
+    def ids(term: str) -> set[int]:
+        response = admin_client.get(JOBS, {"q": term})
+        assert response.status_code == 200, term
+        return {j.id for j in response.context["cl"].result_list}
+
+    assert ids("export_INVOICES") == {failed.id}
+    assert ids("nightly-dig") == {digest["id"]}
+    assert ids("unexpectedly closed") == {failed.id}
+    assert ids('raise smtplib.SMTPServerDisconnected("Connection') == {failed.id}
+    assert ids("myapp.tasks") == {failed.id, odd.id}
+    assert ids("nothing like it") == set()
+
+
+def test_jobs__schedule_filter_offers_the_schedules(admin_client: Client) -> None:
+    CronJobFactory(name="alpha")
+    CronJobFactory(name="beta")
+    page = admin_client.get(JOBS).content.decode()
+    assert "?cron_name=alpha" in page and "?cron_name=beta" in page
+
+
+def test_schedule_detail__last_fires_show_the_error_and_the_zone(admin_client: Client) -> None:
+    CronJobFactory(name="berlin", cron_expr="0 9 * * *", timezone="Europe/Berlin")
+    JobFactory(
+        state="failed",
+        metadata={"cron_name": "berlin", "cron_fire_at": "2026-01-05T08:00:00+00:00"},
+        errors=[{"exception_class_path": "smtplib.SMTPServerDisconnected", "traceback": CHAINED_TRACEBACK}],
+    )
+    page = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["berlin"])).content.decode()
+    fires = page[page.index('id="awa-last-fires"') :]
+    assert "smtplib.SMTPServerDisconnected: Connection unexpectedly closed" in fires
+    assert "2026-01-05 09:00:00 CET" in fires and "2026-01-05 08:00:00 UTC" in fires
+
+
+def test_times__seconds_and_zone_on_every_page(admin_client: Client) -> None:
+    """No page writes a time the way Django does by default ("Jan. 5, 2026, 8 a.m.")."""
+    live_leader()
+    CronJobFactory(
+        name="berlin",
+        cron_expr="0 9 * * *",
+        timezone="Europe/Berlin",
+        last_enqueued_at=datetime(2026, 1, 5, 8, 0, tzinfo=UTC),
+    )
+    job = JobFactory(
+        attempted_at=datetime(2026, 1, 5, 8, 0, 1, tzinfo=UTC),
+        finished_at=datetime(2026, 1, 5, 8, 0, 2, tzinfo=UTC),
+        metadata={"cron_name": "berlin", "cron_fire_at": "2026-01-05T08:00:00+00:00"},
+    )
+    queues.pause_queue("default", "alice")
+    owned("web", "w1")
+    runtime = RuntimeInstance.objects.get()
+    pages = {
+        "cronjob": ["", "berlin/change/"],
+        "job": ["", f"{job.id}/change/"],
+        "queue": ["", "default/change/"],
+        "cronowner": ["", "web/change/"],
+        "runtimeinstance": ["", f"{runtime.pk}/change/"],
+    }
+    django_style = re.compile(r"\b(a\.m\.|p\.m\.|noon|midnight)|\b[A-Z][a-z]{2}\.? \d{1,2}, \d{4}")
+    for model, paths in pages.items():
+        for path in paths:
+            response = admin_client.get(f"/admin/awa_django/{model}/{path}")
+            assert response.status_code == 200, (model, path)
+            page = re.sub(r"<pre.*?</pre>", "", response.content.decode(), flags=re.S)
+            assert not django_style.search(page), (model, path, django_style.search(page))
+            for moment in re.findall(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d[:.\d+-]*(?: [A-Z][\w+-]*)?", page):
+                assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z][A-Za-z+\-0-9]*", moment), (
+                    model,
+                    path,
+                    moment,
+                )
+    detail = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["berlin"])).content.decode()
+    assert "2026-01-05 09:00:00 CET" in detail and "2026-01-05 08:00:00 UTC" in detail
+
+
+def test_when__the_zone_beside_utc_only_where_they_differ() -> None:
+    moment = datetime(2026, 7, 1, 7, 0, 5, tzinfo=UTC)
+    assert when(moment) == "2026-07-01 07:00:05 UTC"
+    assert when(moment, ZoneInfo("UTC")) == "2026-07-01 07:00:05 UTC"
+    assert when(moment, ZoneInfo("Europe/Berlin")) == (
+        '2026-07-01 09:00:05 CEST<br><span class="awa-utc">2026-07-01 07:00:05 UTC</span>'
+    )
+    assert when(None) == "-"
 
 
 def test_jobs__detail_shows_args_result_errors_tracebacks_and_workers(admin_client: Client) -> None:
@@ -389,6 +533,23 @@ def test_queues__depth_by_state_pause_and_resume() -> None:
     assert offered(viewer, QUEUES) == set()
 
 
+@override_settings(
+    TASKS={
+        "default": {
+            "BACKEND": "awa_django.tasks.backend.AwaBackend",
+            "OPTIONS": {"QUEUE_LIMITS": {"mail": {"rate": "100/m", "concurrency": 5}}},
+        }
+    }
+)
+def test_queues__show_each_queues_limits(admin_client: Client) -> None:
+    JobFactory(queue="mail", state="available")
+    JobFactory(queue="default", state="available")
+    page = admin_client.get(QUEUES).content.decode()
+    assert "100/60s, 5 at once" in page
+    detail = admin_client.get(reverse("admin:awa_django_queue_change", args=["mail"])).content.decode()
+    assert "100/60s, 5 at once" in detail
+
+
 def test_runtimes__leader_fresh_and_stale(admin_client: Client) -> None:
     live_leader()
     old = RuntimeInstance.objects.create(
@@ -442,6 +603,10 @@ def test_owners__adopt_form_names_the_expected_owner(admin_client: Client) -> No
     assert admin_client.get(url + "?name=loose").status_code == 200
     preview = admin_client.post(url, {"name": "loose", "owner": "web", "expected_owner": ""})
     assert preview.context["plan"].schedules == ["loose"] and not preview.context["plan"].applied
+    # The dry run renders its plan and the confirm button, not the form again.
+    page = preview.content.decode()
+    assert 'id="awa-plan-changes"' in page and "loose: owner (unowned) → web" in page
+    assert 'value="Yes, adopt"' in page and "Show what will change" not in page
     assert CronJob.objects.get(name="loose").owner_id is None
     admin_client.post(url, {"name": "loose", "owner": "web", "expected_owner": "", "post": "yes"})
     assert CronJob.objects.get(name="loose").owner_id == "web"
@@ -452,6 +617,14 @@ def test_owners__adopt_form_names_the_expected_owner(admin_client: Client) -> No
     assert response.status_code == 200
     assert any("ownership conflict" in t for t in texts(response))
     assert CronJob.objects.get(name="w1").owner_id == "web"
+
+
+def test_owners__adopt_of_a_schedule_the_owner_holds_says_no_change(admin_client: Client) -> None:
+    owned("web", "w1")
+    url = reverse("admin:awa_django_cronowner_adopt")
+    response = admin_client.post(url, {"name": "w1", "owner": "web", "expected_owner": "web"})
+    assert texts(response) == ["No change: w1 already belongs to web"]
+    assert "Show what will change" in response.content.decode()
 
 
 def test_owners__lifecycle_views_need_retire_permission() -> None:

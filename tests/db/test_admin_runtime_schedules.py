@@ -128,7 +128,7 @@ def test_code_declared_rows_stay_read_only_and_say_where_declared() -> None:
     client = staff("bob", *EDITOR)
     page = client.get(change_url("nightly")).content.decode()
     assert 'name="cron_expr"' not in page
-    assert "not declared in this process" in page
+    assert "no longer declared in this code" in page  # an unowned row no code declares
     assert client.post(change_url("nightly"), form_data(name="")).status_code == 403
     assert client.post("/admin/awa_django/cronjob/nightly/delete/", {"post": "yes"}).status_code == 403
     assert CronJob.objects.filter(name="nightly").exists()

@@ -44,7 +44,8 @@ def test_cli_cron_list__control_characters_in_names_are_escaped(case: str) -> No
     assert name not in table
     assert name.encode("unicode_escape").decode("ascii") in table
     lines = table.splitlines()
-    assert len(lines) == 3  # header, the one row, the count: no forged row
+    # Header, the one row, its "no longer declared" note, the count: no forged row.
+    assert len(lines) == 4
     assert all(c == "\n" or c >= " " and c not in "\x7f\u202e\u200b" for c in table)
     data = json.loads(run("cron", "list", "--json"))
     assert data[0]["name"] == name

@@ -284,7 +284,7 @@ def test_retry_job__failed_job_gets_one_more_attempt() -> None:
     assert row.errors == [error]  # history is kept
     # And a worker can claim it for attempt 4.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, attempt FROM awa_claim_v2(NULL, 10, 'w-test')")
+        cursor.execute("SELECT id, attempt FROM awa_claim_v3(NULL, 10, 'w-test', NULL)")
         assert cursor.fetchall() == [(job.id, 4)]
 
 
@@ -389,6 +389,23 @@ def test_prune_jobs__default_retention_is_seven_days() -> None:
 # -- CLI: awa queue -------------------------------------------------------------------
 
 
+@override_settings(
+    TASKS={
+        "default": {
+            "BACKEND": "awa_django.tasks.backend.AwaBackend",
+            "OPTIONS": {"QUEUE_LIMITS": {"mail": {"rate": "100/m", "concurrency": 5}}},
+        }
+    }
+)
+def test_cli_queue_list__shows_queue_limits() -> None:
+    JobFactory(queue="default", state=JobState.AVAILABLE)
+    assert awa("queue", "list").strip().splitlines() == [
+        "default: active; available=1",
+        "mail: active; no jobs; limits 100/60s, 5 at once",
+    ]
+    assert awa_json("queue", "list")[1]["limits"] == {"rate": 100, "period": 60, "concurrency": 5}
+
+
 def test_cli_queue_list__empty() -> None:
     assert awa("queue", "list").strip() == "No queues found."
     assert awa_json("queue", "list") == []
@@ -410,12 +427,14 @@ def test_cli_queue_list__text_and_json() -> None:
             "paused_at": None,
             "paused_by": None,
             "counts": {"available": 2, "failed": 1},
+            "limits": {},
         },
         {
             "queue": "reports",
             "paused_at": paused_at.isoformat(),
             "paused_by": "alice",
             "counts": {},
+            "limits": {},
         },
     ]
 

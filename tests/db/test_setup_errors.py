@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,6 +42,13 @@ def test_check_database__unapplied_migrations_are_e071(unmigrated: None) -> None
     messages = [m for m in run_checks(databases=["default"]) if m.id == "awa_django.W071"]
     assert len(messages) == 1
     assert "0009_task_outcomes" in messages[0].msg and messages[0].hint == "Run manage.py migrate."
+
+
+def test_check_database__migrate_itself_does_not_warn_of_the_migrations_it_applies(unmigrated: None) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("migrate", "awa_django", skip_checks=False, stdout=out, stderr=err)
+    assert "W071" not in out.getvalue() + err.getvalue()
+    assert "Applying awa_django.0008" in out.getvalue()  # the checks ran, then the migrations
 
 
 def test_check_database__migrated_database_is_clean() -> None:

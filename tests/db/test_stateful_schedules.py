@@ -718,7 +718,7 @@ def test_model_fires__lord_howe_dst_days() -> None:
     ) == [datetime(2026, 10, 3, 14, 30, tzinfo=UTC), datetime(2026, 10, 3, 16, 0, tzinfo=UTC)]
 
 
-FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0017_execution_policies.sql"
+FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0018_execution_policies.sql"
 # Each guard of a firing entry in awa_cron_fire_v5, and what replaces it. The
 # CAS and created_at guards sit in the CASE arm for a firing entry (no "AND"
 # before the first), so they become TRUE; the parking arm compares the text

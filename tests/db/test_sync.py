@@ -41,7 +41,21 @@ def test_sync__never_deletes_and_keeps_runtime_and_lifecycle_columns() -> None:
 
 def test_sync__an_owned_row_is_not_changed_and_is_reported(caplog: pytest.LogCaptureFixture) -> None:
     CronJobFactory(name="owned", owner_id="billing", cron_expr="0 1 * * *")
-    with caplog.at_level(logging.ERROR, logger="awa_django.sync"):
+    with caplog.at_level(logging.WARNING, logger="awa_django.sync"):
         assert sync_schedules([build_schedule("owned", "0 2 * * *", RECORD)]) == []
     assert CronJob.objects.get(name="owned").cron_expr == "0 1 * * *"
     assert [getattr(r, "event", None) for r in caplog.records] == ["cron.sync_conflict"]
+    assert caplog.records[0].levelno == logging.WARNING
+
+
+def test_sync__a_leader_logs_each_ownership_conflict_once(caplog: pytest.LogCaptureFixture) -> None:
+    CronJobFactory(name="owned", owner_id="billing", cron_expr="0 1 * * *")
+    reported: set[str] = set()
+    with caplog.at_level(logging.WARNING, logger="awa_django.sync"):
+        for _ in range(3):  # three syncs of one process
+            sync_schedules([build_schedule("owned", "0 2 * * *", RECORD)], reported=reported)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "schedule owned is owned by an authoritative deployment or is a runtime schedule "
+        "(awa:runtime); this additive declaration is ignored (delete the runtime "
+        "schedule, or remove it from this deployment's code)"
+    ]

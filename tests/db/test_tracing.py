@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 from opentelemetry import trace
 
+import awa_django
 from awa_django.models import Job
 from awa_django.scheduler.evaluator import evaluate
 from awa_django.scheduler.firing import fire_plan
@@ -51,6 +52,12 @@ def burst() -> Worker:
 def test_enqueue__writes_the_current_trace_context_into_the_job(spans: Any) -> None:
     with trace.get_tracer("test").start_as_current_span("request") as span:
         result = tasks.write_effect.enqueue("traced")
+    assert parent_of(Job.objects.get(id=int(result.id)).metadata) == hex_ids(span)
+
+
+def test_keyed_enqueue__writes_the_current_trace_context_into_the_job(spans: Any) -> None:
+    with trace.get_tracer("test").start_as_current_span("request") as span:
+        result = awa_django.enqueue(tasks.write_effect, args=["traced"], unique_key="u", concurrency_key="c")
     assert parent_of(Job.objects.get(id=int(result.id)).metadata) == hex_ids(span)
 
 

@@ -160,7 +160,7 @@ def test_flush__with_a_refill_completes_and_claims_in_one_statement_and_keeps_on
     worker.outcomes.add(success(worker, row, 1))
     with CaptureQueriesContext(connection) as queries:
         kept = worker.outcomes.flush(refill)
-    assert [q["sql"].count("awa_complete_claim_v2") for q in queries.captured_queries] == [1]
+    assert [q["sql"].count("awa_complete_claim_v3") for q in queries.captured_queries] == [1]
     assert worker.completed == 1 and Job.objects.get(id=row["id"]).state == "completed"
     claimed_ids = [int(waiting[0].id), int(waiting[1].id)]
     assert refill.admitted == [(claimed_ids, 2, True)]

@@ -22,7 +22,7 @@ from playwright.sync_api import sync_playwright
 
 from awa_django.actions import owners, queues, schedules
 from awa_django.cron import search
-from awa_django.models import CronJob, RuntimeInstance
+from awa_django.models import CronJob, CronOwner, Job, RuntimeInstance
 from tests.factories import CronJobFactory, JobFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -301,6 +301,183 @@ def screenshot(page: Any, tmp_path: Path, name: str, full_page: bool = True) -> 
     target.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(target), full_page=full_page)
     assert target.stat().st_size > 10_000
+
+
+# The page's structure, read in the browser: the breadcrumb bar (its element,
+# where it sits and how the admin's CSS styles it), the messages and the tables.
+STRUCTURE_JS = """() => {
+  const style = (el, ...names) => el ? names.map(n => getComputedStyle(el)[n]).join(' ') : null;
+  const crumbs = document.querySelector('.breadcrumbs');
+  const head = document.querySelector('#content thead th');
+  return {
+    crumbs: crumbs && {
+      tag: crumbs.tagName, cls: crumbs.className, parent: crumbs.parentElement.tagName,
+      look: style(crumbs, 'backgroundColor', 'color', 'paddingLeft', 'display'),
+      home: crumbs.querySelector('a').textContent,
+      steps: crumbs.tagName === 'OL' ? [...crumbs.children].every(li => li.tagName === 'LI') : true,
+    },
+    messages: [...document.querySelectorAll('ul.messagelist > li')].map(
+      li => li.className + ' ' + style(li, 'backgroundColor', 'paddingLeft')),
+    head: style(head, 'backgroundColor', 'fontSize', 'textTransform'),
+    tables: [...document.querySelectorAll('#content table')].map(t => !!t.tHead || !!t.querySelector('th')),
+    title: document.title,
+    overflow: document.documentElement.scrollWidth - window.innerWidth,
+  };
+}"""
+
+
+def structure(page: Any) -> dict[str, Any]:
+    found: dict[str, Any] = page.evaluate(STRUCTURE_JS)
+    assert "Server Error" not in found["title"] and "Page not found" not in found["title"], found["title"]
+    return found
+
+
+def stock_admin(console: Console) -> dict[str, dict[str, Any]]:
+    """The structure of stock admin pages of the running Django: a list with a
+    success message, a change form and a delete confirmation (auth users)."""
+    user = User.objects.create_user("bob", password="pw", is_staff=True)
+    page = console.goto(f"/admin/auth/user/{user.pk}/change/")
+    change = structure(page)
+    page.click("input[name=_save]")
+    page.wait_for_load_state()
+    changelist = structure(page)
+    assert changelist["messages"], "saving a user shows a message"
+    confirm = structure(console.goto(f"/admin/auth/user/{user.pk}/delete/"))
+    return {"list": changelist, "change": change, "confirm": confirm}
+
+
+def same_structure(found: dict[str, Any], stock: dict[str, Any], where: str) -> None:
+    assert found["crumbs"] == {**stock["crumbs"], "steps": True}, where
+    assert found["overflow"] <= 0, (where, "wider than the window", found["overflow"])
+    if found["head"] is not None:
+        assert found["head"] == stock["head"] or stock["head"] is None, where
+    assert all(found["tables"]), (where, "a table without header cells")
+    for message in found["messages"]:
+        level = message.split(" ")[0]
+        same_level = [m for m in stock["messages"] if m.split(" ")[0] == level]
+        assert not same_level or message == same_level[0], (where, message, same_level)
+
+
+def test_admin_browser__every_page_has_the_stock_admin_structure(admin_console: Console) -> None:
+    """Each awa page and each confirmation page renders (no server error) with the
+    breadcrumbs, messages and tables of a stock admin page of the same Django."""
+    realistic_data()
+    CronOwner.objects.create(owner_id="web")
+    console = admin_console
+    failures: list[str] = []
+    console.page.on("response", lambda r: r.status >= 400 and failures.append(f"{r.status} {r.url}"))
+    stock = stock_admin(console)
+    stock_list = {**stock["list"], "messages": stock["list"]["messages"]}
+    job = Job.objects.filter(state="failed").get()
+    runtime = RuntimeInstance.objects.get()
+    pages = {
+        "/admin/awa_django/cronjob/": "list",
+        "/admin/awa_django/cronjob/daily-digest/change/": "change",
+        "/admin/awa_django/cronjob/add/": "change",
+        "/admin/awa_django/job/": "list",
+        f"/admin/awa_django/job/{job.id}/change/": "change",
+        "/admin/awa_django/queue/": "list",
+        "/admin/awa_django/queue/mail/change/": "change",
+        "/admin/awa_django/cronowner/": "list",
+        "/admin/awa_django/cronowner/web/change/": "change",
+        "/admin/awa_django/runtimeinstance/": "list",
+        f"/admin/awa_django/runtimeinstance/{runtime.pk}/change/": "change",
+        "/admin/awa_django/cronowner/adopt/": "confirm",
+        "/admin/awa_django/cronowner/web/retire/": "confirm",
+        "/admin/awa_django/cronowner/web/restore/": "confirm",
+    }
+    for path, kind in pages.items():
+        same_structure(structure(console.goto(path)), stock[kind], path)
+
+    # The confirmation pages reached through actions, and a message of each page kind.
+    console.goto("/admin/awa_django/cronjob/")
+    console.run_action("Retire", "daily-digest")
+    assert console.page.locator("#awa-plan-changes").count() == 1
+    same_structure(structure(console.page), stock["confirm"], "retire")
+    console.page.click("input[value='Yes, retire']")
+    console.page.wait_for_load_state()
+    same_structure(structure(console.page), stock_list, "retired: list with a message")
+    console.run_action("Restore", "daily-digest")
+    same_structure(structure(console.page), stock["confirm"], "restore")
+    page = console.goto("/admin/awa_django/cronowner/adopt/?name=ping")
+    page.fill("#id_owner", "web")
+    page.click("input[value='Show what will change']")
+    page.wait_for_load_state()
+    same_structure(structure(page), stock["confirm"], "adopt: the dry run")
+    assert failures == []
+
+
+def test_admin_browser__adopt_shows_the_dry_run_then_confirms(admin_console: Console) -> None:
+    CronJobFactory(name="loose")
+    CronJobFactory(name="owned", owner_id="web")
+    page = admin_console.goto("/admin/awa_django/cronowner/adopt/?name=loose")
+    page.fill("#id_owner", "billing")
+    page.click("input[value='Show what will change']")
+    page.wait_for_load_state()
+    assert page.inner_text("#awa-plan-changes").strip() == "loose: owner (unowned) → billing"
+    assert "Nothing has changed yet." in page.inner_text("#awa-adopt")
+    assert CronJob.objects.get(name="loose").owner_id is None
+    page.click("input[value='Yes, adopt']")
+    page.wait_for_load_state()
+    assert "adopted loose: it now belongs to billing" in admin_console.messages()
+    assert CronJob.objects.get(name="loose").owner_id == "billing"
+    # A transfer names the owner it expects; the preview says from whom to whom.
+    page = admin_console.goto("/admin/awa_django/cronowner/adopt/?name=owned&expected_owner=web")
+    page.fill("#id_owner", "billing")
+    page.click("input[value='Show what will change']")
+    page.wait_for_load_state()
+    assert page.inner_text("#awa-plan-changes").strip() == "owned: owner web → billing"
+
+
+def test_admin_browser__jobs_list_answers_what_failed_and_why(admin_console: Console, tmp_path: Path) -> None:
+    """Error, duration and attempt columns fit a 1,500 px window; search and
+    filters find the failure; the schedule page's fires show the error too."""
+    realistic_data()
+    console = admin_console
+    page = console.goto("/admin/awa_django/job/")
+    headers = [h.strip().lower() for h in page.locator("#result_list thead th").all_inner_texts()]
+    for column in ("task / queue", "state", "attempt", "schedule", "finished at", "duration", "last error"):
+        assert column in headers, headers
+    # Every column shows: the table is no wider than its box (which would scroll) nor the window.
+    fits = page.evaluate(
+        """() => { const box = document.querySelector('#result_list').parentElement;
+                   const right = document.querySelector('#result_list').getBoundingClientRect().right;
+                   return box.scrollWidth <= box.clientWidth && right <= window.innerWidth; }"""
+    )
+    assert fits and structure(page)["overflow"] <= 0
+    failed = page.locator("#result_list tbody tr", has=page.locator(".awa-job-failed"))
+    assert "smtplib.SMTPServerDisconnected: Connection unexpectedly closed" in failed.inner_text()
+    assert "2.400 s" in failed.inner_text() and "2/" in failed.inner_text()
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", failed.inner_text())
+    screenshot(page, tmp_path, "admin-job-list.png", full_page=False)
+
+    for term in ("unexpectedly closed", "daily-digest", "tests.testapp.tasks.record"):
+        page.fill("#searchbar", term)
+        page.press("#searchbar", "Enter")
+        page.wait_for_load_state()
+        assert page.locator("#result_list tbody .awa-job-failed").count() == 1, term
+    page.fill("#searchbar", "no such error anywhere")
+    page.press("#searchbar", "Enter")
+    page.wait_for_load_state()
+    assert page.locator("#result_list").count() == 0
+
+    page = console.goto("/admin/awa_django/job/")
+    for choice in ("state__exact=failed", "queue=mail", "cron_name=daily-digest"):
+        page.click(f"#changelist-filter a[href*='{choice}']")
+        page.wait_for_load_state()
+    assert page.locator("#result_list tbody tr").count() == 1
+    assert page.locator("#result_list tbody .awa-job-failed").count() == 1
+
+    page = console.goto("/admin/awa_django/cronjob/daily-digest/change/")
+    fires = page.inner_text("#awa-last-fires")
+    assert "smtplib.SMTPServerDisconnected: Connection unexpectedly closed" in fires
+    # Berlin's 09:00 beside UTC, to the second, the same way in the list and the fire table.
+    assert re.search(r"\d{4}-\d\d-\d\d 09:00:00 CES?T\s+\d{4}-\d\d-\d\d 0[78]:00:00 UTC", fires), fires
+    listed = console.goto("/admin/awa_django/cronjob/")
+    assert re.search(
+        r"09:00:00 CES?T\s+\d{4}-\d\d-\d\d 0[78]:00:00 UTC", console.row("daily-digest").inner_text()
+    )
+    assert "a.m." not in listed.inner_text("#content") and "p.m." not in listed.inner_text("#content")
 
 
 def test_admin_browser__create_preview_edit_and_delete_a_runtime_schedule(

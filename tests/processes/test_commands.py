@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+import awa_django
 from awa_django.models import CronJob, Job, JobState
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import database_url
@@ -33,6 +34,11 @@ def test_awa_command__exit_codes_in_a_real_shell() -> None:
     assert missing.returncode == 1 and "no cron schedule named 'ghost'" in missing.stderr
     usage = run("awa", "cron", "explode")
     assert usage.returncode == 2 and "invalid choice" in usage.stderr
+
+
+def test_awa_command__version_is_awa_djangos() -> None:
+    done = manage("awa", "--version")
+    assert done.returncode == 0 and done.stdout.strip() == awa_django.__version__
 
 
 @pytest.mark.django_db(transaction=True)

@@ -38,6 +38,25 @@ def test_awa_health__unreachable_database_exits_1_with_a_message_not_a_traceback
     assert "Traceback" not in done.stderr and "unhealthy: database" in done.stderr
 
 
+def test_awa_health__json_writes_only_the_report_and_exits_1_when_unhealthy() -> None:
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        DATABASE_URL="postgres://postgres@127.0.0.1:1/nowhere",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "awa", "health", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["healthy"] is False
+    assert done.stderr == ""
+
+
 # -- real processes ------------------------------------------------------------
 FAST_HEALTH = {"AWA_SNAPSHOT_INTERVAL": "0.5", "AWA_HEALTH_MAX_PASS_AGE": "2"}
 

@@ -57,6 +57,10 @@ def test_the_derived_keys_agree() -> None:
         "overlap",
         "starting_deadline",
         "jitter",
+        # Flow control, stored in the schedule's metadata (schedules.flow).
+        "unique_key",
+        "concurrency_key",
+        "concurrency_limit",
     } == SETTINGS_KEYS
 
 

@@ -9,6 +9,7 @@ non-zero exit status.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -27,12 +28,13 @@ from awa_django.exceptions import InvalidSchedule, OperationRefused, ScheduleNot
 from awa_django.models import Job
 from awa_django.terminal import printable
 
-from ... import cli, health
-from ...actions import history, owners, queues, runtime_schedules, schedules
+from ... import __version__, cli, health
+from ...actions import declarations, history, owners, queues, runtime_schedules, schedules
 from ...db import sessions
 from ...reconciliation import persistence
 from ...schedules.runtime import RUNTIME_OWNER
 from ...schedules.validation import validate_label
+from ...tasks.limits import limit_label
 
 # The command's helpers live in awa_django.cli; this module names them too.
 __all__ = [
@@ -47,8 +49,45 @@ __all__ = [
 ]
 
 
+def mismatch_notes(rows: list[Any], found: list[declarations.Mismatch]) -> list[str]:
+    """Lines under ``cron list`` for rows that differ from this code's declarations."""
+    notes = []
+    for row, mismatch in zip(rows, found, strict=True):
+        if mismatch.undeclared:
+            notes.append(
+                printable(
+                    f"{row.name}: no longer declared in this code; it keeps firing until you run "
+                    f"`{declarations.undeclared_remedy(row)}`"
+                )
+            )
+        if mismatch.owned_elsewhere is not None:
+            notes.append(
+                printable(f"{row.name}: {declarations.owned_elsewhere_remedy(mismatch.owned_elsewhere)}")
+            )
+    return notes
+
+
+class Unhealthy(CommandError):
+    """``awa health`` found a failed check (exit status 1)."""
+
+
 class Command(BaseCommand):
     help = "Operate awa_django: schedules (cron ...), queues (queue ...) and jobs (jobs ...)."
+
+    def get_version(self) -> str:
+        """``manage.py awa --version``: awa_django's version, not Django's."""
+        return __version__
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        try:
+            return super().execute(*args, **options)
+        except Unhealthy as exc:
+            # From a shell, ``--json`` writes the report and nothing else: a
+            # monitor parses stdout and reads the exit status, so no
+            # "CommandError: ..." line on stderr. call_command still raises.
+            if options.get("json") and getattr(self, "_called_from_command_line", False):
+                sys.exit(exc.returncode)
+            raise
 
     def add_arguments(self, parser: Any) -> None:
         cli.add_arguments(parser)
@@ -70,7 +109,7 @@ class Command(BaseCommand):
         self.emit(options, report.as_json(), health.render(report))
         if not report.healthy:
             failed = ", ".join(c.name for c in report.checks if not c.ok)
-            raise CommandError(f"unhealthy: {failed}")
+            raise Unhealthy(f"unhealthy: {failed}")
 
     def emit(self, options: dict[str, Any], data: Any, text: str) -> None:
         if options["json"]:
@@ -81,7 +120,12 @@ class Command(BaseCommand):
     # -- verbs ---------------------------------------------------------------
     def cron_list(self, options: dict[str, Any]) -> None:
         rows = schedules.list_schedules()
+        names = declarations.declared_names()
         data = [schedule_dict(r) for r in rows]
+        mismatches = [declarations.mismatch(r, names) for r in rows]
+        for item, found in zip(data, mismatches, strict=True):
+            item["no_longer_declared"] = found.undeclared
+            item["declared_here_owned_by"] = found.owned_elsewhere
         if not rows:
             self.emit(options, data, "No cron schedules found.")
             return
@@ -111,7 +155,7 @@ class Command(BaseCommand):
                         row.missed_fire_policy,
                         row.queue,
                         row.owner_id or "-",
-                        item["state"],
+                        item["state"] + (" (no longer declared)" if item["no_longer_declared"] else ""),
                         item["last_enqueued_at"] or "never",
                         upcoming[0].isoformat() if upcoming else "-",
                     )
@@ -119,6 +163,7 @@ class Command(BaseCommand):
             )
         widths = [max(len(str(r[i])) for r in table) for i in range(len(header))]
         lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+        lines.extend(mismatch_notes(rows, mismatches))
         lines.append(f"{len(rows)} schedule(s).")
         self.emit(options, data, "\n".join(lines))
 
@@ -345,7 +390,13 @@ class Command(BaseCommand):
     def queue_list(self, options: dict[str, Any]) -> None:
         statuses = queues.list_queues()
         data = [
-            {"queue": q.queue, "paused_at": plain(q.paused_at), "paused_by": q.paused_by, "counts": q.counts}
+            {
+                "queue": q.queue,
+                "paused_at": plain(q.paused_at),
+                "paused_by": q.paused_by,
+                "counts": q.counts,
+                "limits": q.limits,
+            }
             for q in statuses
         ]
         if not statuses:
@@ -355,7 +406,8 @@ class Command(BaseCommand):
         for q in statuses:
             state = f"paused by {q.paused_by}" if q.paused_at else "active"
             counts = ", ".join(f"{k}={v}" for k, v in sorted(q.counts.items())) or "no jobs"
-            lines.append(printable(f"{q.queue}: {state}; {counts}"))
+            limits = f"; limits {limit_label(q.limits)}" if q.limits else ""
+            lines.append(printable(f"{q.queue}: {state}; {counts}{limits}"))
         self.emit(options, data, "\n".join(lines))
 
     def _queue_action(self, options: dict[str, Any], action: str, func: Any) -> None:

@@ -15,8 +15,11 @@ from awa_django.terminal import printable
 
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
+from ...jsonlog import announce
 from ...reconciliation.persistence import RegistrationConflict
 from ...scheduler.leader import Leader
+
+logger = logging.getLogger("awa_django.runcron")
 
 
 class Command(BaseCommand):
@@ -66,7 +69,12 @@ class Command(BaseCommand):
             return
         metrics.serve_from_options(options)
         leader.install_signal_handlers()
-        self.stdout.write(f"runcron: {len(leader.schedules)} declared schedule(s); waiting for leadership")
+        announce(
+            self.stdout.write,
+            logger,
+            f"runcron: {len(leader.schedules)} declared schedule(s); waiting for leadership",
+            "runcron.started",
+        )
         try:
             leader.run()
         except RegistrationConflict as exc:
@@ -74,4 +82,4 @@ class Command(BaseCommand):
         except (DatabaseError, psycopg.Error) as exc:
             # Only the startup snapshot can raise here; the loop survives errors.
             raise CommandError(f"not starting: {privilege_error(exc) or f'database error: {exc}'}") from exc
-        self.stdout.write("runcron: stopped")
+        announce(self.stdout.write, logger, "runcron: stopped", "runcron.stopped")

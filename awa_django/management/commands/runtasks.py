@@ -18,13 +18,16 @@ from awa_django.exceptions import InvalidSchedule, NotMigrated
 from ... import metrics
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
+from ...jsonlog import announce
 from ...reconciliation.persistence import RegistrationConflict
 from ...schedules import validation
 from ...schedules.declaration import declared_schedules
 from ...tasks.compat import InvalidTaskBackend
 from ...tasks.worker import Worker
 
-# Each task thread holds a database connection, and awa_claim_v2 takes the
+logger = logging.getLogger("awa_django.runtasks")
+
+# Each task thread holds a database connection, and awa_claim_v3 takes the
 # number of free slots as an integer: a larger value fails every claim.
 MAX_CONCURRENCY = 1000
 
@@ -121,7 +124,9 @@ class Command(BaseCommand):
             raise CommandError(f"not starting: {privilege_error(exc) or f'database error: {exc}'}") from exc
         metrics.serve_from_options(options)
         worker.install_signal_handlers()
-        self.stdout.write(f"runtasks: worker {worker.worker_id} started")
+        announce(
+            self.stdout.write, logger, f"runtasks: worker {worker.worker_id} started", "runtasks.started"
+        )
         try:
             worker.run()
         except RegistrationConflict as exc:
@@ -131,9 +136,18 @@ class Command(BaseCommand):
         if worker.abandoned:
             # Tasks outlived AWA_SHUTDOWN_TIMEOUT: end the process now rather
             # than wait for them; their attempts are rescued and retried.
-            self.stdout.write(f"runtasks: stopped, abandoning {worker.abandoned} running task(s)")
+            announce(
+                self.stdout.write,
+                logger,
+                f"runtasks: stopped, abandoning {worker.abandoned} running task(s)",
+                "runtasks.stopped",
+            )
             sys.stdout.flush()
+            sys.stderr.flush()
             os._exit(0)
-        self.stdout.write(
-            f"runtasks: stopped after {worker.completed} completed job(s), {worker.failed} failed attempt(s)"
+        announce(
+            self.stdout.write,
+            logger,
+            f"runtasks: stopped after {worker.completed} completed job(s), {worker.failed} failed attempt(s)",
+            "runtasks.stopped",
         )

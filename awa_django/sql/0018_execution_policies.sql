@@ -1,8 +1,8 @@
--- awa_django 0017_execution_policies: per-schedule overlap, starting deadline
+-- awa_django 0018_execution_policies: per-schedule overlap, starting deadline
 -- and jitter, decided inside the fire statement, and the accounting of every
--- slot not enqueued. Installed by migration 0017_execution_policies (after the
+-- slot not enqueued. Installed by migration 0018_execution_policies (after the
 -- overlap/starting_deadline/jitter columns exist), undone by
--- 0017_execution_policies.reverse.sql. Frozen once released (see 0002_cron_core.sql).
+-- 0018_execution_policies.reverse.sql. Frozen once released (see 0002_cron_core.sql).
 
 -- The unfinished jobs of a schedule, for the overlap check: only jobs that
 -- can still run are in it, so the check reads a handful of index entries
@@ -247,8 +247,8 @@ BEGIN
                                             'cron_fire_at', awa_format_fire_at(s.fire_at))
            -- buffer_one: the waiting job starts only once the running one
            -- ended, held back at claim time by a concurrency key of limit 1
-           -- (awa_flow is rendered into the job's concurrency_key by the
-           -- flow-control trigger on awa_jobs, awa_jobs_flow_keys_v1).
+           -- (awa_flow is rendered into the job's concurrency_key by
+           -- 0017_flow_control's trigger on awa_jobs, awa_jobs_flow_keys_v1).
            || CASE WHEN s.overlap = 'buffer_one'
                    THEN jsonb_build_object('awa_flow',
                             CASE WHEN jsonb_typeof(s.metadata -> 'awa_flow') = 'object'
@@ -265,6 +265,6 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION awa_cron_jitter_v1(text, timestamptz, double precision) IS 'awa_django 0017_execution_policies';
-COMMENT ON FUNCTION awa_cron_schedule_fence_v3() IS 'awa_django 0017_execution_policies';
-COMMENT ON FUNCTION awa_cron_fire_v5(jsonb) IS 'awa_django 0017_execution_policies';
+COMMENT ON FUNCTION awa_cron_jitter_v1(text, timestamptz, double precision) IS 'awa_django 0018_execution_policies';
+COMMENT ON FUNCTION awa_cron_schedule_fence_v3() IS 'awa_django 0018_execution_policies';
+COMMENT ON FUNCTION awa_cron_fire_v5(jsonb) IS 'awa_django 0018_execution_policies';

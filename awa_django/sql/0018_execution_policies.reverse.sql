@@ -1,4 +1,4 @@
--- Undo 0017_execution_policies.sql: the fence trigger back on v2, the rest dropped.
+-- Undo 0018_execution_policies.sql: the fence trigger back on v2, the rest dropped.
 DROP TRIGGER awa_cron_schedule_fence ON awa_cron_jobs;
 CREATE TRIGGER awa_cron_schedule_fence
     BEFORE UPDATE OR DELETE ON awa_cron_jobs

@@ -1,6 +1,6 @@
 """Execution policies: overlap, starting_deadline and jitter on ``awa_cron_jobs``,
 the slot accounting tables, the fence v3 and awa_cron_fire_v5
-(sql/0017_execution_policies.sql)."""
+(sql/0018_execution_policies.sql)."""
 
 from django.db import migrations, models
 
@@ -10,7 +10,7 @@ from ..db.sqlfiles import run_sql_file
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('awa_django', '0016_fire_job_metadata'),
+        ('awa_django', '0017_flow_control'),
     ]
 
     operations = [
@@ -46,5 +46,5 @@ class Migration(migrations.Migration):
             name='cron_fire_version',
             field=models.IntegerField(blank=True, null=True),
         ),
-        run_sql_file("0017_execution_policies"),
+        run_sql_file("0018_execution_policies"),
     ]

@@ -1,0 +1,110 @@
+"""Schedule rows compared with this deployment's declarations.
+
+Two mismatches an operator must see, computed here once for ``awa cron list``,
+the admin and ``awa health``:
+
+* **no longer declared**: a live (not retired) row of this deployment's owner
+  (``AWA_OWNER``, or no owner for an additive deployment) that no declaration
+  of this code names. Sync only adds and updates, so such a schedule keeps
+  firing until ``awa cron remove NAME``. An additive deployment cannot tell
+  its own rows from another additive deployment's on a shared database:
+  there, the other's schedules are flagged too (give each an ``AWA_OWNER``).
+* **declared here, owned elsewhere**: this code declares the schedule, but an
+  authoritative deployment owns the row (adopted), so the declaration is
+  ignored: remove the declaration from this code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+
+from ..conf import conf
+from ..exceptions import InvalidSchedule
+from ..models import CronJob
+from ..schedules.declaration import declared_schedules
+from ..schedules.runtime import RUNTIME_OWNER
+
+__all__ = [
+    "Mismatch",
+    "declared_names",
+    "mismatch",
+    "owned_elsewhere_q",
+    "owned_elsewhere_remedy",
+    "undeclared",
+    "undeclared_q",
+    "undeclared_remedy",
+    "undeclared_rows",
+]
+
+
+def declared_names() -> frozenset[str]:
+    """Names this code declares (``cron.py`` and ``AWA_SCHEDULES``); empty if invalid.
+
+    An invalid declaration stops Django from starting, so "empty" is only seen
+    by code that runs the checks itself.
+    """
+    try:
+        return frozenset(s.name for s in declared_schedules())
+    except InvalidSchedule:
+        return frozenset()
+
+
+def undeclared_q(names: frozenset[str]) -> Q:
+    """Rows no longer declared (see :func:`undeclared`), as a filter."""
+    return Q(retired_at__isnull=True, owner_id=conf.OWNER) & ~Q(name__in=names)
+
+
+def owned_elsewhere_q(names: frozenset[str]) -> Q:
+    """Rows this code declares that another deployment owns, as a filter."""
+    other = ~Q(owner_id=conf.OWNER) if conf.OWNER is not None else Q()
+    return Q(name__in=names, owner_id__isnull=False) & other
+
+
+def undeclared_rows(names: frozenset[str] | None = None, using: str = "default") -> QuerySet[CronJob]:
+    """Live rows of this deployment's owner that no declaration names, by name."""
+    names = declared_names() if names is None else names
+    return CronJob.objects.using(using).filter(undeclared_q(names)).order_by("name")
+
+
+def undeclared(row: CronJob, names: frozenset[str]) -> bool:
+    """True when ``row`` belongs to this deployment's owner and is no longer declared."""
+    return row.retired_at is None and row.owner_id == conf.OWNER and row.name not in names
+
+
+def undeclared_remedy(row: CronJob) -> str:
+    """What to run to stop a schedule that is no longer declared.
+
+    An owned row is retired (``remove`` refuses it), an unowned one removed.
+    """
+    verb = "retire" if row.owner_id is not None else "remove"
+    return f"manage.py awa cron {verb} {row.name}"
+
+
+def owned_elsewhere_remedy(owner: str) -> str:
+    """What to do about a declaration ignored because another deployment owns the row."""
+    if owner == RUNTIME_OWNER:
+        return (
+            f"a runtime schedule ({owner}) has this name: this code's declaration of it is "
+            "ignored; delete the runtime schedule, or remove the declaration from this code"
+        )
+    return f"owned by {owner}: this code's declaration of it is ignored; remove it from this code"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """How a row differs from this code's declarations (both False: it matches)."""
+
+    undeclared: bool
+    owned_elsewhere: str | None  # the owner whose row this code also declares
+
+
+def mismatch(row: CronJob, names: frozenset[str]) -> Mismatch:
+    """Compare one row with the declared ``names`` (see the module docstring)."""
+    elsewhere = (
+        row.owner_id
+        if row.name in names and row.owner_id is not None and row.owner_id != conf.OWNER
+        else None
+    )
+    return Mismatch(undeclared=undeclared(row, names), owned_elsewhere=elsewhere)

@@ -1,0 +1,66 @@
+"""A schedule's flow-control options: ``unique_key``, ``concurrency_key``, ``concurrency_limit``.
+
+Each key is a fixed string or a template over ``{name}`` (the schedule's name)
+and ``{slot}`` (the fire's slot, as ``cron_fire_at``; ``manual:<job id>`` for
+an operator's trigger). They are stored in the schedule's metadata under
+``awa_flow``; a trigger on ``awa_jobs`` (sql/0017_flow_control.sql) renders
+them into the fired job's ``unique_key`` / ``concurrency_key`` columns. A fire
+whose unique key an unfinished job holds inserts nothing (the fire statement's
+``ON CONFLICT DO NOTHING``): the slot is skipped, as an overlap.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..exceptions import InvalidSchedule
+
+FLOW_METADATA_KEY = "awa_flow"
+# The options, as AWA_SCHEDULES keys and periodic() arguments.
+FLOW_OPTIONS = frozenset({"unique_key", "concurrency_key", "concurrency_limit"})
+MAX_TEMPLATE_LENGTH = 250  # rendered with a name of <= 200 and a slot: under the 500 of a key
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+MAX_LIMIT = 1_000_000
+
+
+def _template(name: str, field_name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidSchedule(name, field_name, f"must be a non-empty string, got {value!r:.100}")
+    if len(value) > MAX_TEMPLATE_LENGTH or "\x00" in value:
+        raise InvalidSchedule(name, field_name, f"must be 1-{MAX_TEMPLATE_LENGTH} characters, no NUL")
+    unknown = sorted({p for p in PLACEHOLDER.findall(value) if p not in ("name", "slot")})
+    if unknown or "{" in PLACEHOLDER.sub("", value) or "}" in PLACEHOLDER.sub("", value):
+        raise InvalidSchedule(
+            name, field_name, f"may use only the placeholders {{name}} and {{slot}}, got {value!r:.100}"
+        )
+    return value
+
+
+def split_flow(metadata: Any) -> tuple[Any, dict[str, Any]]:
+    """A stored schedule metadata as declaration options: (the metadata without
+    ``awa_flow``, the flow options it held). The inverse of :func:`flow_metadata`."""
+    if not isinstance(metadata, dict) or FLOW_METADATA_KEY not in metadata:
+        return metadata, {}
+    flow = metadata[FLOW_METADATA_KEY]
+    rest = {k: v for k, v in metadata.items() if k != FLOW_METADATA_KEY}
+    return rest, {k: v for k, v in flow.items() if k in FLOW_OPTIONS} if isinstance(flow, dict) else {}
+
+
+def flow_metadata(name: str, unique_key: Any, concurrency_key: Any, concurrency_limit: Any) -> dict[str, Any]:
+    """``{"awa_flow": {...}}`` for the schedule's metadata, ``{}`` without options."""
+    flow: dict[str, Any] = {}
+    if unique_key is not None:
+        flow["unique_key"] = _template(name, "unique_key", unique_key)
+    if concurrency_key is not None:
+        flow["concurrency_key"] = _template(name, "concurrency_key", concurrency_key)
+    if concurrency_limit is not None:
+        if concurrency_key is None:
+            raise InvalidSchedule(name, "concurrency_limit", "needs a concurrency_key")
+        limit = concurrency_limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidSchedule(
+                name, "concurrency_limit", f"must be a whole number 1-{MAX_LIMIT}, got {limit!r:.50}"
+            )
+        flow["concurrency_limit"] = limit
+    return {FLOW_METADATA_KEY: flow} if flow else {}

@@ -1,0 +1,129 @@
+"""Schedules' flow-control options: validated at declaration, rendered into each
+fired job's keys; a fire whose unique key is held inserts nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.checks import run_checks
+from django.db import connection, transaction
+from django.test import override_settings
+
+import awa_django
+from awa_django.actions.runtime_schedules import update_schedule
+from awa_django.actions.schedules import trigger
+from awa_django.exceptions import InvalidSchedule, OperationRefused
+from awa_django.models import CronJob, Job, JobState
+from awa_django.scheduler import firing
+from awa_django.schedules.builder import build_schedule
+from awa_django.schedules.declaration import declared_schedules
+from awa_django.schedules.sync import sync_schedules
+from tests.factories import CronJobFactory
+from tests.helpers.fires import T0, plan_entry
+
+pytestmark = pytest.mark.django_db
+
+TASK = "tests.testapp.tasks.record"
+
+
+def declare(**options: Any) -> CronJob:
+    sync_schedules([build_schedule("nightly", "* * * * *", TASK, **options)])
+    return CronJob.objects.get(name="nightly")
+
+
+def fire(row: CronJob, minutes: int) -> list[dict[str, Any]]:
+    fires = [T0.replace(minute=m) for m in range(minutes)]
+    with transaction.atomic(), connection.cursor() as cursor:
+        return firing.fire_plan(cursor, [plan_entry(row, fires)])
+
+
+def test_schedule_keys__templates_render_over_name_and_slot() -> None:
+    row = declare(unique_key="{name}:{slot}", concurrency_key="sync-{name}", concurrency_limit=2)
+    jobs = fire(row, 2)
+    assert [(j["unique_key"], j["concurrency_key"], j["concurrency_limit"]) for j in jobs] == [
+        (f"nightly:{j['metadata']['cron_fire_at']}", "sync-nightly", 2) for j in jobs
+    ]
+    assert len({j["unique_key"] for j in jobs}) == 2
+    assert all("awa_flow" not in j["metadata"] for j in jobs)
+
+
+def test_schedule_keys__a_held_unique_key_skips_the_fire() -> None:
+    row = declare(unique_key="{name}")
+    assert len(fire(row, 2)) == 1  # the second slot finds the first unfinished
+    with pytest.raises(OperationRefused, match="unique_key"):
+        trigger("nightly", "alice")
+    Job.objects.update(state=JobState.COMPLETED)
+    job = trigger("nightly", "alice")
+    assert Job.objects.get(id=job["id"]).unique_key == "nightly"
+
+
+def test_schedule_keys__manual_trigger_slot() -> None:
+    declare(unique_key="{name}:{slot}")
+    job = trigger("nightly", "alice")
+    assert Job.objects.get(id=job["id"]).unique_key == f"nightly:manual:{job['id']}"
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"unique_key": ""}, "unique_key"),
+        ({"unique_key": 5}, "unique_key"),
+        ({"unique_key": "{tenant}"}, "unique_key"),
+        ({"unique_key": "a{b"}, "unique_key"),
+        ({"concurrency_key": "x" * 251}, "concurrency_key"),
+        ({"concurrency_limit": 2}, "concurrency_limit"),
+        ({"concurrency_key": "k", "concurrency_limit": 0}, "concurrency_limit"),
+        ({"metadata": {"awa_flow": {}}}, "metadata"),
+    ],
+)
+def test_schedule_keys__bad_options_name_the_field(options: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidSchedule, match=field):
+        build_schedule("nightly", "* * * * *", TASK, **options)
+
+
+def test_schedule_keys__accepted_in_awa_schedules() -> None:
+    declared = {
+        "hourly": {
+            "cron": "0 * * * *",
+            "task": TASK,
+            "unique_key": "{name}:{slot}",
+            "concurrency_key": "sync",
+            "concurrency_limit": 2,
+        }
+    }
+    with override_settings(AWA_SCHEDULES=declared):
+        (schedule,) = [s for s in declared_schedules() if s.name == "hourly"]
+        assert [m.id for m in run_checks() if m.id and m.id.startswith("awa_django.E")] == []
+    assert schedule.metadata == {
+        "awa_flow": {"unique_key": "{name}:{slot}", "concurrency_key": "sync", "concurrency_limit": 2}
+    }
+
+
+def test_schedule_keys__a_hand_written_row_fires_with_bounded_keys() -> None:
+    """Whatever a row written by raw SQL holds under awa_flow, its fire inserts a job:
+    keys cut to 500 characters, a key that is not a string ignored, the limit bounded."""
+    row = CronJobFactory(
+        name="raw",
+        metadata={
+            "awa_flow": {"unique_key": "u" * 3000, "concurrency_key": "{name}", "concurrency_limit": 1e12}
+        },
+    )
+    other = CronJobFactory(name="raw2", metadata={"awa_flow": {"unique_key": 7, "concurrency_key": ["x"]}})
+    with transaction.atomic(), connection.cursor() as cursor:
+        jobs = firing.fire_plan(cursor, [plan_entry(row, [T0]), plan_entry(other, [T0])])
+    by_name = {j["metadata"]["cron_name"]: j for j in jobs}
+    assert len(by_name["raw"]["unique_key"]) == 500
+    assert (by_name["raw"]["concurrency_key"], by_name["raw"]["concurrency_limit"]) == ("raw", 1_000_000)
+    assert (by_name["raw2"]["unique_key"], by_name["raw2"]["concurrency_key"]) == (None, None)
+
+
+def test_schedule_keys__runtime_schedules_keep_them_across_edits() -> None:
+    awa_django.create_schedule(
+        "live", "* * * * *", TASK, actor="alice", unique_key="{name}", metadata={"a": 1}
+    )
+    assert update_schedule("live", actor="bob", priority=3).changed
+    assert CronJob.objects.get(name="live").metadata == {"a": 1, "awa_flow": {"unique_key": "{name}"}}
+    update_schedule("live", actor="bob", unique_key="{name}:{slot}", concurrency_key="c")
+    stored = CronJob.objects.get(name="live").metadata
+    assert stored["awa_flow"] == {"unique_key": "{name}:{slot}", "concurrency_key": "c"}
