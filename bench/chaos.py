@@ -652,6 +652,7 @@ class Campaign:
                 overlaps += 1
             latest_end = end if latest_end is None else max(latest_end, end)
         return len(runs), overlaps
+
     def check_overlaps(self, problems: list[str]) -> int:
         """Jobs of a 'skip' schedule enqueued while another of its jobs was unfinished."""
         found = 0

@@ -26,7 +26,14 @@ def test_probe__live_leader_and_local_process_is_healthy() -> None:
     add_runtime(leader=True, pass_ago=1)
     report = probe("cron", hostname=HOST)
     assert report.healthy, health.render(report)
-    assert [c.name for c in report.checks] == ["database", "process", "leader", "schedules", "declarations", "policies"]
+    assert [c.name for c in report.checks] == [
+        "database",
+        "process",
+        "leader",
+        "schedules",
+        "declarations",
+        "policies",
+    ]
 
 
 @pytest.mark.django_db
