@@ -92,7 +92,7 @@ def test_starting_deadline__a_schedule_rewound_an_hour_enqueues_only_slots_insid
     assert history.skip_counts("report")["deadline"] <= 3600
 
 
-def test_buffer_one__never_more_than_two_unfinished_jobs(runcron: Any, runtasks: Any) -> None:
+def test_buffer_one__never_more_than_two_unfinished_jobs_and_runs_never_overlap(runcron: Any, runtasks: Any) -> None:
     schedules = {
         "buffered": {
             "cron": "* * * * * *",
@@ -117,3 +117,8 @@ def test_buffer_one__never_more_than_two_unfinished_jobs(runcron: Any, runtasks:
             and (other.finished_at is None or other.finished_at > job.created_at)
         ]
         assert len(unfinished) <= 1, (job.pk, [o.pk for o in unfinished])
+    # The waiting job started only once the running one had ended (its
+    # concurrency key of limit 1 held it back at claim), across both slots.
+    runs = finished_runs("buffered")
+    for (_, end), (start, _) in zip(runs, runs[1:], strict=False):
+        assert start >= end, runs
