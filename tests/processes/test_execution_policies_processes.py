@@ -92,7 +92,9 @@ def test_starting_deadline__a_schedule_rewound_an_hour_enqueues_only_slots_insid
     assert history.skip_counts("report")["deadline"] <= 3600
 
 
-def test_buffer_one__never_more_than_two_unfinished_jobs_and_runs_never_overlap(runcron: Any, runtasks: Any) -> None:
+def test_buffer_one__never_more_than_two_unfinished_jobs_and_runs_never_overlap(
+    runcron: Any, runtasks: Any
+) -> None:
     schedules = {
         "buffered": {
             "cron": "* * * * * *",
