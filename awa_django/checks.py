@@ -43,7 +43,7 @@ __all__ = [
     "schedule_error",
 ]
 
-# --- AWA_SCHEDULES: E001-E012 -----------------------------------------------------------
+# --- AWA_SCHEDULES: E001-E015 -----------------------------------------------------------
 
 _DATA = ("awa_django.E009", "args must be a list, kwargs/metadata dicts, all JSON-serialisable.")
 # The field of an invalid AWA_SCHEDULES entry -> (check id, hint). One id per kind of
@@ -69,6 +69,12 @@ FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
             "missed_fire_policy is 'coalesce' (default) or 'catch_up'.",
         ),
         "tags": ("awa_django.E011", "tags is a list of at most 20 non-empty strings."),
+        "overlap": ("awa_django.E013", "overlap is 'allow' (default), 'skip' or 'buffer_one'."),
+        "starting_deadline": (
+            "awa_django.E014",
+            "starting_deadline is a timedelta or seconds > 0 (None: no deadline).",
+        ),
+        "jitter": ("awa_django.E015", "jitter is a timedelta or seconds >= 0, below the shortest gap."),
     }
 )
 # An option the schedule validator does not know (or a field without its own id).

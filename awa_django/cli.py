@@ -44,6 +44,8 @@ ROW_FIELDS = (
 # The most upcoming fires ``awa cron show --next`` computes: the bound of
 # actions.schedules.upcoming_fires (one at a time, in Python).
 MAX_UPCOMING = schedules.MAX_UPCOMING
+# The most slot outcomes ``awa cron history`` prints.
+MAX_HISTORY = 1000
 # undefined_table, undefined_function: what a database without awa_django's
 # migrations answers.
 UNDEFINED_OBJECT = frozenset({"42P01", "42883"})
@@ -254,6 +256,14 @@ def add_schedule_verbs(groups: Any) -> None:
         default=5,
         metavar="N",
         help=f"how many upcoming fires to show (0-{MAX_UPCOMING})",
+    )
+    history = verb("history", "What became of the schedule's recent slots.")
+    history.add_argument(
+        "--limit",
+        type=bounded_int(1, MAX_HISTORY),
+        default=50,
+        metavar="N",
+        help=f"how many slots to show, newest first (1-{MAX_HISTORY})",
     )
     verb("pause", "Pause automatic fires (manual triggers still work).", mutates=True)
     verb("resume", "Resume automatic fires.", mutates=True)

@@ -89,6 +89,53 @@ SELECT_OVERDUE = """
 """
 
 ROLES = {"cron": "runcron", "tasks": "runtasks"}
+# The fire statement version that knows the execution policies (awa_cron_fire_v5;
+# awa_django.scheduler.firing.FIRE calls it). Runtime snapshots carry theirs.
+FIRE_STATEMENT_VERSION = 5
+
+# Active schedules with an execution policy, and the live runcron processes
+# whose fire statement predates the policies (they fire none of them: the
+# schedule fence refuses it). Same liveness as SELECT_LIVE.
+SELECT_POLICY_GAP = """
+    SELECT (SELECT count(*) FROM awa_cron_jobs
+             WHERE paused_at IS NULL AND retired_at IS NULL
+               AND (overlap <> 'allow' OR starting_deadline IS NOT NULL OR jitter <> 0)),
+           hostname, pid, leader
+      FROM awa_runtime_instances
+     WHERE role = 'runcron' AND NOT shutting_down
+       AND cron_fire_version IS DISTINCT FROM %s
+       AND last_seen_at > clock_timestamp() - make_interval(secs => snapshot_interval_ms * 0.002 + 5)
+     ORDER BY leader DESC, started_at DESC
+"""
+
+
+def policy_gap(cursor: Any) -> tuple[int, list[tuple[str, int, bool]]]:
+    """(active schedules with execution policies, live runcron processes of a
+    release without them as (hostname, pid, leads)); the count is 0 when no such process lives."""
+    cursor.execute(SELECT_POLICY_GAP, [FIRE_STATEMENT_VERSION])
+    rows = cursor.fetchall()
+    return (int(rows[0][0]) if rows else 0), [(str(h), int(p), bool(lead)) for _, h, p, lead in rows]
+
+
+def policy_gap_message(count: int, old: list[tuple[str, int, bool]]) -> str | None:
+    """Why schedules with execution policies may not fire, or None."""
+    if not count or not old:
+        return None
+    who = ", ".join(f"{h} pid {p}{' (leader)' if lead else ''}" for h, p, lead in old[:5])
+    return (
+        f"{count} schedule(s) with execution policies (overlap, starting_deadline, jitter) never fire "
+        f"while a runcron of a release without them leads: {who}; its fire statement is refused, upgrade it"
+    )
+
+
+def _policies_check(count: int, old: list[tuple[str, int, bool]]) -> Check:
+    message = policy_gap_message(count, old)
+    if message is None:
+        return Check("policies", True, "every live runcron applies the execution policies")
+    # Only a leader fires: an old standby is a risk, not yet a fault.
+    return Check("policies", not any(lead for _, _, lead in old), message)
+
+
 # Every probe query together must finish within this (an exec probe has a timeout).
 PROBE_TIMEOUT_MS = 5000
 
@@ -240,10 +287,12 @@ def probe(
             ]
             overdue: list[tuple[str, float]] = []
             undeclared: list[Any] = []
+            gap: tuple[int, list[tuple[str, int, bool]]] = (0, [])
             if role != "tasks" and not local_only:
                 cursor.execute(SELECT_OVERDUE, [overdue_after])
                 overdue = [(str(n), float(late)) for n, late in cursor.fetchall()]
                 undeclared = _undeclared(using)
+                gap = policy_gap(cursor)
     except (DatabaseError, InterfaceError) as exc:
         report.checks.append(Check("database", False, f"cannot query the database: {exc}".strip()))
         return report
@@ -254,6 +303,7 @@ def probe(
         report.checks.append(_leader_check(rows))
         report.checks.append(_schedules_check(overdue, overdue_after))
         report.checks.append(_declarations_check(undeclared))
+        report.checks.append(_policies_check(*gap))
     return report
 
 

@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 try:
     import prometheus_client
     from prometheus_client import CollectorRegistry, Counter, Histogram
-    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
     from prometheus_client.registry import Collector
 except ImportError:  # the optional extra is not installed
     prometheus_client = None  # type: ignore[assignment]
@@ -82,6 +82,8 @@ DATABASE_GAUGES = """
     UNION ALL
     SELECT 'parked', '', '', count(*)::float8 FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at >= '9999-12-31T00:00:00+00:00'
+    UNION ALL
+    SELECT 'skipped', reason, '', sum(count)::float8 FROM awa_cron_slot_counts GROUP BY reason
     UNION ALL
     SELECT 'runtimes', role, CASE WHEN leader THEN 'leader' ELSE '' END, count(*)::float8
       FROM awa_runtime_instances
@@ -309,7 +311,7 @@ if prometheus_client is not None:
         return registry
 
 
-def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[GaugeMetricFamily]:
+def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Any]:
     """Turn the rows of :data:`DATABASE_GAUGES` into metric families."""
     jobs = GaugeMetricFamily("awa_jobs", "Jobs in awa_jobs by queue and state.", labels=["queue", "state"])
     schedules = GaugeMetricFamily(
@@ -328,6 +330,13 @@ def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Gaug
         "awa_cron_parked_schedules", "Active schedules parked because they cannot be evaluated."
     )
     leaders = GaugeMetricFamily("awa_cron_leaders", "Live runcron processes that report leading.")
+    # Durable, fleet-wide (awa_cron_slot_counts): the same from every process.
+    skipped = CounterMetricFamily(
+        "awa_cron_slots_skipped",
+        "Slots not enqueued because of a schedule's execution policy, by reason (overlap, deadline).",
+        labels=["reason"],
+    )
+    per_reason = {"overlap": 0.0, "deadline": 0.0}
     values = {"due": 0.0, "due_age": 0.0, "parked": 0.0}
     per_role: dict[str, float] = {"runcron": 0.0, "runtasks": 0.0}
     leading = 0.0
@@ -337,6 +346,8 @@ def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Gaug
             jobs.add_metric([first, second], value)
         elif kind == "schedules":
             per_state[first] = value
+        elif kind == "skipped":
+            per_reason[first] = value
         elif kind == "runtimes":
             per_role[first] = per_role.get(first, 0.0) + value
             if second == "leader" and first == "runcron":
@@ -351,7 +362,9 @@ def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Gaug
     due_age.add_metric([], values["due_age"])
     parked.add_metric([], values["parked"])
     leaders.add_metric([], leading)
-    yield from (jobs, schedules, due, due_age, parked, runtimes, leaders)
+    for reason, count in per_reason.items():
+        skipped.add_metric([reason], count)
+    yield from (jobs, schedules, due, due_age, parked, runtimes, leaders, skipped)
 
 
 # -- hooks (no-ops without prometheus-client) -----------------------------------

@@ -50,6 +50,12 @@ class MissedFirePolicy(models.TextChoices):
     CATCH_UP = "catch_up", "Catch up (every missed fire, in order)"
 
 
+class OverlapPolicy(models.TextChoices):
+    ALLOW = "allow", "Allow (runs may overlap)"
+    SKIP = "skip", "Skip (no slot while a job is unfinished)"
+    BUFFER_ONE = "buffer_one", "Buffer one (one runs, at most one waits)"
+
+
 class CronJob(models.Model):
     """One schedule (``awa_cron_jobs``)."""
 
@@ -68,6 +74,14 @@ class CronJob(models.Model):
         default=MissedFirePolicy.COALESCE,
         db_default=MissedFirePolicy.COALESCE,
     )
+    # Execution policies, decided by the fire statement (awa_cron_fire_v5).
+    overlap = models.TextField(
+        choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW, db_default=OverlapPolicy.ALLOW
+    )
+    # Seconds after its fire time past which a slot is not enqueued; NULL = none.
+    starting_deadline = models.FloatField(null=True, blank=True)
+    # Seconds: each job's run_at is its slot plus an offset in [0, jitter).
+    jitter = models.FloatField(default=0, db_default=0)
     # The compare-and-swap token: the *fire time* of the last automatic fire.
     last_enqueued_at = models.DateTimeField(null=True, blank=True)
     # Derived: the next automatic fire, or NULL when it must be (re)computed.
@@ -103,6 +117,15 @@ class CronJob(models.Model):
                 condition=models.Q(missed_fire_policy__in=MissedFirePolicy.values),
                 name="awa_cron_jobs_missed_fire_policy_check",
             ),
+            models.CheckConstraint(
+                condition=models.Q(overlap__in=OverlapPolicy.values),
+                name="awa_cron_jobs_overlap_check",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(starting_deadline__isnull=True) | models.Q(starting_deadline__gt=0),
+                name="awa_cron_jobs_starting_deadline_check",
+            ),
+            models.CheckConstraint(condition=models.Q(jitter__gte=0), name="awa_cron_jobs_jitter_check"),
             models.CheckConstraint(
                 condition=Range(Length("name"), (1, 200)),
                 name="awa_cron_jobs_name_check",
@@ -295,6 +318,9 @@ class RuntimeInstance(models.Model):
     shutting_down = models.BooleanField(default=False)
     # NULL for writers that predate the reconciliation protocol.
     cron_protocol = models.IntegerField(null=True, blank=True)
+    # The version of the fire statement the process runs (5: awa_cron_fire_v5,
+    # which knows the execution policies); NULL for writers that predate it.
+    cron_fire_version = models.IntegerField(null=True, blank=True)
     # When the process last made progress (leader: last evaluation pass); see
     # awa_django/health.py. NULL for writers that predate it.
     last_pass_at = models.DateTimeField(null=True, blank=True)

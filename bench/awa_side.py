@@ -72,10 +72,11 @@ def insert_schedules(n: int, cron_expr: str, next_fire_sql: str | None) -> None:
     (NULL: the evaluator computes it on its next pass, as after a deploy)."""
     sql(
         "INSERT INTO awa_cron_jobs (name, cron_expr, kind, args, metadata, missed_fire_policy, "
-        " queue, priority, max_attempts, tags) "
+        " queue, priority, max_attempts, tags, overlap) "
         "SELECT 'bench-' || lpad(i::text, 6, '0'), %s, %s, '{\"args\": [], \"kwargs\": {}}', '{}', "
-        " 'coalesce', 'default', 0, 3, '{}' FROM generate_series(1, %s) AS i",
-        [cron_expr, KIND, n],
+        " 'coalesce', 'default', 0, 3, '{}', %s FROM generate_series(1, %s) AS i",
+        # BENCH_OVERLAP=skip: every schedule with overlap 'skip' (the policy's cost).
+        [cron_expr, KIND, os.environ.get("BENCH_OVERLAP", "allow"), n],
     )
     if next_fire_sql is not None:
         sql(f"UPDATE awa_cron_jobs SET next_fire_at = {next_fire_sql}")

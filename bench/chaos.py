@@ -71,12 +71,16 @@ SCHEDULES = {
     "k1-catch-up": ("*/1 * * * * *", "catch_up", 1),
     "c2-coalesce": ("*/2 * * * * *", "coalesce", 2),
     "k2-catch-up": ("*/2 * * * * *", "catch_up", 2),
+    "s1-skip": ("*/1 * * * * *", "coalesce", 1),
 }
 # The every-2-s schedules share one concurrency key at limit 1: the check
 # reads, from the tasks' own recorded starts and ends, that no two of their
 # jobs ran at once through the kills, freezes and outages.
 KEYED = ("c2-coalesce", "k2-catch-up")
 CHAOS_KEY = "chaos-key"
+# Schedules with overlap = 'skip', and how long their task runs: longer than
+# their period, so slots are skipped while a job is unfinished.
+SKIP_SCHEDULES = {"s1-skip": 1.5}
 RESCUE_AFTER = 3.0
 # A fault's effects (re-election, rescue, reconnect) settle within this.
 RECOVERY = 8.0
@@ -288,10 +292,11 @@ class Campaign:
             name: {
                 "cron": expr,
                 "task": TASK,
-                "kwargs": {"label": name, "seconds": TASK_SECONDS},
+                "kwargs": {"label": name, "seconds": SKIP_SCHEDULES.get(name, TASK_SECONDS)},
                 "missed_fire_policy": policy,
                 "max_attempts": 25,
                 **({"concurrency_key": CHAOS_KEY} if name in KEYED else {}),
+                **({"overlap": "skip"} if name in SKIP_SCHEDULES else {}),
             }
             for name, (expr, policy, _period) in SCHEDULES.items()
         }
@@ -561,6 +566,7 @@ class Campaign:
             "fired while paused/retired": 0,
             "not completed": 0,
             "latest slot missing": 0,
+            "overlapping jobs": 0,
             "problems": [],
         }
         jobs = self.sql(
@@ -611,6 +617,7 @@ class Campaign:
                     results["problems"].append(
                         f"{name}: {len(extra)} slot(s) the policy excludes, e.g. {sorted(extra)[:3]}"
                     )
+        results["overlapping jobs"] = self.check_overlaps(results["problems"])
         not_done = [j for j in jobs if j[5] != "completed"]
         results["not completed"] = len(not_done)
         if not_done:
@@ -645,6 +652,22 @@ class Campaign:
                 overlaps += 1
             latest_end = end if latest_end is None else max(latest_end, end)
         return len(runs), overlaps
+
+    def check_overlaps(self, problems: list[str]) -> int:
+        """Jobs of a 'skip' schedule enqueued while another of its jobs was unfinished."""
+        found = 0
+        for name in SKIP_SCHEDULES:
+            lives = self.sql(
+                "SELECT id, extract(epoch FROM created_at)::float8, extract(epoch FROM finished_at)::float8 "
+                "FROM awa_jobs WHERE metadata->>'cron_name' = %s AND NOT metadata ? 'triggered_manually' "
+                "ORDER BY created_at",
+                [name],
+            )
+            for (first, _c, finished), (second, created, _f) in zip(lives, lives[1:], strict=False):
+                if finished is None or finished > created:
+                    found += 1
+                    problems.append(f"{name}: job {second} enqueued while job {first} was unfinished")
+        return found
 
     def classify_reexecutions(self) -> Counter[str]:
         """Every execution after a job's first, by the fault that explains it."""
@@ -724,6 +747,7 @@ def table(rec: Record, res: dict[str, Any], elapsed: float) -> str:
         ),
         ("jobs / automatic slots checked", f"{res['jobs']} / {res['slots']}"),
         ("duplicate slots", str(res["duplicates"])),
+        ("jobs of a 'skip' schedule enqueued while one was unfinished", str(res["overlapping jobs"])),
         ("missing catch-up slots / slots the policy excludes", f"{res['missing']} / {res['extra']}"),
         ("latest due slot missing after recovery", str(res["latest slot missing"])),
         ("fires while paused or retired", str(res["fired while paused/retired"])),

@@ -46,6 +46,21 @@ class Check:
 CHECKS = [
     # (a) the fire protocol
     Check(
+        "overlap.pml",
+        (),
+        None,
+        True,
+        "overlap skip: no automatic job while one is unfinished; no slot enqueued twice or both "
+        "enqueued and skipped (2 leaders, worker, manual trigger)",
+    ),
+    Check(
+        "overlap.pml",
+        ("CHECK_OUTSIDE",),
+        None,
+        False,
+        "BROKEN overlap check outside the locked statement (a trigger in between is missed)",
+    ),
+    Check(
         "fire_protocol.pml",
         (),
         None,

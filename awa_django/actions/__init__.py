@@ -12,4 +12,4 @@ schedules; ``celery_beat`` imports django-celery-beat's rows as runtime
 schedules.
 """
 
-__all__ = ["common", "declarations", "owners", "queues", "schedules"]
+__all__ = ["common", "declarations", "history", "owners", "queues", "schedules"]

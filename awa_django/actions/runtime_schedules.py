@@ -209,7 +209,7 @@ def create_schedule(
                 "name",
                 f"differs from {twin!r} only in case or Unicode form; choose distinct names",
             )
-        cursor.execute(_INSERT, [RUNTIME_OWNER, json.dumps([schedule.definition()])])
+        cursor.execute(_INSERT, [RUNTIME_OWNER, json.dumps([schedule.columns()])])
         if cursor.fetchone() is None:  # a concurrent sync inserted the name first
             _refuse_code_name(schedule.name, None)
         cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
@@ -257,7 +257,7 @@ def update_schedule(name: str, *, actor: str, using: str = "default", **changes:
         if retired:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
         schedule = build_runtime_schedule(name, {**row_options(definition), **changes})
-        new = schedule.definition()
+        new = schedule.columns()
         changed = [k for k in COMPARED_KEYS if _stored(new[k]) != _stored(definition[k])]
         if not changed:
             return ActionResult("update", [], name=name, detail="unchanged")

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..actions import declarations, owners, schedules
+from ..actions import declarations, history, owners, schedules
 from ..actions.common import ActionResult
 from ..cron.describe import describe_cron
 from ..models import CronJob
@@ -93,6 +93,10 @@ def schedule_time(column: str, description: str) -> Callable[[Any, CronJob], Saf
     return show
 
 
+# Slot outcomes the schedule's page lists (awa cron history shows more).
+SLOT_OUTCOMES_SHOWN = 20
+
+
 @admin.register(CronJob)
 class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     """Schedule rows with operator actions: code-declared ones read-only, runtime ones editable."""
@@ -123,11 +127,13 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
                     ("schedule_name", "owner", "declared_in"),
                     ("cron_expr", "description", "timezone", "missed_fire_policy"),
                     ("task", "queue_name", "priority", "max_attempts"),
+                    ("overlap", "starting_deadline", "jitter"),
                     "arguments",
                     ("tags", "meta"),
                 ]
             },
         ),
+        ("Recent slots", {"fields": ["slot_outcomes"]}),
         (
             "State",
             {
@@ -142,6 +148,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         ),
     ]
     readonly_fields = [
+        "slot_outcomes",
         "description",
         "declared_in",
         "last_enqueued_at_shown",
@@ -211,6 +218,36 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             '<code>{}</code><br><span class="awa-describe">{}</span>',
             row.cron_expr,
             describe_cron(row.cron_expr),
+        )
+
+    @admin.display(description="slot outcomes (newest first)")
+    def slot_outcomes(self, row: CronJob) -> SafeString:
+        counts = history.skip_counts(row.name)
+        summary = format_html(
+            "Never enqueued: {} for overlap, {} past the starting deadline.",
+            counts.get("overlap", 0),
+            counts.get("deadline", 0),
+        )
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    utc(o.slot),
+                    o.outcome,
+                    f"#{o.job_id}"
+                    if o.job_id is not None
+                    else f"#{o.blocked_by} was unfinished"
+                    if o.blocked_by is not None
+                    else "",
+                )
+                for o in history.slot_history(row.name, SLOT_OUTCOMES_SHOWN)
+            ),
+        )
+        return format_html(
+            '{}<table class="awa-slot-outcomes"><tr><th>slot</th><th>outcome</th><th>job</th></tr>{}</table>',
+            summary,
+            rows,
         )
 
     @admin.display(description="description")

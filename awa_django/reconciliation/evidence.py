@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import connections
 
-from ..schedules.shape import DEFINITION_KEYS
+from ..schedules.shape import POLICY_DEFAULTS, REQUIRED_KEYS
 from .decision import Agreement, Declaration, Evidence, StoredRow
 
 # Freshness: a runtime row counts for max(30 s, 3 x its snapshot interval).
@@ -94,8 +94,13 @@ def published_manifest(cursor: Any, owner: str, desired_hash: str) -> tuple[dict
 # integer and jsonb columns, so a timestamp no Python datetime holds (a raw
 # 'infinity') cannot fail the read of the owner's rows (every owner's
 # reconciliation would fail on it), and the JSON comes back JSON-normal.
-_DEFINITION = "jsonb_build_object({})::text".format(
-    ", ".join(f"'{k}', {'COALESCE(tags, ARRAY[]::text[])' if k == 'tags' else k}" for k in DEFINITION_KEYS)
+# Execution policies at their default are left out, as in a manifest.
+_DEFINITION = "(jsonb_build_object({}) || jsonb_strip_nulls(jsonb_build_object({})))::text".format(
+    ", ".join(f"'{k}', {'COALESCE(tags, ARRAY[]::text[])' if k == 'tags' else k}" for k in REQUIRED_KEYS),
+    ", ".join(
+        f"'{k}', {k}" if default is None else f"'{k}', NULLIF({k}, {default!r})"
+        for k, default in POLICY_DEFAULTS.items()
+    ),
 )
 
 

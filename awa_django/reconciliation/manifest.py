@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..schedules.builder import MAX_NAME_LENGTH
-from ..schedules.shape import DEFINITION_KEYS, Schedule
+from ..schedules.shape import DEFINITION_KEYS, POLICY_DEFAULTS, REQUIRED_KEYS, Schedule
 
 __all__ = [
     "DEFINITION_KEYS",
+    "REQUIRED_KEYS",
     "InvalidManifest",
     "Manifest",
     "build_manifest",
@@ -54,7 +55,7 @@ def build_manifest(definitions: Iterable[Mapping[str, Any]]) -> Manifest:
     entries: list[dict[str, Any]] = []
     seen: set[str] = set()
     for definition in definitions:
-        missing = [k for k in DEFINITION_KEYS if k not in definition]
+        missing = [k for k in REQUIRED_KEYS if k not in definition]
         if missing:
             raise InvalidManifest(f"manifest entry {definition.get('name')!r} lacks {missing}")
         name = definition["name"]
@@ -64,7 +65,13 @@ def build_manifest(definitions: Iterable[Mapping[str, Any]]) -> Manifest:
             raise InvalidManifest(f"schedule {name!r} appears twice in the manifest")
         seen.add(name)
         # Round-trip through canonical JSON: the entry is exactly what is hashed.
-        entries.append(json.loads(canonical_json({k: definition[k] for k in DEFINITION_KEYS})))
+        # Policies at their default are left out, as Schedule.definition does.
+        entry = {
+            k: definition[k]
+            for k in DEFINITION_KEYS
+            if k in definition and (k not in POLICY_DEFAULTS or definition[k] != POLICY_DEFAULTS[k])
+        }
+        entries.append(json.loads(canonical_json(entry)))
     entries.sort(key=lambda e: e["name"])
     text = canonical_json(entries)
     return Manifest(tuple(entries), text, hashlib.sha256(text.encode("utf-8")).hexdigest())

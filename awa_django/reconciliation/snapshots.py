@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
 
@@ -31,7 +32,7 @@ from .. import __version__
 from ..conf import conf
 from ..db import sessions
 from ..db.guards import CancellableWaits, bound_transaction_waits, lock_wait_timed_out, stop_deadline
-from ..health import Progress, record_progress
+from ..health import FIRE_STATEMENT_VERSION, Progress, policy_gap, policy_gap_message, record_progress
 from ..jsonlog import bind_process
 from ..schedules.declaration import Schedule
 from .manifest import Manifest, manifest_for
@@ -55,12 +56,13 @@ FINAL_WRITE_LEAST_WAIT = 0.1
 UPSERT_SNAPSHOT = """
     INSERT INTO awa_runtime_instances
         (instance_id, hostname, pid, version, role, started_at, last_seen_at,
-         snapshot_interval_ms, leader, queues, shutting_down, cron_protocol)
-    VALUES (%s, %s, %s, %s, %s, clock_timestamp(), clock_timestamp(), %s, %s, %s::jsonb, %s, %s)
+         snapshot_interval_ms, leader, queues, shutting_down, cron_protocol, cron_fire_version)
+    VALUES (%s, %s, %s, %s, %s, clock_timestamp(), clock_timestamp(), %s, %s, %s::jsonb, %s, %s, %s)
     ON CONFLICT (instance_id) DO UPDATE
        SET last_seen_at = clock_timestamp(), snapshot_interval_ms = EXCLUDED.snapshot_interval_ms,
            leader = EXCLUDED.leader, queues = EXCLUDED.queues,
-           shutting_down = EXCLUDED.shutting_down, cron_protocol = EXCLUDED.cron_protocol
+           shutting_down = EXCLUDED.shutting_down, cron_protocol = EXCLUDED.cron_protocol,
+           cron_fire_version = EXCLUDED.cron_fire_version
 """
 
 
@@ -91,6 +93,7 @@ class RuntimeReporter:
         self.manifest: Manifest | None = manifest_for(schedules) if self.config else None
         self._stop = threading.Event()
         self._reported_leader = False
+        self._policy_gap: str | None = None  # the last warning logged, to log each once
         self._thread: threading.Thread | None = None
         self._waits = CancellableWaits(using)
 
@@ -123,13 +126,24 @@ class RuntimeReporter:
                     json.dumps(self.queues),
                     shutting_down,
                     CRON_PROTOCOL_VERSION,
+                    FIRE_STATEMENT_VERSION,
                 ],
             )
             record_progress(cursor, self.instance_id, self.progress)
+            if self.role == "runcron" and not shutting_down:
+                self._warn_policy_gap(cursor)
             if self.config is not None and self.manifest is not None and not shutting_down:
                 if check:
                     check_registration(self.config, self.manifest, using=self.using)
                 publish(self.instance_id, self.config, self.manifest, using=self.using)
+
+    def _warn_policy_gap(self, cursor: Any) -> None:
+        """Log (once per change) that schedules with execution policies do not
+        fire while a runcron of an earlier release leads."""
+        message = policy_gap_message(*policy_gap(cursor))
+        if message != self._policy_gap and message is not None:
+            logger.warning("%s", message, extra={"event": "cron.policies_unsupported"})
+        self._policy_gap = message
 
     def start(self) -> None:
         """Startup write (with the ownership check), then a reporting thread.

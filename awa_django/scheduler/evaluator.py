@@ -4,7 +4,7 @@
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
 O(due), not O(all schedules). The due rows are read and planned in batches
-of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v4`` (see
+of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v5`` (see
 :mod:`.firing`), which keeps the per-row compare-and-swap; the leader has the
 calls run on a second connection while the next batch is planned
 (:mod:`.pipeline`), and fires the rows of the next slot planned ahead (:mod:`.prefire`).
@@ -29,6 +29,7 @@ from ..conf import conf
 from ..cron import search
 from ..db import jsonb
 from ..db.sessions import dict_rows
+from . import policies
 from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
 from .pipeline import FirePipeline
 from .row_checks import PARSE_CACHE_SIZE, TIMESTAMP_HIGH, TIMESTAMP_LOW, max_args_bytes, row_problem
@@ -53,7 +54,7 @@ logger = logging.getLogger("awa_django.evaluator")
 # UNION ALL rather than an OR, so each is a range scan of the partial index
 # awa_cron_jobs_due (an OR would make the planner filter the whole table).
 _DUE_COLUMNS = """
-    name, cron_expr, timezone, missed_fire_policy, kind, parked_reason,
+    name, cron_expr, timezone, missed_fire_policy, kind, parked_reason, starting_deadline, jitter,
     -- Timestamps a Python datetime (and the fire-time arithmetic) can hold come
     -- back typed; anything else ('infinity', year 0001 or 9999, BC) as NULL,
     -- with the text for the CAS and the parking reason. Reading 'infinity'
@@ -185,10 +186,18 @@ def _entry(row: dict[str, Any]) -> dict[str, Any]:
         "cron_expr": row["cron_expr"],
         "timezone": row["timezone"],
         "missed_fire_policy": row["missed_fire_policy"],
+        "starting_deadline": row["starting_deadline"],
         "fires": [],
+        "missed": [],
+        "missed_count": 0,
+        "advance": None,
         "next_fire_at": NEVER,
         "park": None,
     }
+
+
+# The keys of an entry that depend only on the inputs of _fire_key.
+_PLANNED = ("fires", "missed", "missed_count", "advance", "next_fire_at")
 
 
 def park_entry(row: dict[str, Any], reason: str) -> dict[str, Any]:
@@ -224,6 +233,7 @@ def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
         row["cron_expr"],
         row["timezone"],
         row["missed_fire_policy"],
+        row["starting_deadline"],
         last,
         row["created_at"] if last is None else None,
         row["now"],
@@ -234,7 +244,7 @@ def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
 def plan_row(
     row: dict[str, Any],
     limit: int,
-    memo: dict[FireKey, tuple[list[str], str]] | None = None,
+    memo: dict[FireKey, dict[str, Any]] | None = None,
     max_bytes: int | None = None,
 ) -> dict[str, Any]:
     """Compute the fires and the next fire of one row read by ``SELECT_DUE``.
@@ -255,11 +265,11 @@ def plan_row(
         if known is None:
             entry = _plan_valid_row(row, limit)
             if entry["park"] is None:
-                memo[key] = (entry["fires"], entry["next_fire_at"])
+                memo[key] = {k: entry[k] for k in _PLANNED}
             return entry
         entry = _entry(row)
-        entry["fires"], entry["next_fire_at"] = list(known[0]), known[1]
-        _warn_catch_up_limit(row, len(known[0]), limit)
+        entry.update({k: list(v) if isinstance(v, list) else v for k, v in known.items()})
+        _warn_catch_up_limit(row, len(known["fires"]) + known["missed_count"], limit)
         return entry
     except Exception as exc:  # one row must never fail the pass
         return park_entry(row, f"cannot be evaluated: {type(exc).__name__}: {exc}")
@@ -271,7 +281,7 @@ def plan_batch(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     Every row of a batch shares its "now", so that is where inputs repeat:
     the memo of fire times lives for the batch, nothing is kept across batches.
     """
-    memo: dict[FireKey, tuple[list[str], str]] = {}
+    memo: dict[FireKey, dict[str, Any]] = {}
     max_bytes = max_args_bytes()
     return [plan_row(row, limit, memo, max_bytes) for row in rows]
 
@@ -296,11 +306,17 @@ def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
         limit=limit,
     )
     _warn_catch_up_limit(row, len(fires), limit)
+    # The new CAS token is the last due slot, fired or not.
+    advance = fires[-1] if fires else None
+    fires, missed = policies.split_deadline(fires, row["now"], row["starting_deadline"])
     # The next fire strictly after the new CAS token; for a never-fired row with
     # nothing due, after the (inclusive) first-fire search bound.
-    after = fires[-1] if fires else search.search_start(last, row["created_at"])
+    after = advance or search.search_start(last, row["created_at"])
     upcoming = search.next_fire(expression, zone, after)
     entry["fires"] = [f.isoformat() for f in fires]
+    entry["missed"] = [f.isoformat() for f in missed[-policies.HISTORY :]]
+    entry["missed_count"] = len(missed)
+    entry["advance"] = advance.isoformat() if advance else None
     entry["next_fire_at"] = upcoming.isoformat() if upcoming else NEVER
     return entry
 

@@ -24,6 +24,7 @@ import psycopg
 from django.db import connections
 
 from .. import metrics
+from ..actions import history
 from ..actions.queues import prune_jobs
 from ..conf import conf
 from ..db import sessions
@@ -263,6 +264,7 @@ class Leader:
             ("reconciliation", lambda: reconcile_all(using=self.using)),
             ("snapshot cleanup", lambda: cleanup_snapshots(using=self.using)),
             ("pruning", lambda: prune_jobs(using=self.using)),
+            ("slot history trim", lambda: history.trim(using=self.using)),
         ]
         first_error: BaseException | None = None
         for label, step in steps:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..db import jsonb
 from ..schedules import validation
+from .policies import deadline_problem
 
 # Timestamps the evaluator accepts (see docs/explanation/semantics.md).
 TIMESTAMP_LOW = "1970-01-01T00:00:00+00:00"
@@ -66,6 +67,10 @@ def row_problem(
         return f"timezone {problem}"
     if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
         return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
+    for column in ("starting_deadline", "jitter"):
+        problem = deadline_problem(row.get(column))
+        if problem:
+            return f"{column} {problem}"
     return None
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Iterable, Mapping, Set, ValuesView
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils.module_loading import import_string
@@ -35,6 +37,12 @@ def _parse_cron(text: str) -> search.CronExpression:
 
 
 POLICIES = ("coalesce", "catch_up")
+OVERLAP_POLICIES = ("allow", "skip", "buffer_one")
+# The shortest gap of an expression is looked for among this many fires from
+# a fixed instant (enough for every field's period to repeat: a year of
+# monthly fires, a week of hourly ones); cached per (expression, zone).
+GAP_SAMPLE = 400
+_GAP_FROM = datetime(2026, 1, 1, tzinfo=UTC)
 MAX_NAME_LENGTH = 200
 MAX_TAGS = 20
 MAX_ATTEMPTS_RANGE = (1, 1000)
@@ -146,6 +154,54 @@ def _check_timezone_and_policy(name: str, timezone: Any, missed_fire_policy: Any
         )
 
 
+def _seconds(name: str, field_name: str, value: Any) -> float | None:
+    """A timedelta or a number of seconds as seconds (int when whole); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidSchedule(
+            name, field_name, f"must be a timedelta or a number of seconds, got {value!r:.60}"
+        )
+    # Microseconds, as stored and as the database computes offsets.
+    value = round(float(value), 6)
+    return int(value) if value.is_integer() else value
+
+
+@functools.lru_cache(maxsize=4096)
+def shortest_gap(expression: search.CronExpression, timezone: str) -> float | None:
+    """Seconds between the two closest fires of ``expression`` in ``timezone``
+    among ``GAP_SAMPLE`` fires; None if it fires fewer than twice."""
+    zone = search.parse_timezone(timezone)
+    fires = search.fires_between(expression, zone, _GAP_FROM, _GAP_FROM + timedelta(days=3660), GAP_SAMPLE)
+    gaps = [(b - a).total_seconds() for a, b in zip(fires, fires[1:], strict=False)]
+    return min(gaps) if gaps else None
+
+
+def _check_policies(
+    name: str, expression: search.CronExpression, timezone: str, overlap: Any, deadline: Any, jitter: Any
+) -> tuple[str, float | None, float]:
+    """The execution policies of one declaration: (overlap, starting_deadline, jitter)."""
+    if overlap not in OVERLAP_POLICIES:
+        raise InvalidSchedule(
+            name, "overlap", f"must be 'allow', 'skip' or 'buffer_one', got {overlap!r:.60}"
+        )
+    seconds = _seconds(name, "starting_deadline", deadline)
+    if seconds is not None and seconds <= 0:
+        raise InvalidSchedule(name, "starting_deadline", f"must be more than 0 seconds, got {seconds}")
+    spread = _seconds(name, "jitter", 0 if jitter is None else jitter) or 0
+    if spread < 0:
+        raise InvalidSchedule(name, "jitter", f"must be 0 seconds or more, got {spread}")
+    if spread:
+        gap = shortest_gap(expression, timezone)
+        if gap is not None and spread >= gap:
+            raise InvalidSchedule(
+                name, "jitter", f"must be less than the schedule's shortest gap ({gap:g} s), got {spread:g} s"
+            )
+    return overlap, seconds, spread
+
+
 def _check_queue(name: str, queue: Any, task: Task[Any, Any]) -> str:
     queue = task.queue_name if queue is None else queue
     if not isinstance(queue, str) or not queue or len(queue) > MAX_NAME_LENGTH:
@@ -247,6 +303,9 @@ def build_schedule(
     tags: Any = (),
     metadata: Any = None,
     missed_fire_policy: Any = "coalesce",
+    overlap: Any = "allow",
+    starting_deadline: Any = None,
+    jitter: Any = 0,
     source: str = "",
     unique_key: Any = None,
     concurrency_key: Any = None,
@@ -265,6 +324,9 @@ def build_schedule(
     metadata_json = _check_metadata(name, metadata)
     metadata_json.update(flow_metadata(name, unique_key, concurrency_key, concurrency_limit))
     tag_list = _check_tags(name, tags)
+    overlap, starting_deadline, jitter = _check_policies(
+        name, expression, timezone, overlap, starting_deadline, jitter
+    )
     return Schedule(
         name=name,
         cron=expression,
@@ -278,5 +340,8 @@ def build_schedule(
         tags=tag_list,
         metadata=metadata_json,
         missed_fire_policy=missed_fire_policy,
+        overlap=overlap,
+        starting_deadline=starting_deadline,
+        jitter=jitter,
         source=source,
     )

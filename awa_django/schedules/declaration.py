@@ -13,6 +13,7 @@ import math
 import sys
 import unicodedata
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -27,6 +28,7 @@ from .builder import (
     MAX_ATTEMPTS_RANGE,
     MAX_NAME_LENGTH,
     MAX_TAGS,
+    OVERLAP_POLICIES,
     POLICIES,
     RESERVED_METADATA_KEYS,
     _parse_cron,
@@ -38,6 +40,7 @@ __all__ = [
     "MAX_ATTEMPTS_RANGE",
     "MAX_NAME_LENGTH",
     "MAX_TAGS",
+    "OVERLAP_POLICIES",
     "POLICIES",
     "RESERVED_METADATA_KEYS",
     "SETTINGS_KEYS",
@@ -141,6 +144,9 @@ def periodic(
     tags: Iterable[str] = (),
     metadata: Mapping[str, Any] | None = None,
     missed_fire_policy: str = "coalesce",
+    overlap: str = "allow",
+    starting_deadline: timedelta | float | None = None,
+    jitter: timedelta | float = 0,
     unique_key: str | None = None,
     concurrency_key: str | None = None,
     concurrency_limit: int | None = None,
@@ -170,6 +176,9 @@ def periodic(
         tags=tags,
         metadata=metadata,
         missed_fire_policy=missed_fire_policy,
+        overlap=overlap,
+        starting_deadline=starting_deadline,
+        jitter=jitter,
         source=f"{caller.f_code.co_filename}:{caller.f_lineno}",
         unique_key=unique_key,
         concurrency_key=concurrency_key,

@@ -17,14 +17,25 @@ from typing import Any
 from ..cron.search import CronExpression
 from .flow import FLOW_OPTIONS
 
+# The value of a definition field that every definition must carry.
+REQUIRED: Any = object()
+
 
 @dataclass(frozen=True)
 class DefinitionField:
-    """One definition column: its key, its SQL type, the settings options that feed it."""
+    """One definition column: its key, its SQL type, the settings options that feed it.
+
+    A field with a ``default`` (the execution policies) is left out of a
+    definition while it holds that default, so the manifest (and its hash) of
+    schedules that do not use it reads as written by runtimes that predate
+    it; ``sql_default`` is what the upsert writes for an absent key.
+    """
 
     key: str
     sql_type: str
     settings: tuple[str, ...]
+    default: Any = REQUIRED
+    sql_default: str = "NULL"
 
 
 FIELDS = (
@@ -39,10 +50,18 @@ FIELDS = (
     DefinitionField("tags", "text[]", ("tags",)),
     DefinitionField("metadata", "jsonb", ("metadata",)),
     DefinitionField("missed_fire_policy", "text", ("missed_fire_policy",)),
+    # Execution policies (see docs/explanation/semantics.md#execution-policies).
+    DefinitionField("overlap", "text", ("overlap",), "allow", "'allow'"),
+    DefinitionField("starting_deadline", "double precision", ("starting_deadline",), None),
+    DefinitionField("jitter", "double precision", ("jitter",), 0, "0"),
 )
+# The values of the execution policies that mean "no policy".
+POLICY_DEFAULTS = {f.key: f.default for f in FIELDS if f.default is not REQUIRED}
 
-# The keys of one manifest entry (a full schedule definition), in column order.
+# The keys of one manifest entry (a full schedule definition), in column order;
+# those of POLICY_DEFAULTS only when they differ from their default.
 DEFINITION_KEYS = tuple(f.key for f in FIELDS)
+REQUIRED_KEYS = tuple(f.key for f in FIELDS if f.default is REQUIRED)
 # The columns an upsert compares and writes (everything but the name).
 COMPARED_KEYS = DEFINITION_KEYS[1:]
 # Keys accepted in an AWA_SCHEDULES entry: the definition's, and the flow-control
@@ -68,13 +87,30 @@ class Schedule:
     tags: tuple[str, ...]
     metadata: dict[str, Any]
     missed_fire_policy: str
+    overlap: str = "allow"
+    # Seconds (int when whole, so the manifest's JSON is stable); None = no deadline.
+    starting_deadline: float | None = None
+    jitter: float = 0
     source: str = field(default="", compare=False)
 
     def definition(self) -> dict[str, Any]:
-        """The row's definition columns (everything the sync writes), keyed as in a manifest."""
+        """The row's definition columns (everything the sync writes), keyed as in a manifest.
+
+        Execution policies at their default are left out (see :class:`DefinitionField`).
+        """
+        values = self.columns()
+        return {k: v for k, v in values.items() if k not in POLICY_DEFAULTS or v != POLICY_DEFAULTS[k]}
+
+    def columns(self) -> dict[str, Any]:
+        """Every definition column, defaults included (what a row stores)."""
         return {
             k: _FROM_SCHEDULE[k](self) if k in _FROM_SCHEDULE else getattr(self, k) for k in DEFINITION_KEYS
         }
+
+    @property
+    def has_policies(self) -> bool:
+        """Whether any execution policy differs from its default."""
+        return any(getattr(self, k) != v for k, v in POLICY_DEFAULTS.items())
 
 
 # The definition columns a Schedule does not hold under the column's own name.

@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .shape import COMPARED_KEYS, DEFINITION_KEYS, RECORDSET_COLUMNS
+from .shape import COMPARED_KEYS, DEFINITION_KEYS, FIELDS, RECORDSET_COLUMNS, REQUIRED
 
 _COLUMNS = ", ".join(DEFINITION_KEYS)
-_SELECTED = ", ".join(f"d.{k}" for k in DEFINITION_KEYS)
+# A policy absent from a definition (at its default, or from a runtime that
+# predates it) is written as its default.
+_SELECTED = ", ".join(
+    f"d.{f.key}" if f.default is REQUIRED else f"COALESCE(d.{f.key}, {f.sql_default})" for f in FIELDS
+)
 _SET = ", ".join(f"{k} = EXCLUDED.{k}" for k in COMPARED_KEYS)
 _CHANGED = (
     f"({', '.join(f'c.{k}' for k in COMPARED_KEYS)}) IS DISTINCT FROM "

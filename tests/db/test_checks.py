@@ -34,6 +34,9 @@ HINTS = {
     "awa_django.E010": "missed_fire_policy is 'coalesce' (default) or 'catch_up'.",
     "awa_django.E011": "tags is a list of at most 20 non-empty strings.",
     "awa_django.E012": "Allowed options: see docs/reference/settings.md#awa_schedules.",
+    "awa_django.E013": "overlap is 'allow' (default), 'skip' or 'buffer_one'.",
+    "awa_django.E014": "starting_deadline is a timedelta or seconds > 0 (None: no deadline).",
+    "awa_django.E015": "jitter is a timedelta or seconds >= 0, below the shortest gap.",
     "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
@@ -130,9 +133,35 @@ def test_schedule_error__each_field_has_its_id_and_hint() -> None:
             ("metadata", "awa_django.E009"),
             ("missed_fire_policy", "awa_django.E010"),
             ("tags", "awa_django.E011"),
+            ("overlap", "awa_django.E013"),
+            ("starting_deadline", "awa_django.E014"),
+            ("jitter", "awa_django.E015"),
         )
     }
     assert ("awa_django.E012", HINTS["awa_django.E012"]) == checks.UNKNOWN_OPTION
+
+
+@pytest.mark.parametrize(
+    ("options", "check_id", "field"),
+    [
+        ({"overlap": "forbid"}, "awa_django.E013", "overlap"),
+        ({"starting_deadline": 0}, "awa_django.E014", "starting_deadline"),
+        ({"starting_deadline": "30s"}, "awa_django.E014", "starting_deadline"),
+        ({"jitter": -1}, "awa_django.E015", "jitter"),
+        ({"jitter": 60}, "awa_django.E015", "jitter"),
+    ],
+)
+def test_check_schedules__execution_policies_are_checked_naming_the_schedule_and_option(
+    options: dict[str, Any], check_id: str, field: str
+) -> None:
+    """A bad policy option of an AWA_SCHEDULES entry (jitter of a minute on an
+    every-minute schedule included) is reported with its own id, naming the
+    schedule and the option."""
+    entry = {"cron": "* * * * *", "task": RECORD, **options}
+    with override_settings(AWA_SCHEDULES={"tidy": entry}):
+        messages = [m for m in checks.check_schedules() if m.id == check_id]
+    assert len(messages) == 1
+    assert "'tidy'" in messages[0].msg and field in messages[0].msg
 
 
 # --- E001: AWA_SCHEDULES shape ------------------------------------------------------------

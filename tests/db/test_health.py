@@ -26,7 +26,14 @@ def test_probe__live_leader_and_local_process_is_healthy() -> None:
     add_runtime(leader=True, pass_ago=1)
     report = probe("cron", hostname=HOST)
     assert report.healthy, health.render(report)
-    assert [c.name for c in report.checks] == ["database", "process", "leader", "schedules", "declarations"]
+    assert [c.name for c in report.checks] == [
+        "database",
+        "process",
+        "leader",
+        "schedules",
+        "declarations",
+        "policies",
+    ]
 
 
 @pytest.mark.django_db
@@ -156,6 +163,7 @@ def test_awa_health__json_output_and_command_error_when_unhealthy(capsys: Any) -
         "leader": True,
         "schedules": True,
         "declarations": True,
+        "policies": True,
     }
     with pytest.raises(CommandError, match="unhealthy: process"):
         call_command("awa", "health", "--role", "tasks")

@@ -49,7 +49,14 @@ def test_awa_health__text_output_escapes_control_characters(capsys: Any) -> None
     assert "nightly\\x1b[2J\\rok   schedules (" in out
     assert "leader host\\x1b]0;owned\\x07\\u202e pid 100" in out
     # One line per check, then the verdict: nothing forged a line.
-    assert [line.split(" ", 1)[0] for line in out.splitlines()] == ["ok", "FAIL", "FAIL", "warn", "unhealthy"]
+    assert [line.split(" ", 1)[0] for line in out.splitlines()] == [
+        "ok",
+        "FAIL",
+        "FAIL",
+        "warn",
+        "ok",
+        "unhealthy",
+    ]
 
 
 @pytest.mark.django_db

@@ -26,7 +26,7 @@ from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import CronDeclaration, CronJob, CronManifest, CronOwner, Job, RuntimeInstance
 from awa_django.reconciliation import evidence, persistence, snapshots
 from awa_django.reconciliation.manifest import (
-    DEFINITION_KEYS,
+    REQUIRED_KEYS,
     InvalidManifest,
     build_manifest,
     manifest_for,
@@ -154,7 +154,7 @@ def test_manifest__canonical_text_is_compact_sorted_json_of_full_definitions() -
     manifest = manifest_for([job("b", metadata={"z": 1, "a": 2}), job("a")])
     entries = json.loads(manifest.text)
     assert [e["name"] for e in entries] == ["a", "b"]
-    assert all(list(e) == sorted(DEFINITION_KEYS) for e in entries)
+    assert all(list(e) == sorted(REQUIRED_KEYS) for e in entries)
     assert list(entries[1]["metadata"]) == ["a", "z"]
     assert ", " not in manifest.text and ": " not in manifest.text
     assert manifest_for([job("a")]).entries[0] == json.loads(json.dumps(job("a").definition()))
@@ -246,7 +246,7 @@ def test_publish__stores_each_manifest_once_with_full_canonical_definitions() ->
     for schedule in schedules:
         stored_row = row(schedule.name)
         assert stored_row.owner_id == "billing"
-        assert {k: getattr(stored_row, k) for k in DEFINITION_KEYS} == schedule.definition()
+        assert {k: getattr(stored_row, k) for k in REQUIRED_KEYS} == schedule.definition()
 
 
 def test_publish__new_names_are_owned_at_once_and_definitions_sync_without_waiting_for_grace() -> None:
@@ -257,7 +257,7 @@ def test_publish__new_names_are_owned_at_once_and_definitions_sync_without_waiti
     current = plan("billing")
     assert current.blockers == ["grace_period"] and current.grace_remaining_ms > 50_000
     invoice = row("invoice")
-    assert {k: getattr(invoice, k) for k in DEFINITION_KEYS} == changed.definition()
+    assert {k: getattr(invoice, k) for k in REQUIRED_KEYS} == changed.definition()
     assert row("statement").owner_id == "billing"
     assert (
         owner_state("billing")["synced_hash"]

@@ -21,7 +21,12 @@ directly (no croniter, no awa_django code):
   it, and are refused for retired rows; restore sets it to now; sync updates
   definitions but never the token, pause or a tombstone;
 * DST (Vixie cron): wildcard entries follow real time, fixed-time entries fire
-  once at the first of two repeated local times and once at the end of a gap.
+  once at the first of two repeated local times and once at the end of a gap;
+* execution policies: ``overlap='skip'`` enqueues a slot only while no job of
+  the schedule (manual ones included) is unfinished, ``starting_deadline`` drops
+  slots planned more than that after their time, a slot not enqueued still
+  moves the token and is recorded once; ``jitter`` sets each job's run_at to
+  its slot plus md5("name@slot") modulo the jitter.
 
 The zone is Australia/Lord_Howe, whose DST shift is 30 minutes.
 
@@ -37,13 +42,14 @@ statement uses the test clock too.
 Two "instances" compete: each can read due rows and plan fires (the
 evaluator's own ``SELECT_DUE`` and ``plan_row``) and later send its possibly
 stale plan through the evaluator's own ``fire_plan``, i.e. to
-``awa_cron_fire_v4``, the statement the leader runs; a full ``evaluate()``
+``awa_cron_fire_v5``, the statement the leader runs; a full ``evaluate()``
 pass is a third kind of step. Profiles: ``ci`` (default, derandomized, bounded) and ``long``
 (``AWA_HYPOTHESIS_PROFILE=long``, by hand).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections import Counter
@@ -79,6 +85,9 @@ ZONES = (LORD_HOWE, "UTC")
 # 01:45 is repeated on Lord Howe's fall-back day, 02:15 skipped on spring-forward.
 EXPRESSIONS = ("*/30 * * * *", "0 * * * *", "45 1 * * *", "15 2 * * *")
 POLICIES = ("coalesce", "catch_up")
+OVERLAPS = ("allow", "skip")
+DEADLINES = (None, 3600.0, 5400.0)
+JITTERS = (0, 600)  # below every expression's shortest gap (30 minutes)
 NAMES = ("alpha", "beta")
 # A runtime schedule (owner awa:runtime): created, edited and deleted by operators.
 RUNTIME = "rt"
@@ -183,6 +192,22 @@ class Definition:
     cron_expr: str
     timezone: str
     missed_fire_policy: str
+    overlap: str = "allow"
+    starting_deadline: float | None = None
+    jitter: float = 0
+
+    def guarded(self) -> tuple[Any, ...]:
+        """What the fire statement's compare-and-swap compares (overlap and
+        jitter are read from the row as it is when it fires)."""
+        return (self.cron_expr, self.timezone, self.missed_fire_policy, self.starting_deadline)
+
+
+def model_jitter(name: str, slot: datetime, jitter: float) -> timedelta:
+    """The jitter offset, stated directly: md5 of "name@slot" modulo the jitter (µs)."""
+    if not jitter:
+        return timedelta(0)
+    text = f"{name}@{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%S}+00:00"
+    return timedelta(microseconds=int(hashlib.md5(text.encode()).hexdigest()[:15], 16) % round(jitter * 1e6))
 
 
 @dataclass
@@ -200,6 +225,7 @@ class PlannedRow:
 
     row: Row  # a snapshot (copy)
     fires: list[datetime]
+    now: datetime  # when it was read (the deadline's reference)
 
 
 @dataclass
@@ -208,6 +234,9 @@ class Model:
     rows: dict[str, Row] = field(default_factory=dict)
     slots: dict[str, list[datetime]] = field(default_factory=dict)  # automatic jobs
     manual: Counter[str] = field(default_factory=Counter)
+    unfinished: Counter[str] = field(default_factory=Counter)  # jobs by name, any kind
+    outcomes: Counter[tuple[str, datetime, str]] = field(default_factory=Counter)  # not enqueued
+    run_at: dict[tuple[str, datetime], datetime] = field(default_factory=dict)
 
     def due(self, row: Row) -> list[datetime]:
         d = row.definition
@@ -220,7 +249,7 @@ class Model:
         return fires[:CATCH_UP_LIMIT] if d.missed_fire_policy == "catch_up" else fires[-1:]
 
     def fire(self, name: str, planned: PlannedRow) -> None:
-        """The compare-and-swap of awa_cron_fire_v4 for one (firing) plan entry."""
+        """The compare-and-swap of awa_cron_fire_v5 for one (firing) plan entry."""
         row = self.rows.get(name)
         seen = planned.row
         if (
@@ -229,14 +258,29 @@ class Model:
             or row.retired
             or row.last != seen.last
             or row.created_at != seen.created_at
-            or row.definition != seen.definition
+            or row.definition.guarded() != seen.definition.guarded()
         ):
             return
         if planned.fires:
             row.last = planned.fires[-1]
+        deadline = seen.definition.starting_deadline
+        inside = [
+            f for f in planned.fires if deadline is None or planned.now - f <= timedelta(seconds=deadline)
+        ]
         for fire in planned.fires:
-            if fire not in self.slots.setdefault(name, []):  # the unique slot index
+            if fire not in inside:
+                self.outcomes[(name, fire, "missed_deadline")] += 1
+        capacity = len(inside)
+        if row.definition.overlap == "skip":
+            capacity = 0 if self.unfinished[name] else 1
+        for index, fire in enumerate(inside):
+            if index >= capacity:
+                self.outcomes[(name, fire, "skipped_overlap")] += 1
+            elif fire not in self.slots.setdefault(name, []):  # the unique slot index
                 self.slots[name].append(fire)
+                self.unfinished[name] += 1
+                jitter = row.definition.jitter
+                self.run_at[(name, fire)] = fire + model_jitter(name, fire, jitter) if jitter else self.now
 
 
 # -- the state machine -------------------------------------------------------------
@@ -249,7 +293,9 @@ class ScheduleMachine(RuleBasedStateMachine):
         self.plans: dict[str, dict[str, PlannedRow] | None] = {"A": None, "B": None}
         self.plan_entries: dict[str, list[dict[str, Any]]] = {}
         with connection.cursor() as cursor:
-            cursor.execute("TRUNCATE awa_cron_jobs, awa_jobs RESTART IDENTITY CASCADE")
+            cursor.execute(
+                "TRUNCATE awa_cron_jobs, awa_jobs, awa_cron_slot_outcomes, awa_cron_slot_counts RESTART IDENTITY CASCADE"
+            )
 
     # clock ---------------------------------------------------------------------
     def _set_clock(self, moment: datetime) -> None:
@@ -291,17 +337,36 @@ class ScheduleMachine(RuleBasedStateMachine):
         expr=st.sampled_from(EXPRESSIONS),
         zone=st.sampled_from(ZONES),
         policy=st.sampled_from(POLICIES),
+        overlap=st.sampled_from(OVERLAPS),
+        deadline=st.sampled_from(DEADLINES),
+        jitter=st.sampled_from(JITTERS),
     )
-    def sync(self, name: str, expr: str, zone: str, policy: str) -> None:
+    def sync(
+        self,
+        name: str,
+        expr: str,
+        zone: str,
+        policy: str,
+        overlap: str = "allow",
+        deadline: float | None = None,
+        jitter: float = 0,
+    ) -> None:
         """Definition sync (also re-creates a removed row)."""
         sync_schedules(
             [
                 build_schedule(
-                    name, expr, "tests.testapp.tasks.record", timezone=zone, missed_fire_policy=policy
+                    name,
+                    expr,
+                    "tests.testapp.tasks.record",
+                    timezone=zone,
+                    missed_fire_policy=policy,
+                    overlap=overlap,
+                    starting_deadline=deadline,
+                    jitter=jitter,
                 )
             ]
         )
-        definition = Definition(expr, zone, policy)
+        definition = Definition(expr, zone, policy, overlap, deadline, jitter)
         row = self.model.rows.get(name)
         if row is None:
             self.model.rows[name] = Row(definition, created_at=self.model.now)
@@ -318,13 +383,17 @@ class ScheduleMachine(RuleBasedStateMachine):
             rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
         plan = [plan_row(r, CATCH_UP_LIMIT) for r in rows]
         expected = {
-            name: PlannedRow(replace(row), self.model.due(row))
+            name: PlannedRow(replace(row), self.model.due(row), self.model.now)
             for name, row in self.model.rows.items()
             if not row.paused and not row.retired
         }
         for entry in plan:
             # The library's fire times equal the model's (DST included).
-            assert [datetime.fromisoformat(f) for f in entry["fires"]] == expected[entry["name"]].fires, entry
+            # Slots past the deadline are listed apart (missed), in the same order.
+            due = [datetime.fromisoformat(f) for f in [*entry["missed"], *entry["fires"]]]
+            assert due == expected[entry["name"]].fires and entry["missed_count"] == len(entry["missed"]), (
+                entry
+            )
         read = {entry["name"] for entry in plan}
         for name, planned in expected.items():
             # A row the index skipped (next_fire_at in the future) has nothing due.
@@ -345,7 +414,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         self._fire("B")
 
     def _fire(self, instance: str) -> None:
-        """The second half: send the (possibly stale) plan to awa_cron_fire_v4,
+        """The second half: send the (possibly stale) plan to awa_cron_fire_v5,
         through the evaluator's own ``fire_plan`` as the leader does."""
         with connection.cursor() as cursor:
             fire_plan(cursor, self.plan_entries[instance])
@@ -416,7 +485,9 @@ class ScheduleMachine(RuleBasedStateMachine):
             d = replace(d, timezone=next(z for z in ZONES if z != d.timezone))
         else:
             d = replace(d, missed_fire_policy=next(p for p in POLICIES if p != d.missed_fire_policy))
-        self.sync(name, d.cron_expr, d.timezone, d.missed_fire_policy)
+        self.sync(
+            name, d.cron_expr, d.timezone, d.missed_fire_policy, d.overlap, d.starting_deadline, d.jitter
+        )
 
     @rule()
     def evaluation_pass(self) -> None:
@@ -424,7 +495,18 @@ class ScheduleMachine(RuleBasedStateMachine):
         evaluate()
         for name, row in sorted(self.model.rows.items()):
             if not row.paused and not row.retired:
-                self.model.fire(name, PlannedRow(replace(row), self.model.due(row)))
+                self.model.fire(name, PlannedRow(replace(row), self.model.due(row), self.model.now))
+
+    @rule(name=st.sampled_from(NAMES))
+    def finish_jobs(self, name: str) -> None:
+        """Every unfinished job of the schedule ends (a worker ran them)."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE awa_jobs SET state = 'completed', finished_at = clock_timestamp() "
+                "WHERE metadata->>'cron_name' = %s AND state IN ('available', 'scheduled', 'running', 'retryable')",
+                [name],
+            )
+        self.model.unfinished[name] = 0
 
     # operator actions ---------------------------------------------------------------
     @rule(
@@ -463,6 +545,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         row = self.model.rows.get(name)
         if self._expect_refusal(name, bool(row and row.retired), lambda: schedules.trigger(name, ACTOR)):
             self.model.manual[name] += 1
+            self.model.unfinished[name] += 1
 
     def retire(self, name: str) -> None:
         row = self.model.rows.get(name)
@@ -556,10 +639,17 @@ class ScheduleMachine(RuleBasedStateMachine):
             )
             rows = {r[0]: r[1:] for r in cursor.fetchall()}
             cursor.execute(
-                "SELECT metadata->>'cron_name', metadata->>'cron_fire_at', metadata ? 'triggered_manually' "
+                "SELECT metadata->>'cron_name', metadata->>'cron_fire_at', metadata ? 'triggered_manually', run_at "
                 "FROM awa_jobs ORDER BY id"
             )
             jobs = cursor.fetchall()
+            cursor.execute("SELECT name, slot, outcome FROM awa_cron_slot_outcomes")
+            outcomes = Counter(cursor.fetchall())
+        # Every slot not enqueued is recorded once, with its reason.
+        assert outcomes == self.model.outcomes
+        for name, at, manual, run_at in jobs:
+            if not manual:
+                assert run_at == self.model.run_at[(name, datetime.fromisoformat(at))], (name, at)
         assert set(rows) == set(self.model.rows)
         for name, (last, paused, retired, created_at) in rows.items():
             expected = self.model.rows[name]
@@ -569,15 +659,15 @@ class ScheduleMachine(RuleBasedStateMachine):
                 expected.retired,
                 expected.created_at,
             ), name
-        automatic = Counter((name, datetime.fromisoformat(at)) for name, at, manual in jobs if not manual)
+        automatic = Counter((name, datetime.fromisoformat(at)) for name, at, manual, _r in jobs if not manual)
         # No slot enqueued twice, and exactly the slots the policy requires.
         assert all(count == 1 for count in automatic.values()), automatic
         assert automatic == Counter((n, f) for n, fires in self.model.slots.items() for f in fires)
         # Each schedule's automatic jobs were enqueued in fire-time order.
         for name in self.model.slots:
-            times = [datetime.fromisoformat(at) for n, at, manual in jobs if n == name and not manual]
+            times = [datetime.fromisoformat(at) for n, at, manual, _r in jobs if n == name and not manual]
             assert times == sorted(times), name
-        assert Counter(name for name, _at, manual in jobs if manual) == self.model.manual
+        assert Counter(name for name, _at, manual, _r in jobs if manual) == self.model.manual
 
 
 @pytest.fixture
@@ -628,8 +718,8 @@ def test_model_fires__lord_howe_dst_days() -> None:
     ) == [datetime(2026, 10, 3, 14, 30, tzinfo=UTC), datetime(2026, 10, 3, 16, 0, tzinfo=UTC)]
 
 
-FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0016_fire_job_metadata.sql"
-# Each guard of a firing entry in awa_cron_fire_v4, and what replaces it. The
+FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0018_execution_policies.sql"
+# Each guard of a firing entry in awa_cron_fire_v5, and what replaces it. The
 # CAS and created_at guards sit in the CASE arm for a firing entry (no "AND"
 # before the first), so they become TRUE; the parking arm compares the text
 # read (prev_text, created_text) and is not exercised here: every row the
@@ -645,17 +735,17 @@ GUARDS = {
 }
 
 
-def fire_v4_definition() -> str:
-    """``CREATE OR REPLACE FUNCTION awa_cron_fire_v4 ... $$;`` as shipped in FIRE_SQL."""
-    found = re.search(r"^CREATE FUNCTION awa_cron_fire_v4\(.*?^\$\$;$", FIRE_SQL.read_text(), re.M | re.S)
-    assert found, f"awa_cron_fire_v4 not found in {FIRE_SQL}"
+def fire_v5_definition() -> str:
+    """``CREATE OR REPLACE FUNCTION awa_cron_fire_v5 ... $$;`` as shipped in FIRE_SQL."""
+    found = re.search(r"^CREATE FUNCTION awa_cron_fire_v5\(.*?^\$\$;$", FIRE_SQL.read_text(), re.M | re.S)
+    assert found, f"awa_cron_fire_v5 not found in {FIRE_SQL}"
     return found.group(0).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
     """The guard test below strips guards from the statement the leader calls."""
-    assert "awa_cron_fire_v4(" in FIRE
-    definition = fire_v4_definition()
+    assert "awa_cron_fire_v5(" in FIRE
+    definition = fire_v5_definition()
     for guard, _replacement in GUARDS.values():
         assert definition.count(guard) == 1, guard
 
@@ -666,11 +756,11 @@ def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
 def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(
     test_clock: Any, guard: str
 ) -> None:
-    """The property test can fail: with one guard of awa_cron_fire_v4 removed,
+    """The property test can fail: with one guard of awa_cron_fire_v5 removed,
     the seeded run (100 examples) must find a difference from the model. (The retired
     guard is not listed: the schedule fence alone already stops such a fire.
     Neither is SKIP LOCKED: one session never meets a row another holds.)"""
-    original = fire_v4_definition()
+    original = fire_v5_definition()
     text, replacement = GUARDS[guard]
     assert original.count(text) == 1
     with connection.cursor() as cursor:

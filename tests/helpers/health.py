@@ -27,18 +27,20 @@ def add_runtime(
     started_ago: float = 60.0,
     interval_ms: int = 10_000,
     shutting_down: bool = False,
+    fire_version: int | None = 5,
 ) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             """
             INSERT INTO awa_runtime_instances
                 (instance_id, hostname, pid, version, role, started_at, last_seen_at,
-                 snapshot_interval_ms, leader, queues, shutting_down, cron_protocol, last_pass_at)
+                 snapshot_interval_ms, leader, queues, shutting_down, cron_protocol, last_pass_at,
+                 cron_fire_version)
             VALUES (%s, %s, %s, 'test', %s,
                     clock_timestamp() - make_interval(secs => %s),
                     clock_timestamp() - make_interval(secs => %s),
                     %s, %s, '[]'::jsonb, %s, 1,
-                    clock_timestamp() - make_interval(secs => %s))
+                    clock_timestamp() - make_interval(secs => %s), %s)
             """,
             [
                 str(uuid.uuid4()),
@@ -51,6 +53,7 @@ def add_runtime(
                 leader,
                 shutting_down,
                 pass_ago,
+                fire_version,
             ],
         )
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from awa_django.cli import ROW_FIELDS
 from awa_django.cron import search
 from awa_django.reconciliation.manifest import DEFINITION_KEYS as MANIFEST_KEYS
+from awa_django.reconciliation.manifest import manifest_for
 from awa_django.schedules import upsert
 from awa_django.schedules.declaration import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
 from awa_django.schedules.shape import (
@@ -12,6 +15,7 @@ from awa_django.schedules.shape import (
     DEFINITION_KEYS,
     FIELDS,
     RECORDSET_COLUMNS,
+    REQUIRED_KEYS,
     SETTINGS_KEYS,
     Schedule,
 )
@@ -50,6 +54,9 @@ def test_the_derived_keys_agree() -> None:
         "tags",
         "metadata",
         "missed_fire_policy",
+        "overlap",
+        "starting_deadline",
+        "jitter",
         # Flow control, stored in the schedule's metadata (schedules.flow).
         "unique_key",
         "concurrency_key",
@@ -59,7 +66,7 @@ def test_the_derived_keys_agree() -> None:
 
 def test_schedule_definition_has_the_manifest_keys() -> None:
     definition = schedule().definition()
-    assert tuple(definition) == DEFINITION_KEYS
+    assert tuple(definition) == REQUIRED_KEYS
     assert definition["cron_expr"] == "0 3 * * *" and definition["args"] == {
         "args": [1],
         "kwargs": {"k": "v"},
@@ -77,3 +84,15 @@ def test_the_upsert_statements_use_the_shape() -> None:
     assert "c.owner_id = EXCLUDED.owner_id AND c.retired_at IS NULL" in upsert.SYNC_OWNED
     assert "c.owner_id IS NULL AND c.retired_at IS NULL" in upsert.SYNC_ADDITIVE
     assert "DO NOTHING" in upsert.INSERT_NEW_NAMES
+
+
+def test_execution_policies_enter_the_definition_only_when_set() -> None:
+    """A schedule without policies has the definition (and manifest hash) of a
+    release without them; a policy that is set is part of the definition."""
+    assert set(DEFINITION_KEYS) - set(REQUIRED_KEYS) == {"overlap", "starting_deadline", "jitter"}
+    plain = schedule()
+    skipping = dataclasses.replace(plain, overlap="skip", starting_deadline=30, jitter=0.5)
+    assert "overlap" not in plain.definition() and not plain.has_policies
+    definition = skipping.definition()
+    assert (definition["overlap"], definition["starting_deadline"], definition["jitter"]) == ("skip", 30, 0.5)
+    assert manifest_for([plain]).desired_hash != manifest_for([skipping]).desired_hash

@@ -29,7 +29,7 @@ from awa_django.models import Job
 from awa_django.terminal import printable
 
 from ... import __version__, cli, health
-from ...actions import celery_beat, declarations, owners, queues, runtime_schedules, schedules
+from ...actions import celery_beat, declarations, history, owners, queues, runtime_schedules, schedules
 from ...db import sessions
 from ...reconciliation import persistence
 from ...schedules.runtime import RUNTIME_OWNER
@@ -173,9 +173,32 @@ class Command(BaseCommand):
     def cron_show(self, options: dict[str, Any]) -> None:
         row = schedules.get_schedule(options["name"])
         data = schedule_dict(row, upcoming=options["next"])
+        data["slots_skipped"] = history.skip_counts(row.name)
         lines = [
             f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else printable(v)}" for k, v in data.items()
         ]
+        self.emit(options, data, "\n".join(lines))
+
+    def cron_history(self, options: dict[str, Any]) -> None:
+        row = schedules.get_schedule(options["name"])
+        outcomes = history.slot_history(row.name, options["limit"])
+        data = [o.as_json() for o in outcomes]
+        lines = [
+            "  ".join(
+                (
+                    o.slot.isoformat(),
+                    o.outcome.ljust(15),
+                    f"job {o.job_id}" if o.job_id is not None else "",
+                    f"(job {o.blocked_by} unfinished)" if o.blocked_by is not None else "",
+                )
+            ).rstrip()
+            for o in outcomes
+        ]
+        counts = history.skip_counts(row.name)
+        lines.append(
+            printable(f"{row.name}: {len(outcomes)} slot(s) shown; never enqueued: ")
+            + f"{counts.get('overlap', 0)} for overlap, {counts.get('deadline', 0)} past the deadline."
+        )
         self.emit(options, data, "\n".join(lines))
 
     def _action(self, options: dict[str, Any], func: Any) -> None:
