@@ -280,8 +280,14 @@ def _lifetime(source: Any, row: ImportRow, now: datetime) -> bool:
             row.reasons.append(f"expired at {source.expires.isoformat()}: celery no longer runs it")
         else:
             row.notes.append(f"expires {source.expires.isoformat()} not imported: the schedule never expires")
-    if source.expire_seconds is not None:
-        row.notes.append(f"expire_seconds {source.expire_seconds} not imported: jobs do not expire")
+    if source.expire_seconds:
+        # Celery drops a message a worker receives later than this; the nearest
+        # awa_django option skips a slot the leader reaches later than this.
+        row.options["starting_deadline"] = source.expire_seconds
+        row.notes.append(
+            f"expire_seconds {source.expire_seconds} became starting_deadline: a slot fired later "
+            "than this is skipped; a job already enqueued still runs however late"
+        )
     if source.start_time is not None and source.start_time > now:
         row.notes.append(
             f"start_time {source.start_time.isoformat()} not imported: imported paused, resume it then"

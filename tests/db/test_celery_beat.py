@@ -101,12 +101,13 @@ def test_plan_row__what_has_no_equivalent_is_reported_on_the_imported_row() -> N
     )
     assert (row.status, row.state) == ("imported", "paused")
     assert "queue" not in row.options and "priority" not in row.options
+    assert row.options["starting_deadline"] == 60
     notes = "\n".join(row.notes)
     for word in (
         "queue 'nowhere'",
         "priority 200",
         "expires",
-        "expire_seconds",
+        "expire_seconds 60 became starting_deadline",
         "headers",
         "exchange",
         "routing_key",
