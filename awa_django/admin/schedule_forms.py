@@ -39,6 +39,9 @@ RUNTIME_FIELDS = [
     "cron_expr",
     "timezone",
     "missed_fire_policy",
+    "overlap",
+    "starting_deadline",
+    "jitter",
     "task_path",
     "call_args",
     "call_kwargs",
@@ -90,6 +93,9 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
         help_texts = {
             "cron_expr": "5 fields, 6 with seconds first, or @hourly, @daily, ...",
             "timezone": "An IANA zone name such as Europe/Berlin.",
+            "starting_deadline": "Seconds: a slot reached later than this after its time is skipped. "
+            "Empty: no deadline.",
+            "jitter": "Seconds: each job runs at its slot plus a stable offset below this.",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -110,7 +116,7 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
                 call_args=json.dumps(stored.get("args", [])),
                 call_kwargs=json.dumps(stored.get("kwargs", {})),
             )
-        for name in ("queue", "priority", "max_attempts"):
+        for name in ("queue", "priority", "max_attempts", "overlap", "starting_deadline", "jitter"):
             if name in self.fields:
                 self.fields[name].required = False
 
@@ -134,6 +140,9 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
             "task": data.get("task_path") or None,
             "timezone": data.get("timezone") or "UTC",
             "missed_fire_policy": data.get("missed_fire_policy") or "coalesce",
+            "overlap": data.get("overlap") or "allow",
+            "starting_deadline": data.get("starting_deadline"),
+            "jitter": data.get("jitter") or 0,
             "args": self._decoded("call_args") or [],
             "kwargs": self._decoded("call_kwargs") or {},
         }

@@ -88,6 +88,8 @@ def test_add__preview_shows_words_and_next_fires_and_saves_nothing() -> None:
         ({"call_kwargs": "[1]"}, "call_kwargs", "dict"),
         ({"call_args": "{nope"}, "call_args", "not JSON"),
         ({"queue": "nowhere"}, "queue", "nowhere"),
+        ({"jitter": "600"}, "jitter", "gap"),
+        ({"starting_deadline": "-5"}, "starting_deadline", "more than 0"),
     ],
 )
 def test_add__validates_as_a_declaration(overrides: dict[str, str], field: str, message: str) -> None:
@@ -97,6 +99,20 @@ def test_add__validates_as_a_declaration(overrides: dict[str, str], field: str, 
     errors = response.context["adminform"].form.errors
     assert field in errors and message in " ".join(errors[field]), errors
     assert not CronJob.objects.exists()
+
+
+def test_add_and_change__the_execution_policies_are_stored_and_cleared() -> None:
+    client = staff("alice", *EDITOR)
+    policies = {"overlap": "skip", "starting_deadline": "90", "jitter": "30"}
+    response = client.post(ADD_URL, form_data(**policies))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = CronJob.objects.get(name="poll")
+    assert (row.overlap, row.starting_deadline, row.jitter) == ("skip", 90.0, 30.0)
+    cleared = {"overlap": "allow", "starting_deadline": "", "jitter": "0"}
+    response = client.post(change_url("poll"), form_data(name="", **cleared))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row.refresh_from_db()
+    assert (row.overlap, row.starting_deadline, row.jitter) == ("allow", None, 0.0)
 
 
 def test_add__a_code_declared_name_is_refused_saying_where() -> None:
