@@ -45,6 +45,10 @@ __all__ = [
 
 # --- AWA_SCHEDULES: E001-E016 -----------------------------------------------------------
 
+_INTERVAL = (
+    "awa_django.E016",
+    "every: a timedelta or whole seconds >= 1 instead of cron; anchor: aware, whole second.",
+)
 _DATA = ("awa_django.E009", "args must be a list, kwargs/metadata dicts, all JSON-serialisable.")
 # The field of an invalid AWA_SCHEDULES entry -> (check id, hint). One id per kind of
 # mistake, so operators can silence or grep them precisely.
@@ -52,7 +56,7 @@ FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "AWA_SCHEDULES": (
             "awa_django.E001",
-            "AWA_SCHEDULES maps schedule names to dicts with 'cron' (or 'every') and 'task'.",
+            "AWA_SCHEDULES maps schedule names to dicts with 'cron' and 'task'.",
         ),
         "name": ("awa_django.E002", "Names are 1-200 characters, unique across settings and cron.py."),
         "cron": ("awa_django.E003", "Use 5 fields, 6 fields with seconds first, or @hourly/@daily/..."),
@@ -75,11 +79,8 @@ FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
             "starting_deadline is a timedelta or seconds > 0 (None: no deadline).",
         ),
         "jitter": ("awa_django.E015", "jitter is a timedelta or seconds >= 0, below the shortest gap."),
-        "every": (
-            "awa_django.E016",
-            "every is a timedelta or whole seconds >= 1, given instead of cron (exactly one of them).",
-        ),
-        "anchor": ("awa_django.E016", "anchor is a timezone-aware datetime to the second, with every only."),
+        "every": _INTERVAL,
+        "anchor": _INTERVAL,
     }
 )
 # An option the schedule validator does not know (or a field without its own id).
