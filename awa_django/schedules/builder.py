@@ -220,7 +220,7 @@ def shortest_gap(expression: search.CronExpression, timezone: str) -> float | No
 
 def _check_policies(
     name: str,
-    expression: search.CronExpression | int,
+    expression: search.CronExpression | int | None,
     timezone: str,
     overlap: Any,
     deadline: Any,
@@ -240,7 +240,11 @@ def _check_policies(
     if spread < 0:
         raise InvalidSchedule(name, "jitter", f"must be 0 seconds or more, got {spread}")
     if spread:
-        gap = expression if isinstance(expression, int) else shortest_gap(expression, timezone)
+        gap = (
+            expression
+            if isinstance(expression, int) or expression is None
+            else shortest_gap(expression, timezone)
+        )
         if gap is not None and spread >= gap:
             raise InvalidSchedule(
                 name, "jitter", f"must be less than the schedule's shortest gap ({gap:g} s), got {spread:g} s"
@@ -373,12 +377,7 @@ def build_schedule(
     metadata_json.update(flow_metadata(name, unique_key, concurrency_key, concurrency_limit))
     tag_list = _check_tags(name, tags)
     overlap, starting_deadline, jitter = _check_policies(
-        name,
-        expression if expression is not None else int(seconds or 0),
-        timezone,
-        overlap,
-        starting_deadline,
-        jitter,
+        name, expression or seconds, timezone, overlap, starting_deadline, jitter
     )
     return Schedule(
         name=name,
