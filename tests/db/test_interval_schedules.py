@@ -216,3 +216,18 @@ def test_fire_statement__refuses_a_plan_whose_interval_changed_meanwhile() -> No
     with connection.cursor() as cursor:
         assert evaluator.fire_plan(cursor, plan) == []
     assert fired("tick") == []
+
+
+def test_stored_definition__of_an_interval_row_equals_its_declaration() -> None:
+    """What reconciliation reads back (built in SQL) is the manifest entry, so an
+    interval schedule with an anchor never looks changed."""
+    from awa_django.reconciliation.evidence import stored_rows
+
+    anchor = datetime(2026, 1, 1, 6, 30, tzinfo=UTC)
+    schedule = build_schedule("poll", None, TASK, every=90, anchor=anchor, jitter=5)
+    plain = build_schedule("nightly", "0 3 * * *", TASK)
+    sync_schedules([schedule, plain])
+    stored = {row.name: row.definition for row in stored_rows("nobody", ["poll", "nightly"], "default")}
+    assert stored["poll"] == json.loads(json.dumps(schedule.definition()))
+    assert stored["nightly"] == json.loads(json.dumps(plain.definition()))
+    assert sync_schedules([schedule, plain]) == []  # nothing differs: nothing written
