@@ -44,7 +44,7 @@ def iso(moment: datetime) -> str:
 
 def anchored(now: datetime, every: int, slots_ago: int) -> tuple[datetime, datetime]:
     """(an anchor a day back on a whole second, the slot ``slots_ago`` slots before the latest one due)."""
-    anchor = (now - timedelta(days=1)).replace(microsecond=0)
+    anchor = (now - timedelta(days=10)).replace(microsecond=0)
     latest = anchor + timedelta(seconds=every) * ((now - anchor) // timedelta(seconds=every))
     return anchor, latest - timedelta(seconds=every * slots_ago)
 
@@ -118,24 +118,24 @@ def test_database__exactly_one_timing_per_row() -> None:
 @pytest.mark.parametrize(("policy", "expected_slots"), [("catch_up", 3), ("coalesce", 1)])
 def test_evaluator__fires_exactly_the_slots_once(policy: str, expected_slots: int) -> None:
     now = db_now()
-    anchor, last = anchored(now, 60, 3)
+    anchor, last = anchored(now, 3600, 3)
     CronJobFactory(
         name="tick",
         cron_expr=None,
-        every_seconds=60,
+        every_seconds=3600,
         anchor=anchor,
         missed_fire_policy=policy,
         last_enqueued_at=last,
     )
     evaluate()
-    slots = [last + timedelta(seconds=60 * k) for k in (1, 2, 3)]
+    slots = [last + timedelta(hours=k) for k in (1, 2, 3)]
     assert fired("tick") == [iso(s) for s in slots[-expected_slots:]]
     row = CronJob.objects.get(name="tick")
     assert row.last_enqueued_at == slots[-1]
     evaluate()  # nothing new is due: no slot fires twice
     assert len(fired("tick")) == expected_slots
     assert schedules.upcoming_fires(row, 2, after=slots[-1]) == [
-        slots[-1] + timedelta(seconds=s) for s in (60, 120)
+        slots[-1] + timedelta(hours=h) for h in (1, 2)
     ]
 
 
@@ -162,15 +162,16 @@ def test_pause_blocks_and_trigger_fires_an_interval_schedule() -> None:
 
 
 def test_runtime__create_with_every_then_an_edit_applies_from_the_edit_on() -> None:
-    anchor = datetime(2026, 1, 1, tzinfo=UTC)
+    # Slots at the anchor, then every 90 s: the anchor is the latest slot due at
+    # the first pass (a never-fired schedule fires a slot of the last minute only).
+    anchor = (db_now() - timedelta(seconds=10)).replace(microsecond=0)
     schedule = create_schedule("poll", task=TASK, every=timedelta(seconds=90), anchor=anchor, actor="ops")
     assert (schedule.every, schedule.anchor) == (90, anchor)
     row = CronJob.objects.get(name="poll")
     assert (row.cron_expr, row.every_seconds, row.anchor) == (None, 90, anchor)
     evaluate()
     first = fired("poll")
-    assert len(first) == 1
-    assert (datetime.fromisoformat(first[0]) - anchor) % timedelta(seconds=90) == timedelta(0)
+    assert first == [iso(anchor)]
 
     result = update_schedule("poll", every=3600, actor="ops")
     assert result.changed and "every_seconds" in result.detail
