@@ -171,7 +171,9 @@ def unmarked_blocks(page: Path) -> list[str]:
         fence = FENCE.match(line)
         before = lines[i - 1] if i else ""
         if fence and fence.group("info") in SHELL and not (MARKER.match(before) or NOT_RUN.match(before)):
-            found.append(f"{page.name}:{i + 1}: a {fence.group('info')} block is neither run nor 'not run: REASON'")
+            found.append(
+                f"{page.name}:{i + 1}: a {fence.group('info')} block is neither run nor 'not run: REASON'"
+            )
         after = lines[i + 1] if i + 1 < len(lines) else ""
         if NOT_RUN.match(line) and not FENCE.match(after):
             found.append(f"{page.name}:{i + 1}: a 'not run' marker precedes no fence")
