@@ -65,6 +65,7 @@ def test_schedule_list__never_fired_row_is_overdue_from_the_slot_the_leader_fire
             "cron_expr": row.cron_expr,
             "timezone": row.timezone,
             "missed_fire_policy": "coalesce",
+            "starting_deadline": None,
             "now": slot - timedelta(seconds=1),  # nothing due yet, only the next fire
         },
         limit=10,

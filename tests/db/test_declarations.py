@@ -82,7 +82,8 @@ def test_health__an_undeclared_schedule_is_a_warning_not_a_failure(gone: None) -
     assert report.healthy and check.ok and check.warning
     assert "gone (run `manage.py awa cron remove gone`)" in check.detail
     assert "warn declarations: no longer declared" in render(report)
-    assert next(c for c in report.as_json()["checks"] if c["name"] == "declarations")["warning"] is True
+    reported = {c["name"]: c for c in report.as_json()["checks"]}
+    assert reported["declarations"]["warning"] is True
 
 
 @override_settings(AWA_SCHEDULES=DECLARED)

@@ -649,9 +649,9 @@ class ScheduleMachine(RuleBasedStateMachine):
         assert outcomes == self.model.outcomes
         for name, at, manual, run_at in jobs:
             if not manual:
-                # A job for a slot the model never fired is a difference too.
+                # A job of a slot the model never fired is a difference too.
                 slot = (name, datetime.fromisoformat(at))
-                assert slot in self.model.run_at, slot
+                assert slot in self.model.run_at, f"a job for a slot the model did not fire: {slot}"
                 assert run_at == self.model.run_at[slot], (name, at)
         assert set(rows) == set(self.model.rows)
         for name, (last, paused, retired, created_at) in rows.items():

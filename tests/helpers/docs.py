@@ -18,6 +18,15 @@ comment (invisible once rendered):
 - ``<!-- run: file -->`` before a code block whose first line is ``# PATH``:
   the block is written to ``PATH`` in the project, appended when the file
   exists (``settings.py``), created otherwise.
+- ``<!-- run: setup`` opening a multi-line HTML comment closed by ``-->``:
+  its ``$ `` lines run (and must succeed) at that point of the page, hidden
+  from the reader; they create the state the page's blocks assume (a schedule
+  the page names, jobs to cancel).
+
+A shell block (```` ```console ````, ``shell``, ``bash``, ``sh``) that is not
+marked runnable must say why on the line before its fence, as
+``<!-- not run: REASON -->`` (a long-running process, systemd, an install);
+:func:`unmarked_blocks` lists those that say neither.
 
 Outputs are compared after :func:`mask`: times, durations, ids, process ids,
 worker ids and the ``cli:USER`` actor are replaced by placeholders, and runs of
@@ -42,6 +51,9 @@ from tests.helpers.waiting import wait_for
 MARKER = re.compile(r"^\s*<!-- run(?::\s*(?P<option>[\w-]+))? -->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<info>[\w-]*)\s*$")
 OPTIONS = {"", "until-shown", "no-output", "stdout", "file"}
+SETUP = re.compile(r"^\s*<!-- run: setup\s*$")
+NOT_RUN = re.compile(r"^\s*<!-- not run: (?P<reason>\S.*?) -->\s*$")
+SHELL = {"console", "shell", "bash", "sh"}
 
 # Masks, in order: what differs from one run to the next.
 MASKS: list[tuple[re.Pattern[str], str]] = [
@@ -113,11 +125,24 @@ class Block:
         return commands
 
 
+def setup_block(page: Path, lines: list[str], i: int) -> Block:
+    """The hidden ``<!-- run: setup ... -->`` comment opening at line ``i``."""
+    body = []
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip() == "-->":
+            return Block(page, i + 1, "setup", "\n".join(body) + "\n")
+        body.append(lines[j].strip())
+    raise ValueError(f"{page.name}:{i + 1}: a setup comment is closed by a line '-->'")
+
+
 def runnable_blocks(page: Path) -> list[Block]:
-    """The blocks of ``page`` marked runnable, in order."""
+    """The blocks of ``page`` marked runnable (setup comments included), in order."""
     lines = page.read_text().splitlines()
     blocks = []
     for i, line in enumerate(lines):
+        if SETUP.match(line):
+            blocks.append(setup_block(page, lines, i))
+            continue
         marker = MARKER.match(line)
         if marker is None:
             continue
@@ -135,6 +160,24 @@ def runnable_blocks(page: Path) -> list[Block]:
             body.append(lines[j].removeprefix(indent))
         blocks.append(Block(page, i + 2, option, "\n".join(body) + "\n"))
     return blocks
+
+
+def unmarked_blocks(page: Path) -> list[str]:
+    """Where ``page`` has a shell block marked neither runnable nor ``not run: REASON``;
+    also a ``not run`` marker that precedes no fence."""
+    lines = page.read_text().splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        fence = FENCE.match(line)
+        before = lines[i - 1] if i else ""
+        if fence and fence.group("info") in SHELL and not (MARKER.match(before) or NOT_RUN.match(before)):
+            found.append(
+                f"{page.name}:{i + 1}: a {fence.group('info')} block is neither run nor 'not run: REASON'"
+            )
+        after = lines[i + 1] if i + 1 < len(lines) else ""
+        if NOT_RUN.match(line) and not FENCE.match(after):
+            found.append(f"{page.name}:{i + 1}: a 'not run' marker precedes no fence")
+    return found
 
 
 class Project:
@@ -225,7 +268,7 @@ def run_block(project: Project, block: Block) -> Iterator[str]:
             if status != 0:
                 yield f"{block.where}: `{command.line}` exited with {status}:\n{output}"
                 continue
-            ok = block.option == "no-output" or matches(expected, mask(output))
+            ok = block.option in ("no-output", "setup") or matches(expected, mask(output))
         if not ok:
             shown = "\n".join(expected)
             got = "\n".join(mask(output))
