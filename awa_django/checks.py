@@ -43,8 +43,12 @@ __all__ = [
     "schedule_error",
 ]
 
-# --- AWA_SCHEDULES: E001-E015 -----------------------------------------------------------
+# --- AWA_SCHEDULES: E001-E016 -----------------------------------------------------------
 
+_INTERVAL = (
+    "awa_django.E016",
+    "every: a timedelta or whole seconds >= 1 instead of cron; anchor: aware, whole second.",
+)
 _DATA = ("awa_django.E009", "args must be a list, kwargs/metadata dicts, all JSON-serialisable.")
 # The field of an invalid AWA_SCHEDULES entry -> (check id, hint). One id per kind of
 # mistake, so operators can silence or grep them precisely.
@@ -75,6 +79,8 @@ FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
             "starting_deadline is a timedelta or seconds > 0 (None: no deadline).",
         ),
         "jitter": ("awa_django.E015", "jitter is a timedelta or seconds >= 0, below the shortest gap."),
+        "every": _INTERVAL,
+        "anchor": _INTERVAL,
     }
 )
 # An option the schedule validator does not know (or a field without its own id).
@@ -128,8 +134,8 @@ def check_changed_day_rules(app_configs: Any = None, **kwargs: Any) -> list[Chec
     messages: list[CheckMessage] = []
     for name in sorted(schedules):
         schedule = schedules[name]
-        reason = legacy_difference(schedule.cron)
-        if reason is not None:
+        reason = None if schedule.cron is None else legacy_difference(schedule.cron)
+        if reason is not None and schedule.cron is not None:
             from_settings = schedule.source == "settings.AWA_SCHEDULES"
             messages.append(
                 Warning(

@@ -15,7 +15,7 @@ from django.db import DatabaseError
 from . import health
 from .actions import schedules
 from .conf import MAX_RETENTION, conf
-from .cron.describe import describe_cron
+from .cron.describe import describe_schedule
 from .db.guards import lock_wait_timed_out, privilege_error
 from .db.jsonb import Undecodable
 from .db.migration_state import require_migrated
@@ -82,7 +82,7 @@ def schedule_dict(row: CronJob, upcoming: int = 0) -> dict[str, Any]:
         if row.is_parked
         else "active"
     )
-    data["description"] = describe_cron(row.cron_expr)
+    data["description"] = describe_schedule(row.cron_expr, row.every_seconds)
     if upcoming:
         data["upcoming_fires"] = [f.isoformat() for f in schedules.upcoming_fires(row, upcoming)]
     return data
@@ -296,6 +296,8 @@ def option_pair(value: str) -> tuple[str, Any]:
 # sets. --args/--kwargs have other dests: call_command() keeps "args" for itself.
 RUNTIME_FLAGS = {
     "cron": "cron",
+    "every": "every",
+    "anchor": "anchor",
     "task": "task",
     "call_args": "args",
     "call_kwargs": "kwargs",
@@ -309,13 +311,47 @@ RUNTIME_FLAGS = {
 }
 
 
+def interval_seconds(text: str) -> int:
+    """``--every``: a whole number of seconds >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 second or more, got {value}")
+    return value
+
+
+def aware_datetime(text: str) -> datetime:
+    """``--anchor``: an ISO 8601 instant with its offset."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 datetime: {text!r}") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"give the offset (e.g. {text}+00:00): {text!r}")
+    return value
+
+
 def add_runtime_verbs(verb: Callable[..., Any]) -> None:
     """``awa cron create|edit|delete``: runtime schedules (owner awa:runtime)."""
     create = verb("create", "Create a runtime schedule (owner awa:runtime).", mutates=True)
     edit = verb("edit", "Change a runtime schedule; only the options given change.", mutates=True)
     verb("delete", "Delete a runtime schedule (slots it fired never fire again).", mutates=True)
     for sub, required in ((create, True), (edit, False)):
-        sub.add_argument("--cron", required=required, metavar="EXPR", help="cron expression")
+        sub.add_argument("--cron", metavar="EXPR", help="cron expression (or --every)")
+        sub.add_argument(
+            "--every",
+            type=interval_seconds,
+            metavar="SECONDS",
+            help="an interval schedule: whole seconds >= 1",
+        )
+        sub.add_argument(
+            "--anchor",
+            type=aware_datetime,
+            metavar="ISO",
+            help="with --every: the instant slots count from (default: the creation, to the second)",
+        )
         sub.add_argument(
             "--task", required=required, metavar="PATH", help="dotted path of a django.tasks task"
         )

@@ -89,9 +89,12 @@ SELECT_OVERDUE = """
 """
 
 ROLES = {"cron": "runcron", "tasks": "runtasks"}
-# The fire statement version that knows the execution policies (awa_cron_fire_v5;
-# awa_django.scheduler.firing.FIRE calls it). Runtime snapshots carry theirs.
-FIRE_STATEMENT_VERSION = 5
+# The fire statement version this release runs (awa_cron_fire_v6, which knows
+# interval schedules; awa_django.scheduler.firing.FIRE calls it). Runtime
+# snapshots carry theirs.
+FIRE_STATEMENT_VERSION = 6
+# The first version that knows the execution policies (awa_cron_fire_v5).
+POLICIES_FIRE_VERSION = 5
 
 # Active schedules with an execution policy, and the live runcron processes
 # whose fire statement predates the policies (they fire none of them: the
@@ -103,7 +106,7 @@ SELECT_POLICY_GAP = """
            hostname, pid, leader
       FROM awa_runtime_instances
      WHERE role = 'runcron' AND NOT shutting_down
-       AND cron_fire_version IS DISTINCT FROM %s
+       AND coalesce(cron_fire_version, 0) < %s
        AND last_seen_at > clock_timestamp() - make_interval(secs => snapshot_interval_ms * 0.002 + 5)
      ORDER BY leader DESC, started_at DESC
 """
@@ -112,7 +115,7 @@ SELECT_POLICY_GAP = """
 def policy_gap(cursor: Any) -> tuple[int, list[tuple[str, int, bool]]]:
     """(active schedules with execution policies, live runcron processes of a
     release without them as (hostname, pid, leads)); the count is 0 when no such process lives."""
-    cursor.execute(SELECT_POLICY_GAP, [FIRE_STATEMENT_VERSION])
+    cursor.execute(SELECT_POLICY_GAP, [POLICIES_FIRE_VERSION])
     rows = cursor.fetchall()
     return (int(rows[0][0]) if rows else 0), [(str(h), int(p), bool(lead)) for _, h, p, lead in rows]
 

@@ -60,7 +60,11 @@ class CronJob(models.Model):
     """One schedule (``awa_cron_jobs``)."""
 
     name = models.TextField(primary_key=True)
-    cron_expr = models.TextField()
+    # The timing: a cron expression, or an interval of every_seconds from
+    # anchor (NULL: the row's creation truncated to the second); exactly one.
+    cron_expr = models.TextField(null=True, blank=True)
+    every_seconds = models.IntegerField(null=True, blank=True)
+    anchor = models.DateTimeField(null=True, blank=True)
     timezone = models.TextField(default="UTC", db_default="UTC")
     kind = models.TextField(help_text="Module path of the django.tasks Task to run.")
     queue = models.TextField(default="default", db_default="default")
@@ -74,7 +78,7 @@ class CronJob(models.Model):
         default=MissedFirePolicy.COALESCE,
         db_default=MissedFirePolicy.COALESCE,
     )
-    # Execution policies, decided by the fire statement (awa_cron_fire_v5).
+    # Execution policies, decided by the fire statement (awa_cron_fire_v6).
     overlap = models.TextField(
         choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW, db_default=OverlapPolicy.ALLOW
     )
@@ -127,6 +131,19 @@ class CronJob(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(jitter__gte=0), name="awa_cron_jobs_jitter_check"),
             models.CheckConstraint(
+                condition=models.Q(cron_expr__isnull=True, every_seconds__isnull=False)
+                | models.Q(cron_expr__isnull=False, every_seconds__isnull=True),
+                name="awa_cron_jobs_timing_check",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(every_seconds__isnull=True) | models.Q(every_seconds__gte=1),
+                name="awa_cron_jobs_every_seconds_check",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(anchor__isnull=True) | models.Q(every_seconds__isnull=False),
+                name="awa_cron_jobs_anchor_check",
+            ),
+            models.CheckConstraint(
                 condition=Range(Length("name"), (1, 200)),
                 name="awa_cron_jobs_name_check",
             ),
@@ -158,6 +175,14 @@ class CronJob(models.Model):
         # a timestamp no datetime can hold ('infinity' written by raw SQL) as
         # None plus its text: the column is set all the same.
         return getattr(self, column) is not None or getattr(self, f"{column}_text", None) is not None
+
+    @property
+    def timing_text(self) -> str:
+        """The timing as written: the cron expression, or the interval ("every 90s")."""
+        if self.every_seconds is not None:
+            start = "" if self.anchor is None else f" from {self.anchor.isoformat()}"
+            return f"every {self.every_seconds}s{start}"
+        return self.cron_expr or ""
 
     @property
     def is_paused(self) -> bool:
@@ -319,7 +344,8 @@ class RuntimeInstance(models.Model):
     # NULL for writers that predate the reconciliation protocol.
     cron_protocol = models.IntegerField(null=True, blank=True)
     # The version of the fire statement the process runs (5: awa_cron_fire_v5,
-    # which knows the execution policies); NULL for writers that predate it.
+    # which knows the execution policies; 6: awa_cron_fire_v6, which knows
+    # interval schedules); NULL for writers that predate it.
     cron_fire_version = models.IntegerField(null=True, blank=True)
     # When the process last made progress (leader: last evaluation pass); see
     # awa_django/health.py. NULL for writers that predate it.

@@ -7,7 +7,8 @@ every other row, and every attribute of an imported row that has no
 equivalent, is reported row by row. The whole import is one transaction.
 
 The mapping of timing is pure (:func:`crontab_expression`,
-:func:`interval_expression`); django-celery-beat's models are imported only
+:func:`interval_expression`; an interval no expression says exactly becomes
+an interval schedule, ``every=``, anchored at the row's last run or start); django-celery-beat's models are imported only
 when an import runs, so awa_django never needs the package.
 """
 
@@ -16,13 +17,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.apps import apps
 from django.db import transaction
 
 from ..cron import search
+from ..cron.interval import describe_every
 from ..db import sessions
 from ..exceptions import InvalidSchedule, OperationRefused
 from ..models import CronJob
@@ -39,11 +41,17 @@ __all__ = [
     "crontab_expression",
     "import_celery_beat",
     "interval_expression",
+    "interval_seconds",
     "parse_task_map",
 ]
 
-# What a row whose interval no cron expression can say gets.
-INTERVAL_UNSUPPORTED = "interval schedules not supported yet (needs interval schedules)"
+# Why an interval is not mapped to a cron expression (it becomes an interval
+# schedule, every=, when its period is a whole number of seconds).
+INTERVAL_UNSUPPORTED = "no cron expression says this interval exactly"
+# An interval schedule counts its slots from its anchor: the row's last run (or start).
+INTERVAL_ANCHOR = (
+    "interval schedule (every=) anchored at {anchor} ({what}): slots are {anchor} + k x {every} s"
+)
 # Celery counts an interval from the last run (or the start); a cron slot is on the clock.
 INTERVAL_PHASE = (
     "interval mapped to clock-aligned slots: the phase may differ from celery's (counted from the last run)"
@@ -90,6 +98,39 @@ def interval_expression(every: int, period: str) -> tuple[str | None, str | None
     if seconds == 86400:
         return "0 0 * * *", None
     return None, f"{INTERVAL_UNSUPPORTED}: every {every} {period}"
+
+
+def interval_seconds(every: Any, period: str) -> int | None:
+    """``every`` ``period`` in whole seconds, or None when it is no valid interval."""
+    unit = _PERIOD_SECONDS.get(period)
+    if unit is None or isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        return None
+    return every * unit
+
+
+def _interval_timing(source: Any, row: ImportRow, now: datetime) -> str | None:
+    """An interval: a cron expression when one says it exactly, else ``every=``; or why not."""
+    row.cron, reason = interval_expression(source.interval.every, source.interval.period)
+    if row.cron is not None:
+        row.notes.append(INTERVAL_PHASE)
+        return None
+    seconds = interval_seconds(source.interval.every, source.interval.period)
+    if seconds is None:
+        return reason
+    last_run, start = getattr(source, "last_run_at", None), getattr(source, "start_time", None)
+    anchor, what = (
+        (last_run, "its last run")
+        if last_run
+        else (start, "its start_time")
+        if start
+        else (now, "the import")
+    )
+    row.every = seconds
+    row.options["anchor"] = anchor.astimezone(UTC).replace(microsecond=0)
+    row.notes.append(
+        INTERVAL_ANCHOR.format(anchor=row.options["anchor"].isoformat(), what=what, every=seconds)
+    )
+    return None
 
 
 def _field(text: Any) -> str:
@@ -151,6 +192,7 @@ class ImportRow:
     status: str = "skipped"
     celery_schedule: str = ""
     cron: str | None = None
+    every: int | None = None  # an interval schedule's seconds (cron is then None)
     timezone: str | None = None
     task: str | None = None
     state: str | None = None
@@ -182,7 +224,9 @@ class ImportReport:
         lines = [f"{head}: {data['imported']} imported, {data['skipped']} skipped"]
         for row in self.rows:
             what = (
-                f"{row.cron} ({row.timezone}) -> {row.task}, {row.state}" if row.status == "imported" else ""
+                f"{row.cron or describe_every(row.every or 0)} ({row.timezone}) -> {row.task}, {row.state}"
+                if row.status == "imported"
+                else ""
             )
             lines.append(f"{row.status}: {row.celery_name} [{row.celery_schedule}] {what}".rstrip())
             lines.extend(f"  not imported: {reason}" for reason in row.reasons)
@@ -200,7 +244,7 @@ def _periodic_task_model() -> Any:
     return apps.get_app_config("django_celery_beat").get_model("PeriodicTask")
 
 
-def _timing(source: Any, row: ImportRow) -> None:
+def _timing(source: Any, row: ImportRow, now: datetime) -> None:
     """Set ``row``'s celery schedule type, expression and zone from the source's schedule, or a reason."""
     if source.crontab is not None:
         crontab = source.crontab
@@ -211,9 +255,7 @@ def _timing(source: Any, row: ImportRow) -> None:
         )
     elif source.interval is not None:
         row.celery_schedule, row.timezone = "interval", "UTC"
-        row.cron, reason = interval_expression(source.interval.every, source.interval.period)
-        if row.cron is not None:
-            row.notes.append(INTERVAL_PHASE)
+        reason = _interval_timing(source, row, now)
     elif source.clocked is not None:
         row.celery_schedule = "clocked"
         reason = (
@@ -308,7 +350,13 @@ def _task_path(source: Any, task_map: Mapping[str, str], row: ImportRow) -> None
 
 def _validate(row: ImportRow, taken: set[str], using: str) -> None:
     """Check ``row`` as ``create_schedule`` will: definition, then name clashes."""
-    options = {"cron": row.cron, "task": row.task, "timezone": row.timezone, **row.options}
+    options = {
+        "cron": row.cron,
+        "every": row.every,
+        "task": row.task,
+        "timezone": row.timezone,
+        **row.options,
+    }
     try:
         build_runtime_schedule(row.celery_name, options)
     except InvalidSchedule as exc:
@@ -339,15 +387,18 @@ def plan_row(
 ) -> ImportRow:
     """What importing one ``PeriodicTask`` would do (reads the database, writes nothing)."""
     row = ImportRow(celery_name=source.name, celery_task=source.task)
-    _timing(source, row)
+    now = now or sessions.database_now(using)
+    _timing(source, row, now)
     _call_arguments(source, row)
     _delivery(source, row)
-    starts_later = _lifetime(source, row, now or sessions.database_now(using))
+    starts_later = _lifetime(source, row, now)
     _task_path(source, task_map, row)
     if not row.reasons:
         _validate(row, taken, using)
     if row.reasons:
         row.cron = row.timezone = row.task = None
+        row.every = None
+        row.options.pop("anchor", None)
         row.notes.clear()  # what an import would not carry over: moot for a skipped row
         return row
     row.status, row.state = "imported", ("active" if source.enabled and not starts_later else "paused")
@@ -356,13 +407,14 @@ def plan_row(
 
 def _create(row: ImportRow, actor: str, using: str) -> None:
     """Create ``row``'s schedule (paused when the source was disabled), in a savepoint."""
-    assert row.cron is not None and row.timezone is not None  # set on every imported row
+    assert row.timezone is not None  # set on every imported row
     try:
         with transaction.atomic(using=using):
             runtime_schedules.create_schedule(
                 row.celery_name,
                 row.cron,
                 row.task,
+                every=row.every,
                 timezone=row.timezone,
                 actor=actor,
                 using=using,

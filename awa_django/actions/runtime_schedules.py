@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from django.db import connections, transaction
@@ -59,7 +60,7 @@ logger = logging.getLogger("awa_django.operations")
 # notifies it, also one the row triggers would not (queue, args, priority).
 NOTIFY_CHANNEL = "awa_cron"
 # Definition columns whose change moves the fire clock to the edit.
-TIMING_KEYS = ("cron_expr", "timezone", "missed_fire_policy")
+TIMING_KEYS = ("cron_expr", "every_seconds", "anchor", "timezone", "missed_fire_policy")
 
 _SELECT_ROW = (
     f"SELECT {', '.join(DEFINITION_KEYS)}, owner_id, retired_at IS NOT NULL "
@@ -164,9 +165,11 @@ def _log(action: str, name: str, actor: str) -> None:
 
 def create_schedule(
     name: str,
-    cron: str,
-    task: Any,
+    cron: str | None = None,
+    task: Any = None,
     *,
+    every: Any = None,
+    anchor: Any = None,
     args: Any = (),
     kwargs: Mapping[str, Any] | None = None,
     timezone: str = "UTC",
@@ -174,7 +177,9 @@ def create_schedule(
     using: str = "default",
     **options: Any,
 ) -> Schedule:
-    """Create the runtime schedule ``name`` running ``task`` on ``cron``; return it.
+    """Create the runtime schedule ``name`` running ``task`` on ``cron``, or
+    ``every`` so long (a timedelta or whole seconds, from ``anchor``: default
+    the creation, to the second); return it.
 
     ``task`` is a ``django.tasks`` task or its dotted path; ``options`` are the
     keys a declaration accepts (``queue``, ``priority``, ``max_attempts``,
@@ -187,7 +192,17 @@ def create_schedule(
     """
     actor = require_actor(actor)
     schedule = build_runtime_schedule(
-        name, {"cron": cron, "task": task, "args": args, "kwargs": kwargs, "timezone": timezone, **options}
+        name,
+        {
+            "cron": cron,
+            "every": every,
+            "anchor": anchor,
+            "task": task,
+            "args": args,
+            "kwargs": kwargs,
+            "timezone": timezone,
+            **options,
+        },
     )
     local = declared_in_code(schedule.name)
     if local is not None:
@@ -256,7 +271,7 @@ def update_schedule(name: str, *, actor: str, using: str = "default", **changes:
             _refuse_code_name(name, owner_id)
         if retired:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
-        schedule = build_runtime_schedule(name, {**row_options(definition), **changes})
+        schedule = build_runtime_schedule(name, _changed_options(row_options(definition), changes))
         new = schedule.columns()
         changed = [k for k in COMPARED_KEYS if _stored(new[k]) != _stored(definition[k])]
         if not changed:
@@ -272,9 +287,24 @@ def update_schedule(name: str, *, actor: str, using: str = "default", **changes:
     return ActionResult("update", [name], name=name, detail=", ".join(changed))
 
 
+def _changed_options(stored: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The options after ``changes``: a new ``cron`` replaces an interval and a
+    new ``every`` an expression (a schedule has one timing)."""
+    options = {**stored, **changes}
+    if changes.get("cron") is not None and "every" not in changes:
+        options["every"] = options["anchor"] = None
+    if changes.get("every") is not None and "cron" not in changes:
+        options["cron"] = None
+    return options
+
+
+def _json_default(value: Any) -> Any:
+    return value.astimezone(UTC).isoformat() if isinstance(value, datetime) else list(value)
+
+
 def _stored(value: Any) -> Any:
-    """A value as its column compares: tuples are lists, JSON round-tripped."""
-    return json.loads(json.dumps(value, sort_keys=True, default=list))
+    """A value as its column compares: tuples are lists, datetimes UTC ISO text, JSON round-tripped."""
+    return json.loads(json.dumps(value, sort_keys=True, default=_json_default))
 
 
 def delete_schedule(name: str, *, actor: str, using: str = "default") -> ActionResult:

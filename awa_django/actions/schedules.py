@@ -123,10 +123,14 @@ def upcoming_fires(schedule: CronJob, count: int = 5, after: datetime | None = N
         raise ValueError(f"count must be a whole number from 0 to {MAX_UPCOMING}, got {count!r:.40}")
     if schedule.is_retired or schedule.is_parked:
         return []
-    if validation.expression_problem(schedule.cron_expr) or validation.timezone_problem(schedule.timezone):
+    if schedule.every_seconds is None and validation.expression_problem(schedule.cron_expr or ""):
+        return []
+    if validation.timezone_problem(schedule.timezone) or schedule.created_at is None:
         return []
     try:
-        expression = search.parse_cron(schedule.cron_expr)
+        expression = search.timing_of(
+            schedule.cron_expr, schedule.every_seconds, schedule.anchor, schedule.created_at
+        )
         zone = search.parse_timezone(schedule.timezone)
     except search.CronError:
         return []

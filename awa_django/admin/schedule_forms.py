@@ -22,12 +22,13 @@ from django.http import HttpRequest
 from django.utils.module_loading import module_has_submodule
 
 from ..actions.runtime_schedules import code_declaration, create_schedule, delete_schedule, update_schedule
-from ..cron.describe import describe_cron
+from ..cron.describe import describe_schedule
 from ..db.sessions import database_now
 from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
 from ..models import CronJob
 from ..schedules.declaration import registry
 from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule
+from ..schedules.shape import Schedule
 from ..tasks.compat import Task
 from .common import actor, has_awa_perm
 from .fires import dst_marked_fires
@@ -37,6 +38,8 @@ __all__ = ["RUNTIME_FIELDS", "RuntimeScheduleAdminMixin", "RuntimeScheduleForm",
 # The form's editable fields, in order (``name`` too when adding).
 RUNTIME_FIELDS = [
     "cron_expr",
+    "every_seconds",
+    "anchor",
     "timezone",
     "missed_fire_policy",
     "overlap",
@@ -50,7 +53,13 @@ RUNTIME_FIELDS = [
     "max_attempts",
 ]
 # InvalidSchedule.field -> the form field that shows the error.
-_FIELD_OF = {"cron": "cron_expr", "task": "task_path", "args": "call_args", "kwargs": "call_kwargs"}
+_FIELD_OF = {
+    "cron": "cron_expr",
+    "every": "every_seconds",
+    "task": "task_path",
+    "args": "call_args",
+    "kwargs": "call_kwargs",
+}
 PREVIEW_FIRES = 5
 
 
@@ -89,9 +98,12 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = CronJob
         fields = ["name", *(f for f in RUNTIME_FIELDS if f not in ("task_path", "call_args", "call_kwargs"))]
-        labels = {"cron_expr": "cron expression"}
+        labels = {"cron_expr": "cron expression", "every_seconds": "every (seconds)"}
         help_texts = {
-            "cron_expr": "5 fields, 6 with seconds first, or @hourly, @daily, ...",
+            "cron_expr": "5 fields, 6 with seconds first, or @hourly, @daily, ... (or leave empty and "
+            "give every)",
+            "every_seconds": "An interval schedule instead of cron: whole seconds between slots.",
+            "anchor": "With every: the instant slots count from (empty: the creation, to the second).",
             "timezone": "An IANA zone name such as Europe/Berlin.",
             "starting_deadline": "Seconds: a slot reached later than this after its time is skipped. "
             "Empty: no deadline.",
@@ -136,7 +148,9 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
         data = super().clean() or {}
         name = self.instance.pk or data.get("name")
         options: dict[str, Any] = {
-            "cron": data.get("cron_expr"),
+            "cron": data.get("cron_expr") or None,
+            "every": data.get("every_seconds"),
+            "anchor": data.get("anchor"),
             "task": data.get("task_path") or None,
             "timezone": data.get("timezone") or "UTC",
             "missed_fire_policy": data.get("missed_fire_policy") or "coalesce",
@@ -166,7 +180,7 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
             self.add_error(field if field in self.fields else None, exc.reason)
             return data
         self.options = options
-        self.preview = _preview(schedule.cron.text, schedule.timezone)
+        self.preview = _preview(schedule)
         return data
 
     def is_valid(self) -> bool:
@@ -174,12 +188,20 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
         return super().is_valid() and "_preview" not in self.data
 
 
-def _preview(expression: str, timezone: str) -> dict[str, Any]:
-    row = CronJob(name="preview", cron_expr=expression, timezone=timezone)
+def _preview(schedule: Schedule) -> dict[str, Any]:
+    now = database_now()
+    row = CronJob(
+        name="preview",
+        cron_expr=None if schedule.cron is None else schedule.cron.text,
+        every_seconds=schedule.every,
+        anchor=schedule.anchor,
+        timezone=schedule.timezone,
+        created_at=now,
+    )
     return {
-        "description": describe_cron(expression),
-        "timezone": timezone,
-        "fires": dst_marked_fires(row, database_now(), PREVIEW_FIRES),
+        "description": describe_schedule(row.cron_expr, row.every_seconds),
+        "timezone": schedule.timezone,
+        "fires": dst_marked_fires(row, now, PREVIEW_FIRES),
     }
 
 
@@ -239,9 +261,7 @@ class RuntimeScheduleAdminMixin:
                 update_schedule(obj.pk, actor=actor(request), **options)
             else:
                 name = form.cleaned_data["name"]
-                create_schedule(
-                    name, options.pop("cron"), options.pop("task"), actor=actor(request), **options
-                )
+                create_schedule(name, task=options.pop("task"), actor=actor(request), **options)
                 obj.pk = name
         except (InvalidSchedule, OperationRefused, ScheduleNotFound) as exc:
             messages.error(request, str(exc))

@@ -59,7 +59,8 @@ def _due(row: CronJob) -> datetime | None:
         return None
     since = search.search_start(row.last_enqueued_at, row.created_at)
     try:
-        return search.next_fire(search.parse_cron(row.cron_expr), zone, since)
+        timing = search.timing_of(row.cron_expr, row.every_seconds, row.anchor, row.created_at)
+        return search.next_fire(timing, zone, since)
     except search.CronError:
         return None
 

@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 
 from ..actions import declarations, history, owners, schedules
 from ..actions.common import ActionResult
-from ..cron.describe import describe_cron
+from ..cron.describe import describe_schedule
 from ..models import CronJob
 from ..schedules.declaration import registry
 from ..schedules.runtime import RUNTIME_OWNER
@@ -125,7 +125,8 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             {
                 "fields": [
                     ("schedule_name", "owner", "declared_in"),
-                    ("cron_expr", "description", "timezone", "missed_fire_policy"),
+                    ("cron_expr", "every_seconds", "anchor", "description"),
+                    ("timezone", "missed_fire_policy"),
                     ("task", "queue_name", "priority", "max_attempts"),
                     ("overlap", "starting_deadline", "jitter"),
                     "arguments",
@@ -216,8 +217,8 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     def expression(self, row: CronJob) -> SafeString:
         return format_html(
             '<code>{}</code><br><span class="awa-describe">{}</span>',
-            row.cron_expr,
-            describe_cron(row.cron_expr),
+            row.timing_text,
+            describe_schedule(row.cron_expr, row.every_seconds),
         )
 
     @admin.display(description="slot outcomes (newest first)")
@@ -252,7 +253,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
 
     @admin.display(description="description")
     def description(self, row: CronJob) -> str:
-        return describe_cron(row.cron_expr)
+        return describe_schedule(row.cron_expr, row.every_seconds)
 
     @admin.display(description="time zone", ordering="timezone")
     def zone(self, row: CronJob) -> str:
@@ -375,7 +376,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             context.update(
                 awa_row=row,
                 awa_badges=self._badges(row, info),
-                awa_description=describe_cron(row.cron_expr),
+                awa_description=describe_schedule(row.cron_expr, row.every_seconds),
                 awa_next_fires=dst_marked_fires(row, info.now),
                 awa_last_fires=last_fires(row),
                 awa_actions=self._detail_actions(request, row),

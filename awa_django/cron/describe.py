@@ -146,3 +146,10 @@ def _dom_phrase(fields: tuple[str, ...], field: _DayField) -> str:
     items += [f"the weekday nearest day {n}" for n in sorted(field.nearest) if n]
     items += ["the last day"] * field.last + ["the last weekday"] * (0 in field.nearest)
     return f"on {_join(items, 'and')} of the month"
+
+
+def describe_schedule(cron_expr: str | None, every_seconds: int | None) -> str:
+    """A schedule's timing in words: its interval ("every 90 seconds") or its expression's sentence."""
+    if every_seconds is not None:
+        return search.describe_every(every_seconds)
+    return describe_cron(cron_expr or "")

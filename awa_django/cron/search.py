@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from datetime import MAXYEAR, MINYEAR, UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from .interval import Interval, describe_every, interval_anchor
 from .legacy import legacy_difference
 from .parse import (
     _MONTH_LENGTHS,
@@ -53,7 +54,15 @@ from .parse import (
 )
 from .zones import _classify, _in_fold, _naive, _transition
 
+# What a schedule fires on: a cron expression (in a zone) or an interval.
+Timing = CronExpression | Interval
+
 __all__ = [
+    "Interval",
+    "Timing",
+    "timing_of",
+    "describe_every",
+    "interval_anchor",
     "CronError",
     "CronExpression",
     "FIRST_FIRE_LOOKBACK",
@@ -274,7 +283,7 @@ def _utc(name: str, value: datetime) -> datetime:
 
 
 def fires_between(
-    expr: CronExpression, tz: ZoneInfo, after: datetime, until: datetime, limit: int | None = None
+    expr: Timing, tz: ZoneInfo, after: datetime, until: datetime, limit: int | None = None
 ) -> list[datetime]:
     """All fire instants f with ``after < f <= until``, ascending, at most ``limit``."""
     after, until = _utc("after", after), _utc("until", until)
@@ -283,6 +292,8 @@ def fires_between(
     out: list[datetime] = []
     if limit == 0 or until <= after:
         return out
+    if isinstance(expr, Interval):
+        return expr.fires_between(after, until, limit)
     for fire in _forward(expr, tz, after):
         if fire > until:
             break
@@ -292,14 +303,14 @@ def fires_between(
     return out
 
 
-def next_fire(expr: CronExpression, tz: ZoneInfo, after: datetime) -> datetime | None:
+def next_fire(expr: Timing, tz: ZoneInfo, after: datetime) -> datetime | None:
     """The first fire instant strictly after ``after``, or None if there is none."""
+    if isinstance(expr, Interval):
+        return expr.next_after(_utc("after", after))
     return next(_forward(expr, tz, _utc("after", after)), None)
 
 
-def latest_fire(
-    expr: CronExpression, tz: ZoneInfo, after: datetime | None, until: datetime
-) -> datetime | None:
+def latest_fire(expr: Timing, tz: ZoneInfo, after: datetime | None, until: datetime) -> datetime | None:
     """The latest fire f with ``after < f <= until`` (no lower bound if ``after`` is None).
 
     Walks back from ``until`` and stops at the first local time that maps to
@@ -307,6 +318,8 @@ def latest_fire(
     """
     until = _utc("until", until)
     after = None if after is None else _utc("after", after)
+    if isinstance(expr, Interval):
+        return expr.latest(after, until)
     wild = not expr.fixed_time
     local = until.astimezone(tz)
     top = _naive(local)
@@ -360,7 +373,7 @@ def search_start(last_enqueued_at: datetime | None, created_at: datetime) -> dat
 
 
 def due_fires(
-    expr: CronExpression,
+    expr: Timing,
     tz: ZoneInfo,
     *,
     last_enqueued_at: datetime | None,
@@ -383,3 +396,17 @@ def due_fires(
         return fires_between(expr, tz, last_enqueued_at, now, limit)
     fire = latest_fire(expr, tz, search_start(last_enqueued_at, created_at), now)
     return [] if fire is None else [fire]
+
+
+def timing_of(
+    cron_expr: str | None, every_seconds: int | None, anchor: datetime | None, created_at: datetime
+) -> Timing:
+    """A stored schedule's timing: its interval, or its parsed expression (CronError if invalid)."""
+    if every_seconds is not None:
+        try:
+            return Interval(every_seconds, interval_anchor(anchor, created_at))
+        except ValueError as exc:
+            raise CronError(str(exc)) from None
+    if cron_expr is None:
+        raise CronError("the schedule has neither a cron expression nor an interval")
+    return parse_cron(cron_expr)

@@ -4,7 +4,7 @@
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
 O(due), not O(all schedules). The due rows are read and planned in batches
-of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v5`` (see
+of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v6`` (see
 :mod:`.firing`), which keeps the per-row compare-and-swap; the leader has the
 calls run on a second connection while the next batch is planned
 (:mod:`.pipeline`), and fires the rows of the next slot planned ahead (:mod:`.prefire`).
@@ -54,7 +54,8 @@ logger = logging.getLogger("awa_django.evaluator")
 # UNION ALL rather than an OR, so each is a range scan of the partial index
 # awa_cron_jobs_due (an OR would make the planner filter the whole table).
 _DUE_COLUMNS = """
-    name, cron_expr, timezone, missed_fire_policy, kind, parked_reason, starting_deadline, jitter,
+    name, cron_expr, every_seconds, timezone, missed_fire_policy, kind, parked_reason, starting_deadline,
+    jitter,
     -- Timestamps a Python datetime (and the fire-time arithmetic) can hold come
     -- back typed; anything else ('infinity', year 0001 or 9999, BC) as NULL,
     -- with the text for the CAS and the parking reason. Reading 'infinity'
@@ -64,6 +65,8 @@ _DUE_COLUMNS = """
     last_enqueued_at::text AS prev_text,
     CASE WHEN created_at BETWEEN '{low}' AND '{high}' THEN created_at END AS created_at,
     created_at::text AS created_text,
+    CASE WHEN anchor BETWEEN '{low}' AND '{high}' THEN anchor END AS anchor,
+    anchor::text AS anchor_text,
     -- The payload a fire copies into the job, described rather than loaded.
     jsonb_typeof(args) AS args_type,
     jsonb_typeof(args -> 'args') AS args_args_type,
@@ -184,6 +187,9 @@ def _entry(row: dict[str, Any]) -> dict[str, Any]:
         "prev_text": row["prev_text"],
         "created_text": row["created_text"],
         "cron_expr": row["cron_expr"],
+        "every_seconds": row.get("every_seconds"),
+        # As read (text), so the CAS also holds for a value a datetime cannot hold.
+        "anchor": row.get("anchor_text"),
         "timezone": row["timezone"],
         "missed_fire_policy": row["missed_fire_policy"],
         "starting_deadline": row["starting_deadline"],
@@ -231,11 +237,13 @@ def _fire_key(row: dict[str, Any], limit: int) -> FireKey:
     last = row["last_enqueued_at"]
     return (
         row["cron_expr"],
+        row.get("every_seconds"),
+        row.get("anchor"),
         row["timezone"],
         row["missed_fire_policy"],
         row["starting_deadline"],
         last,
-        row["created_at"] if last is None else None,
+        row["created_at"] if last is None or row.get("every_seconds") is not None else None,
         row["now"],
         limit,
     )
@@ -286,9 +294,18 @@ def plan_batch(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     return [plan_row(row, limit, memo, max_bytes) for row in rows]
 
 
+def _timing(row: dict[str, Any]) -> search.Timing | str:
+    """The row's timing (its expression, or its interval), or why it has none."""
+    if row.get("every_seconds") is not None:
+        return search.Interval(
+            row["every_seconds"], search.interval_anchor(row.get("anchor"), row["created_at"])
+        )
+    return _parsed_expression(row["cron_expr"])
+
+
 def _plan_valid_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
     entry = _entry(row)
-    expression = _parsed_expression(row["cron_expr"])
+    expression = _timing(row)
     if isinstance(expression, str):
         return park_entry(row, expression)
     try:

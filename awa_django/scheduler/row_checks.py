@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ..cron.interval import MAX_EVERY
 from ..db import jsonb
 from ..schedules import validation
 from .policies import deadline_problem
@@ -36,8 +37,12 @@ def row_problem(
 
     ``max_bytes`` and ``max_depth`` are ``AWA_MAX_ARGS_BYTES`` and
     ``AWA_MAX_JSON_DEPTH`` read once for a batch (read here when omitted)."""
-    for column, text_column in (("last_enqueued_at", "prev_text"), ("created_at", "created_text")):
-        if row[column] is None and row[text_column] is not None:
+    for column, text_column in (
+        ("last_enqueued_at", "prev_text"),
+        ("created_at", "created_text"),
+        ("anchor", "anchor_text"),
+    ):
+        if row.get(column) is None and row.get(text_column) is not None:
             return (
                 f"{column} {row[text_column]!r} is outside the supported range "
                 f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}"
@@ -59,9 +64,9 @@ def row_problem(
     problem = _kind_problem(row["kind"])
     if problem:
         return f"kind {problem}"
-    problem = _expression_problem(row["cron_expr"])
+    problem = _timing_problem(row.get("cron_expr"), row.get("every_seconds"))
     if problem:
-        return f"cron_expr {problem}"
+        return problem
     problem = _timezone_problem(row["timezone"])
     if problem:
         return f"timezone {problem}"
@@ -72,6 +77,21 @@ def row_problem(
         if problem:
             return f"{column} {problem}"
     return None
+
+
+def _timing_problem(cron_expr: Any, every_seconds: Any) -> str | None:
+    """Why a row has no timing the evaluator can use: exactly one of an
+    expression and an interval (the table's CHECK says so too)."""
+    if every_seconds is not None:
+        if cron_expr is not None:
+            return "cron_expr and every_seconds are both set; a schedule has one timing"
+        if not 1 <= every_seconds <= MAX_EVERY:
+            return f"every_seconds {every_seconds} is not from 1 to {MAX_EVERY}"
+        return None
+    if cron_expr is None:
+        return "cron_expr and every_seconds are both NULL; a schedule needs one timing"
+    problem = _expression_problem(cron_expr)
+    return f"cron_expr {problem}" if problem else None
 
 
 # The keys of a row's args and the JSON type of each. Either may be missing

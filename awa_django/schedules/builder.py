@@ -17,6 +17,7 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from ..conf import Kind, conf
+from ..cron import interval as search_interval
 from ..cron import search
 from ..exceptions import InvalidSchedule
 from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task
@@ -136,6 +137,44 @@ def _check_cron(name: str, cron: Any) -> search.CronExpression:
         raise InvalidSchedule(name, "cron", str(exc)) from None
 
 
+def _check_every(name: str, cron: Any, every: Any, anchor: Any) -> tuple[int | None, datetime | None]:
+    """An interval's (every in whole seconds, explicit anchor in UTC), or (None, None) for cron.
+
+    Exactly one of ``cron`` and ``every`` is given."""
+    if every is None:
+        if cron is None:
+            raise InvalidSchedule(name, "cron", "is required (or every=, for an interval schedule)")
+        if anchor is not None:
+            raise InvalidSchedule(name, "anchor", "is only for an interval schedule (every=)")
+        return None, None
+    if cron is not None:
+        raise InvalidSchedule(name, "every", "cannot be given with cron: a schedule has one timing")
+    seconds = _seconds(name, "every", every)
+    if seconds is None or not isinstance(seconds, int) or not 1 <= seconds <= search_interval.MAX_EVERY:
+        raise InvalidSchedule(
+            name,
+            "every",
+            f"must be a whole number of seconds from 1 to {search_interval.MAX_EVERY}, got {every!r:.60}",
+        )
+    if anchor is None:
+        return seconds, None
+    if not isinstance(anchor, datetime) or anchor.tzinfo is None or anchor.utcoffset() is None:
+        raise InvalidSchedule(name, "anchor", f"must be a timezone-aware datetime, got {anchor!r:.60}")
+    if anchor.microsecond:
+        raise InvalidSchedule(name, "anchor", f"must be a whole second, got {anchor.isoformat()}")
+    if not datetime(1970, 1, 1, tzinfo=UTC) <= anchor <= datetime(9000, 1, 1, tzinfo=UTC):
+        raise InvalidSchedule(name, "anchor", f"must be between 1970 and 9000, got {anchor.isoformat()}")
+    return seconds, anchor.astimezone(UTC)
+
+
+def _check_timing(
+    name: str, cron: Any, every: Any, anchor: Any
+) -> tuple[search.CronExpression | None, int | None, datetime | None]:
+    """(expression, None, None) for a cron schedule, (None, every, anchor) for an interval."""
+    seconds, explicit_anchor = _check_every(name, cron, every, anchor)
+    return (None if seconds is not None else _check_cron(name, cron)), seconds, explicit_anchor
+
+
 def _check_timezone_and_policy(name: str, timezone: Any, missed_fire_policy: Any) -> None:
     if not isinstance(timezone, str):  # e.g. a ZoneInfo: the row stores the zone's name
         raise InvalidSchedule(
@@ -180,9 +219,16 @@ def shortest_gap(expression: search.CronExpression, timezone: str) -> float | No
 
 
 def _check_policies(
-    name: str, expression: search.CronExpression, timezone: str, overlap: Any, deadline: Any, jitter: Any
+    name: str,
+    expression: search.CronExpression | int | None,
+    timezone: str,
+    overlap: Any,
+    deadline: Any,
+    jitter: Any,
 ) -> tuple[str, float | None, float]:
-    """The execution policies of one declaration: (overlap, starting_deadline, jitter)."""
+    """The execution policies of one declaration: (overlap, starting_deadline, jitter).
+
+    ``expression`` is the cron expression, or an interval's seconds."""
     if overlap not in OVERLAP_POLICIES:
         raise InvalidSchedule(
             name, "overlap", f"must be 'allow', 'skip' or 'buffer_one', got {overlap!r:.60}"
@@ -194,7 +240,11 @@ def _check_policies(
     if spread < 0:
         raise InvalidSchedule(name, "jitter", f"must be 0 seconds or more, got {spread}")
     if spread:
-        gap = shortest_gap(expression, timezone)
+        gap = (
+            expression
+            if isinstance(expression, int) or expression is None
+            else shortest_gap(expression, timezone)
+        )
         if gap is not None and spread >= gap:
             raise InvalidSchedule(
                 name, "jitter", f"must be less than the schedule's shortest gap ({gap:g} s), got {spread:g} s"
@@ -294,6 +344,8 @@ def build_schedule(
     cron: Any,
     task: Any,
     *,
+    every: Any = None,
+    anchor: Any = None,
     timezone: Any = "UTC",
     args: Any = (),
     kwargs: Any = None,
@@ -313,7 +365,7 @@ def build_schedule(
 ) -> Schedule:
     """Validate one declaration and return its :class:`Schedule` (no registration)."""
     name = _check_name(name)
-    expression = _check_cron(name, cron)
+    expression, seconds, explicit_anchor = _check_timing(name, cron, every, anchor)
     _check_timezone_and_policy(name, timezone, missed_fire_policy)
     resolved = _resolve_task(name, task)
     queue = _check_queue(name, queue, resolved)
@@ -325,7 +377,7 @@ def build_schedule(
     metadata_json.update(flow_metadata(name, unique_key, concurrency_key, concurrency_limit))
     tag_list = _check_tags(name, tags)
     overlap, starting_deadline, jitter = _check_policies(
-        name, expression, timezone, overlap, starting_deadline, jitter
+        name, expression or seconds, timezone, overlap, starting_deadline, jitter
     )
     return Schedule(
         name=name,
@@ -343,5 +395,7 @@ def build_schedule(
         overlap=overlap,
         starting_deadline=starting_deadline,
         jitter=jitter,
+        every=seconds,
+        anchor=explicit_anchor,
         source=source,
     )

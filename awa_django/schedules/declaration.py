@@ -13,7 +13,7 @@ import math
 import sys
 import unicodedata
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -132,9 +132,11 @@ registry = Registry()
 
 def periodic(
     name: str,
-    cron: str,
-    task: Task[Any, Any] | str,
+    cron: str | None = None,
+    task: Task[Any, Any] | str | None = None,
     *,
+    every: timedelta | int | None = None,
+    anchor: datetime | None = None,
     timezone: str = "UTC",
     args: Iterable[Any] = (),
     kwargs: Mapping[str, Any] | None = None,
@@ -151,7 +153,9 @@ def periodic(
     concurrency_key: str | None = None,
     concurrency_limit: int | None = None,
 ) -> Schedule:
-    """Declare a periodic schedule that runs ``task`` on the ``cron`` expression.
+    """Declare a periodic schedule that runs ``task`` on the ``cron`` expression,
+    or ``every`` so long (a timedelta or whole seconds) from ``anchor`` (default:
+    when the row is created, to the second).
 
     ``unique_key`` / ``concurrency_key`` (a fixed string or a template over
     ``{name}`` and ``{slot}``) and ``concurrency_limit`` give each fired job
@@ -167,6 +171,8 @@ def periodic(
         name,
         cron,
         task,
+        every=every,
+        anchor=anchor,
         timezone=timezone,
         args=args,
         kwargs=kwargs,
@@ -234,13 +240,12 @@ def _validate_settings(declared: Any) -> tuple[list[Schedule], list[InvalidSched
                 raise UnknownScheduleOption(
                     name, unknown[0], f"is not a schedule option (unknown: {', '.join(unknown)})"
                 )
-            for required in ("cron", "task"):
-                if required not in options:
-                    raise InvalidSchedule(name, required, "is required")
+            if "task" not in options:
+                raise InvalidSchedule(name, "task", "is required")
             extra = {k: v for k, v in options.items() if k not in ("cron", "task")}
             good.append(
                 build_schedule(
-                    name, options["cron"], options["task"], source="settings.AWA_SCHEDULES", **extra
+                    name, options.get("cron"), options["task"], source="settings.AWA_SCHEDULES", **extra
                 )
             )
         except InvalidSchedule as exc:

@@ -48,7 +48,7 @@ def is_reserved_owner(owner_id: Any) -> bool:
 def build_runtime_schedule(name: Any, options: Mapping[str, Any]) -> Schedule:
     """Validate a runtime definition given as ``AWA_SCHEDULES`` options.
 
-    ``options`` holds ``cron`` and ``task`` and any option a declaration
+    ``options`` holds ``task``, ``cron`` or ``every`` (and ``anchor``), and any option a declaration
     accepts (:data:`~awa_django.schedules.shape.SETTINGS_KEYS`); any other key
     is an :class:`~awa_django.exceptions.UnknownScheduleOption`.
     """
@@ -58,11 +58,10 @@ def build_runtime_schedule(name: Any, options: Mapping[str, Any]) -> Schedule:
         raise UnknownScheduleOption(
             label, unknown[0], f"is not a schedule option (unknown: {', '.join(unknown)})"
         )
-    for required in ("cron", "task"):
-        if options.get(required) is None:
-            raise InvalidSchedule(label, required, "is required")
+    if options.get("task") is None:
+        raise InvalidSchedule(label, "task", "is required")
     extra = {k: v for k, v in options.items() if k not in ("cron", "task")}
-    return build_schedule(name, options["cron"], options["task"], source=RUNTIME_SOURCE, **extra)
+    return build_schedule(name, options.get("cron"), options["task"], source=RUNTIME_SOURCE, **extra)
 
 
 # Definition columns whose option has another name or shape (the rest map

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from ..cron.search import CronExpression
+from ..cron.search import CronExpression, Interval, Timing, interval_anchor
 from .flow import FLOW_OPTIONS
 
 # The value of a definition field that every definition must carry.
@@ -54,9 +55,16 @@ FIELDS = (
     DefinitionField("overlap", "text", ("overlap",), "allow", "'allow'"),
     DefinitionField("starting_deadline", "double precision", ("starting_deadline",), None),
     DefinitionField("jitter", "double precision", ("jitter",), 0, "0"),
+    # An interval's timing (cron_expr is then NULL); left out of the
+    # definition of a cron schedule, whose manifest and hash stay as they were.
+    DefinitionField("every_seconds", "integer", ("every",), None),
+    DefinitionField("anchor", "timestamptz", ("anchor",), None),
 )
-# The values of the execution policies that mean "no policy".
+# The values of the optional fields (execution policies, interval) left out
+# of a definition while at their default.
 POLICY_DEFAULTS = {f.key: f.default for f in FIELDS if f.default is not REQUIRED}
+# The execution policies proper.
+POLICY_KEYS = ("overlap", "starting_deadline", "jitter")
 
 # The keys of one manifest entry (a full schedule definition), in column order;
 # those of POLICY_DEFAULTS only when they differ from their default.
@@ -76,7 +84,7 @@ class Schedule:
     """One validated schedule definition, as stored in ``awa_cron_jobs``."""
 
     name: str
-    cron: CronExpression
+    cron: CronExpression | None  # None for an interval schedule
     timezone: str
     kind: str
     queue: str
@@ -91,7 +99,18 @@ class Schedule:
     # Seconds (int when whole, so the manifest's JSON is stable); None = no deadline.
     starting_deadline: float | None = None
     jitter: float = 0
+    # An interval schedule: whole seconds between slots, and the explicit
+    # anchor (None: the row's creation, truncated to the second).
+    every: int | None = None
+    anchor: datetime | None = None
     source: str = field(default="", compare=False)
+
+    def timing(self, created_at: datetime) -> Timing:
+        """What the schedule fires on, for a row created at ``created_at``."""
+        if self.cron is not None:
+            return self.cron
+        assert self.every is not None
+        return Interval(self.every, interval_anchor(self.anchor, created_at))
 
     def definition(self) -> dict[str, Any]:
         """The row's definition columns (everything the sync writes), keyed as in a manifest.
@@ -110,12 +129,14 @@ class Schedule:
     @property
     def has_policies(self) -> bool:
         """Whether any execution policy differs from its default."""
-        return any(getattr(self, k) != v for k, v in POLICY_DEFAULTS.items())
+        return any(getattr(self, k) != POLICY_DEFAULTS[k] for k in POLICY_KEYS)
 
 
 # The definition columns a Schedule does not hold under the column's own name.
 _FROM_SCHEDULE: dict[str, Callable[[Schedule], Any]] = {
-    "cron_expr": lambda s: s.cron.text,
+    "cron_expr": lambda s: None if s.cron is None else s.cron.text,
+    "every_seconds": lambda s: s.every,
+    "anchor": lambda s: None if s.anchor is None else s.anchor.astimezone(UTC).isoformat(),
     "args": lambda s: {"args": s.args, "kwargs": s.kwargs},
     "tags": lambda s: list(s.tags),
 }

@@ -4,7 +4,8 @@ Proves: the add page offers the registered tasks and validates as a
 declaration, naming the field; Preview shows the schedule in words and its
 next fires and saves nothing; each change goes through the service layer and
 is in the admin history with the user; code-declared rows stay read-only and
-say where they are declared; each verb needs its own permission.
+say where they are declared; each verb needs its own permission; an interval
+schedule (every) is added, previewed in words and changed like an expression.
 """
 
 from __future__ import annotations
@@ -167,3 +168,22 @@ def test_owners_page__shows_the_runtime_owner() -> None:
     body = client.get("/admin/awa_django/cronowner/").content.decode()
     assert 'id="awa-runtime-owner"' in body and "awa:runtime" in body and "1 runtime schedule" in body
     assert "never retires them" in body
+
+
+def test_add_and_change__an_interval_schedule_in_words_with_its_next_fires() -> None:
+    client = staff("alice", *EDITOR)
+    preview = client.post(ADD_URL, form_data(cron_expr="", every_seconds="90", _preview="Preview"))
+    body = preview.content.decode()
+    assert preview.status_code == 200 and "every 90 seconds" in body
+    assert body.count("CET") + body.count("CEST") >= 5
+    both = client.post(ADD_URL, form_data(every_seconds="90"))
+    assert "every_seconds" in both.context["adminform"].form.errors
+    response = client.post(ADD_URL, form_data(cron_expr="", every_seconds="90"))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = CronJob.objects.get(name="poll")
+    assert (row.cron_expr, row.every_seconds) == (None, 90)
+    page = client.get(change_url("poll")).content.decode()
+    assert "every 90 seconds" in page
+    response = client.post(change_url("poll"), form_data(name="", cron_expr="", every_seconds="120"))
+    assert response.status_code == 302
+    assert CronJob.objects.get(name="poll").every_seconds == 120

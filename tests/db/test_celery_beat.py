@@ -119,8 +119,8 @@ def test_plan_row__what_has_no_equivalent_is_reported_on_the_imported_row() -> N
     ("fields", "reason"),
     [
         (
-            {"crontab": None, "interval": SimpleNamespace(every=90, period="seconds")},
-            "needs interval schedules",
+            {"crontab": None, "interval": SimpleNamespace(every=90, period="microseconds")},
+            "every 90 microseconds",
         ),
         (
             {"crontab": None, "clocked": SimpleNamespace(clocked_time=datetime(2030, 1, 1, tzinfo=UTC))},
@@ -165,6 +165,43 @@ def test_plan_row__interval_notes_the_phase() -> None:
     row = plan_row(source(crontab=None, interval=SimpleNamespace(every=10, period="minutes")), {}, set())
     assert (row.status, row.cron, row.timezone) == ("imported", "*/10 * * * *", "UTC")
     assert "phase may differ" in row.notes[0]
+
+
+def test_plan_row__an_interval_no_expression_says_becomes_an_every_schedule_anchored_at_the_last_run() -> (
+    None
+):
+    now = datetime(2027, 6, 1, tzinfo=UTC)
+    last_run = datetime(2027, 5, 31, 23, 59, 10, 123456, tzinfo=UTC)
+    interval = SimpleNamespace(every=90, period="seconds")
+    row = plan_row(source(crontab=None, interval=interval, last_run_at=last_run), {}, set(), now)
+    assert (row.status, row.cron, row.every, row.timezone) == ("imported", None, 90, "UTC")
+    assert row.options["anchor"] == last_run.replace(microsecond=0)
+    assert "anchored at 2027-05-31T23:59:10+00:00 (its last run)" in row.notes[0]
+    fresh = plan_row(source(crontab=None, interval=SimpleNamespace(every=7, period="hours")), {}, set(), now)
+    assert (fresh.every, fresh.options["anchor"]) == (7 * 3600, now)
+    started = datetime(2027, 1, 1, tzinfo=UTC)
+    since = plan_row(source(crontab=None, interval=interval, start_time=started), {}, set(), now)
+    assert since.options["anchor"] == started and "(its start_time)" in since.notes[0]
+
+
+def test_import__an_interval_row_becomes_an_interval_schedule_that_fires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django.actions import celery_beat
+    from awa_django.models import CronJob
+    from awa_django.scheduler.evaluator import evaluate
+
+    interval = SimpleNamespace(every=90, period="seconds")
+    row = plan_row(source("feed", crontab=None, interval=interval), {}, set())
+    celery_beat._create(row, "ops", "default")
+    stored = CronJob.objects.get(name="feed")
+    assert (stored.cron_expr, stored.every_seconds) == (None, 90)
+    assert stored.anchor is not None
+    assert "every 90 seconds (UTC)" in "\n".join(celery_beat.ImportReport(False, [row]).render())
+    evaluate()
+    from awa_django.models import Job
+
+    assert Job.objects.filter(metadata__cron_name="feed").count() == 1
 
 
 @override_settings(AWA_SCHEDULES={"nightly": {"cron": "0 3 * * *", "task": TASK}})

@@ -37,6 +37,7 @@ HINTS = {
     "awa_django.E013": "overlap is 'allow' (default), 'skip' or 'buffer_one'.",
     "awa_django.E014": "starting_deadline is a timedelta or seconds > 0 (None: no deadline).",
     "awa_django.E015": "jitter is a timedelta or seconds >= 0, below the shortest gap.",
+    "awa_django.E016": "every: a timedelta or whole seconds >= 1 instead of cron; anchor: aware, whole second.",
     "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
@@ -136,6 +137,8 @@ def test_schedule_error__each_field_has_its_id_and_hint() -> None:
             ("overlap", "awa_django.E013"),
             ("starting_deadline", "awa_django.E014"),
             ("jitter", "awa_django.E015"),
+            ("every", "awa_django.E016"),
+            ("anchor", "awa_django.E016"),
         )
     }
     assert ("awa_django.E012", HINTS["awa_django.E012"]) == checks.UNKNOWN_OPTION
@@ -149,14 +152,16 @@ def test_schedule_error__each_field_has_its_id_and_hint() -> None:
         ({"starting_deadline": "30s"}, "awa_django.E014", "starting_deadline"),
         ({"jitter": -1}, "awa_django.E015", "jitter"),
         ({"jitter": 60}, "awa_django.E015", "jitter"),
+        ({"every": 0}, "awa_django.E016", "every"),
+        ({"every": 60}, "awa_django.E016", "every"),
     ],
 )
 def test_check_schedules__execution_policies_are_checked_naming_the_schedule_and_option(
     options: dict[str, Any], check_id: str, field: str
 ) -> None:
-    """A bad policy option of an AWA_SCHEDULES entry (jitter of a minute on an
-    every-minute schedule included) is reported with its own id, naming the
-    schedule and the option."""
+    """A bad policy or interval option of an AWA_SCHEDULES entry (jitter of a
+    minute on an every-minute schedule, every beside cron included) is reported
+    with its own id, naming the schedule and the option."""
     entry = {"cron": "* * * * *", "task": RECORD, **options}
     with override_settings(AWA_SCHEDULES={"tidy": entry}):
         messages = [m for m in checks.check_schedules() if m.id == check_id]

@@ -169,7 +169,7 @@ def test_jitter__the_sql_offset_equals_the_python_mirror_and_spreads_names() -> 
 
 @pytest.fixture
 def fire_v4() -> Any:
-    FIRE["function"] = "awa_cron_fire_v5"
+    FIRE["function"] = "awa_cron_fire_v6"
     yield
     FIRE["function"] = "awa_cron_fire_v2"
 

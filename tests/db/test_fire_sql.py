@@ -24,14 +24,15 @@ from tests.helpers.fires import FIRE, T0, fire, fresh, plan_entry
 pytestmark = pytest.mark.django_db
 
 # Every fire statement keeps the same contract: v2 adds name-ordered row
-# locking, v3 parking, v4 metadata for the fired jobs, v5 (used by the evaluator)
-# the execution policies; v1 stays installed for older writers.
+# locking, v3 parking, v4 metadata for the fired jobs, v5 the execution
+# policies, v6 (used by the evaluator) interval schedules; v1 stays installed for older writers.
 FIRE_FUNCTIONS = [
     "awa_cron_fire_v1",
     "awa_cron_fire_v2",
     "awa_cron_fire_v3",
     "awa_cron_fire_v4",
     "awa_cron_fire_v5",
+    "awa_cron_fire_v6",
 ]
 
 

@@ -4,7 +4,7 @@ On a database of its own (django-celery-beat's migrations stay out of the
 other tests' database), rows made with the package's own models: a dry run
 reports every row (imported, or skipped with the reason) and writes nothing;
 the import then creates the runtime schedules the report named, with their
-expression, zone, arguments, queue and paused state; and an imported
+expression or interval (every=, for a period no expression says), zone, arguments, queue and paused state; and an imported
 every-minute schedule fires through ``runcron --once`` while the imported
 disabled one, paused, does not.
 """
@@ -112,9 +112,11 @@ def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[st
         "tick-disabled",
         "report",
         "poll",
+        "poll-90",
     }
-    assert (report["imported"], report["skipped"]) == (4, 4)
-    assert "needs interval schedules" in rows["poll-90"]["reasons"][0]
+    assert (report["imported"], report["skipped"]) == (5, 3)
+    assert (rows["poll-90"]["cron"], rows["poll-90"]["every"]) == (None, 90)
+    assert "interval schedule (every=) anchored at" in rows["poll-90"]["notes"][0]
     assert "one-off (clocked)" in rows["new-year"]["reasons"][0]
     assert "solar schedule (sunrise)" in rows["sunrise"]["reasons"][0]
     assert "--task-map proj.tasks.cleanup=DOTTED.PATH" in rows["unknown"]["reasons"][0]
@@ -122,7 +124,7 @@ def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[st
     assert query(env, "SELECT count(*) FROM awa_cron_jobs") == [(0,)]  # nothing written
 
     text = ok(manage_with(env, "awa", "import-celery-beat", "--actor", "ops:migration", *task_map))
-    assert text.startswith("import done: 4 imported, 4 skipped")
+    assert text.startswith("import done: 5 imported, 3 skipped")
     assert (
         "imported: report [crontab] 30 7 * * mon-fri (Europe/Berlin) -> tests.testapp.tasks.record, active"
         in text
@@ -135,7 +137,7 @@ def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[st
             "FROM awa_cron_jobs",
         )
     }
-    assert set(schedules) == {"tick", "tick-disabled", "report", "poll"}
+    assert set(schedules) == {"tick", "tick-disabled", "report", "poll", "poll-90"}
     tick = schedules["tick"]
     assert tick[:3] == ("* * * * *", "UTC", TASK)
     assert json.loads(tick[3]) == {"args": ["a", 1], "kwargs": {"label": "tick"}}
@@ -144,6 +146,9 @@ def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[st
     assert schedules["report"][:2] == ("30 7 * * mon-fri", "Europe/Berlin")
     assert schedules["report"][4] == "reports"
     assert schedules["poll"][:2] == ("*/15 * * * *", "UTC")
+    assert query(env, "SELECT cron_expr, every_seconds FROM awa_cron_jobs WHERE name = 'poll-90'") == [
+        (None, 90)
+    ]
 
     ok(manage_with(env, "runcron", "--once"))
     fired = query(

@@ -2,8 +2,8 @@
 
 Proves: an interval becomes a cron expression exactly when clock-aligned
 slots fire at the same period (seconds dividing a minute, minutes dividing an
-hour, hours dividing a day, one day), and is otherwise refused as needing
-interval schedules; a crontab becomes the same five fields (weekday names
+hour, hours dividing a day, one day), and otherwise has no expression (it
+becomes an interval schedule, its period in whole seconds); a crontab becomes the same five fields (weekday names
 shortened, spaces dropped), except when both day fields are restricted
 (celery ANDs them, cron ORs them) or the text is not a valid expression;
 ``--task-map`` pairs parse or name the malformed one; the report counts rows.
@@ -19,6 +19,7 @@ from awa_django.actions.celery_beat import (
     ImportRow,
     crontab_expression,
     interval_expression,
+    interval_seconds,
     parse_task_map,
 )
 
@@ -62,7 +63,7 @@ def test_interval_expression__exact_periods_map(every: int, period: str, expecte
         (1, "fortnights"),
     ],
 )
-def test_interval_expression__other_periods_need_interval_schedules(every: int, period: str) -> None:
+def test_interval_expression__other_periods_are_no_cron_expression(every: int, period: str) -> None:
     expression, reason = interval_expression(every, period)
     assert expression is None
     assert reason is not None and reason.startswith(INTERVAL_UNSUPPORTED)
@@ -140,3 +141,22 @@ def test_import_report__counts_rows_and_renders_each() -> None:
         "skipped: b [solar]",
         "  not imported: solar schedule (sunrise): cron cannot say solar events",
     ]
+
+
+@pytest.mark.parametrize(
+    ("every", "period", "seconds"),
+    [
+        (90, "seconds", 90),
+        (7, "minutes", 420),
+        (5, "hours", 18000),
+        (2, "days", 172800),
+        (500, "microseconds", None),
+        (0, "minutes", None),
+        (-5, "minutes", None),
+        (1, "fortnights", None),
+    ],
+)
+def test_interval_seconds__whole_seconds_of_a_valid_interval(
+    every: int, period: str, seconds: int | None
+) -> None:
+    assert interval_seconds(every, period) == seconds

@@ -57,6 +57,8 @@ def test_the_derived_keys_agree() -> None:
         "overlap",
         "starting_deadline",
         "jitter",
+        "every",
+        "anchor",
         # Flow control, stored in the schedule's metadata (schedules.flow).
         "unique_key",
         "concurrency_key",
@@ -89,7 +91,13 @@ def test_the_upsert_statements_use_the_shape() -> None:
 def test_execution_policies_enter_the_definition_only_when_set() -> None:
     """A schedule without policies has the definition (and manifest hash) of a
     release without them; a policy that is set is part of the definition."""
-    assert set(DEFINITION_KEYS) - set(REQUIRED_KEYS) == {"overlap", "starting_deadline", "jitter"}
+    assert set(DEFINITION_KEYS) - set(REQUIRED_KEYS) == {
+        "overlap",
+        "starting_deadline",
+        "jitter",
+        "every_seconds",
+        "anchor",
+    }
     plain = schedule()
     skipping = dataclasses.replace(plain, overlap="skip", starting_deadline=30, jitter=0.5)
     assert "overlap" not in plain.definition() and not plain.has_policies

@@ -152,7 +152,7 @@ class Command(BaseCommand):
                     printable(cell)
                     for cell in (
                         row.name,
-                        row.cron_expr,
+                        row.timing_text,
                         item["description"],
                         row.timezone,
                         row.missed_fire_policy,
@@ -251,7 +251,7 @@ class Command(BaseCommand):
 
     def cron_create(self, options: dict[str, Any]) -> None:
         given = cli.runtime_options(options)
-        cron, task = given.pop("cron"), given.pop("task")
+        cron, task = given.pop("cron", None), given.pop("task")
 
         def create() -> str:
             runtime_schedules.create_schedule(options["name"], cron, task, actor=options["actor"], **given)
