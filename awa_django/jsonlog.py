@@ -110,7 +110,8 @@ def json_logging(level: str = "INFO", *, root: bool = False) -> dict[str, Any]:
     place of Django's default plain console handler, and stop propagating: with
     ``DEBUG = True`` their records would otherwise be printed twice, once as
     plain text. Errors are still mailed to ``ADMINS`` when ``DEBUG = False``,
-    as Django's default configuration does.
+    as Django's default configuration does. On Django 5.2 the django-tasks
+    backport logs as ``django_tasks`` (outside ``django``): it is treated the same.
     """
     config: dict[str, Any] = {
         "version": 1,
@@ -129,6 +130,7 @@ def json_logging(level: str = "INFO", *, root: bool = False) -> dict[str, Any]:
             "awa_django": {"handlers": ["json"], "level": level, "propagate": False},
             "django": {"handlers": ["json", "mail_admins"], "level": "INFO", "propagate": False},
             "django.server": {"handlers": ["json"], "level": "INFO", "propagate": False},
+            "django_tasks": {"handlers": ["json", "mail_admins"], "level": "INFO", "propagate": False},
         },
     }
     if root:
