@@ -22,10 +22,11 @@ from django.db import connection
 from tests.helpers.database import database_url, raw_connection
 from tests.helpers.processes import manage_with
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 # The "celery-beat" dependency group: installed by make test-oldest and
-# make test-django52 (django-celery-beat 2.9 requires Django<6.1).
+# make test-django52 (django-celery-beat 2.9 requires Django<6.1); CI runs it in
+# its Django 5.2 tier, which leaves out the tests marked slow.
 pytest.importorskip(
     "django_celery_beat",
     reason="needs django-celery-beat (pip install --group celery-beat; it requires Django<6.1)",
