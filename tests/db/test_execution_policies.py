@@ -135,14 +135,18 @@ def test_deadline__catch_up_replays_only_the_slots_inside_it() -> None:
 
 def test_deadline__coalesce_fires_the_latest_slot_only_inside_it() -> None:
     now = db_now()
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    make("daily", cron_expr="0 0 * * *", starting_deadline=60, last_enqueued_at=midnight - timedelta(days=3))
-    if now - midnight <= timedelta(seconds=61):
-        pytest.skip("the test runs within a minute of midnight UTC")
+    # A daily slot ten minutes ago: the latest due slot, and outside a 60 s deadline.
+    slot = (now - timedelta(minutes=10)).replace(second=0, microsecond=0)
+    make(
+        "daily",
+        cron_expr=f"{slot.minute} {slot.hour} * * *",
+        starting_deadline=60,
+        last_enqueued_at=slot - timedelta(days=3),
+    )
     evaluate()
     assert jobs("daily") == []
-    assert outcomes("daily") == [(midnight.isoformat(), "missed_deadline")]
-    assert CronJob.objects.get(name="daily").last_enqueued_at == midnight
+    assert outcomes("daily") == [(slot.isoformat(), "missed_deadline")]
+    assert CronJob.objects.get(name="daily").last_enqueued_at == slot
 
 
 def test_jitter__run_at_is_the_slot_plus_a_pure_offset_of_name_and_slot() -> None:
