@@ -89,10 +89,10 @@ SELECT_OVERDUE = """
 """
 
 ROLES = {"cron": "runcron", "tasks": "runtasks"}
-# The fire statement version this release runs (awa_cron_fire_v6, which knows
-# interval schedules; awa_django.scheduler.firing.FIRE calls it). Runtime
-# snapshots carry theirs.
-FIRE_STATEMENT_VERSION = 6
+# The fire statement version this release runs (awa_cron_fire_v7: v6's
+# contract, which knows interval schedules, with a cheaper overlap check;
+# awa_django.scheduler.firing.FIRE calls it). Runtime snapshots carry theirs.
+FIRE_STATEMENT_VERSION = 7
 # The first version that knows the execution policies (awa_cron_fire_v5).
 POLICIES_FIRE_VERSION = 5
 

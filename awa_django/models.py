@@ -78,7 +78,7 @@ class CronJob(models.Model):
         default=MissedFirePolicy.COALESCE,
         db_default=MissedFirePolicy.COALESCE,
     )
-    # Execution policies, decided by the fire statement (awa_cron_fire_v6).
+    # Execution policies, decided by the fire statement (awa_cron_fire_v7).
     overlap = models.TextField(
         choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW, db_default=OverlapPolicy.ALLOW
     )
@@ -345,7 +345,8 @@ class RuntimeInstance(models.Model):
     cron_protocol = models.IntegerField(null=True, blank=True)
     # The version of the fire statement the process runs (5: awa_cron_fire_v5,
     # which knows the execution policies; 6: awa_cron_fire_v6, which knows
-    # interval schedules); NULL for writers that predate it.
+    # interval schedules; 7: awa_cron_fire_v7, v6 with a cheaper overlap
+    # check); NULL for writers that predate it.
     cron_fire_version = models.IntegerField(null=True, blank=True)
     # When the process last made progress (leader: last evaluation pass); see
     # awa_django/health.py. NULL for writers that predate it.

@@ -48,7 +48,7 @@ def sql(statement: str, params: Any = None) -> list[tuple[Any, ...]]:
 
 
 def reset() -> None:
-    sql("TRUNCATE awa_cron_jobs, awa_jobs")
+    sql("TRUNCATE awa_cron_jobs, awa_jobs, awa_cron_slot_outcomes, awa_cron_slot_counts")
 
 
 class Statements:
@@ -209,10 +209,16 @@ def wait_for_jobs(process: subprocess.Popen[bytes], n: int, timeout: float) -> f
 
 
 # -- W4: lateness of many every-second schedules --------------------------------
-def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]:
+def w4_every_second(n: int, seconds: float, warmup: float = 5, complete_every: float = 0) -> dict[str, Any]:
+    """``n`` every-second schedules fired by a real ``runcron`` for ``seconds``.
+    ``complete_every`` > 0: the fired jobs are marked completed that often (one
+    UPDATE, no worker), so an ``overlap="skip"`` schedule (``BENCH_OVERLAP=skip``)
+    finds its last job finished and fires each slot: the check's cost, not its
+    skips, is what such a run measures."""
     reset()
     insert_schedules(n, "* * * * * *", None)
     runcron = manage("runcron")
+    completer = Completer(complete_every) if complete_every > 0 else None
     try:
         time.sleep(warmup)  # start-up, and the first pass that plans every row
         first = sql("SELECT coalesce(max(id), 0), statement_timestamp() FROM awa_jobs")[0]
@@ -221,6 +227,8 @@ def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]
     finally:
         runcron.send_signal(signal.SIGTERM)
         runcron.wait(60)
+        if completer is not None:
+            completer.stop()
     result = lateness(first[0])
     # Slots strictly inside the window that every schedule should have fired.
     slots = sql(
@@ -238,12 +246,43 @@ def w4_every_second(n: int, seconds: float, warmup: float = 5) -> dict[str, Any]
         n=n,
         seconds=seconds,
         warmup=warmup,
+        overlap=os.environ.get("BENCH_OVERLAP", "allow"),
         expected_fires=expected,
         fired_in_window=slots[1],
         skipped=max(0, expected - slots[1]),
+        skipped_overlap=sql(
+            "SELECT coalesce(sum(count), 0) FROM awa_cron_slot_counts WHERE reason = 'overlap'"
+        )[0][0],
         doubled=doubled,
     )
     return result
+
+
+class Completer:
+    """Marks available jobs completed every ``interval`` s on its own connection
+    (a thread), standing in for a worker that finishes them at once."""
+
+    def __init__(self, interval: float) -> None:
+        import threading
+
+        import psycopg
+
+        self.interval = interval
+        self.stopped = threading.Event()
+        self.conn = psycopg.connect(os.environ["BENCH_DATABASE_URL"], autocommit=True)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            self.conn.execute(
+                "UPDATE awa_jobs SET state = 'completed', finished_at = clock_timestamp() WHERE state = 'available'"
+            )
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(30)
+        self.conn.close()
 
 
 # -- W3: worker throughput and enqueue rates -------------------------------------

@@ -4,7 +4,7 @@
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
 O(due), not O(all schedules). The due rows are read and planned in batches
-of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v6`` (see
+of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v7`` (see
 :mod:`.firing`), which keeps the per-row compare-and-swap; the leader has the
 calls run on a second connection while the next batch is planned
 (:mod:`.pipeline`), and fires the rows of the next slot planned ahead (:mod:`.prefire`).

@@ -1,4 +1,4 @@
-"""The fire statement: one call of ``awa_cron_fire_v6`` per batch of plan entries.
+"""The fire statement: one call of ``awa_cron_fire_v7`` per batch of plan entries.
 
 The evaluator (:mod:`.evaluator`) reads due rows and plans their fires; this
 module sends a plan to the database, isolates a row whose values the
@@ -20,7 +20,7 @@ from ..tasks import tracing
 
 logger = logging.getLogger("awa_django.evaluator")
 
-FIRE = "SELECT * FROM awa_cron_fire_v6(%s::jsonb)"
+FIRE = "SELECT * FROM awa_cron_fire_v7(%s::jsonb)"
 # Errors a value in one row can cause (constraint, bad data, a trigger's
 # RAISE); anything else is not a row's fault.
 ROW_FAULTS = (IntegrityError, DataError, InternalError)

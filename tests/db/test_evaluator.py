@@ -143,7 +143,7 @@ def test_evaluate__one_fire_statement_per_pass_whatever_the_number_of_fires() ->
     # Read due rows, fire them all, find the next due time (plus a savepoint
     # here, because the test holds a transaction; none in autocommit).
     assert len([q for q in queries if "SAVEPOINT" not in q["sql"]]) == 3
-    assert sum("awa_cron_fire_v6" in q["sql"] for q in queries) == 1
+    assert sum("awa_cron_fire_v7" in q["sql"] for q in queries) == 1
 
 
 def test_evaluate__bad_row_written_by_raw_sql_does_not_stop_others(caplog: pytest.LogCaptureFixture) -> None:
@@ -188,7 +188,7 @@ def test_evaluate__a_large_due_set_fires_in_bounded_batches(monkeypatch: pytest.
         make(f"batch-{i}", cron_expr="* * * * * *")
     with CaptureQueriesContext(connection) as queries:
         result = evaluate()
-    fire_statements = [q for q in queries.captured_queries if "awa_cron_fire_v6" in q["sql"]]
+    fire_statements = [q for q in queries.captured_queries if "awa_cron_fire_v7" in q["sql"]]
     assert result.evaluated == 5
     assert len(fire_statements) == 3  # 2 + 2 + 1 rows
     assert sorted(len(fired(f"batch-{i}")) for i in range(5)) == [1] * 5
