@@ -166,10 +166,11 @@ class Proc:
     log_dir: Path
     popen: subprocess.Popen[bytes] | None = None
     stopped: bool = False
+    concurrency: int = 4  # runtasks' --concurrency
 
     def start(self) -> None:
         log = open(self.log_dir / f"{self.role}-{self.index}.log", "ab")  # noqa: SIM115
-        args = ["--concurrency", "4"] if self.role == "runtasks" else []
+        args = ["--concurrency", str(self.concurrency)] if self.role == "runtasks" else []
         # Own session, no terminal: only the campaign's signals stop or kill it.
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "django", self.role, *args],
