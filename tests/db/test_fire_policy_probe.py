@@ -23,6 +23,7 @@ from awa_django.scheduler.evaluator import job_row
 from awa_django.scheduler.firing import FIRE
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import db_now
+from tests.helpers.fires import plan_entry
 
 pytestmark = pytest.mark.django_db
 
@@ -35,19 +36,6 @@ PROBE = re.compile(r"Index (?:Only )?Scan using (awa_jobs_\w+) on awa_jobs j .*?
 
 def minute(moment: datetime, minutes_ago: int = 0) -> datetime:
     return moment.replace(second=0, microsecond=0) - timedelta(minutes=minutes_ago)
-
-
-def entry(row: CronJob, fires: list[datetime]) -> dict[str, Any]:
-    return {
-        "name": row.name,
-        "prev": row.last_enqueued_at.isoformat() if row.last_enqueued_at else None,
-        "created_at": row.created_at.isoformat(),
-        "cron_expr": row.cron_expr,
-        "timezone": row.timezone,
-        "missed_fire_policy": row.missed_fire_policy,
-        "fires": [f.isoformat() for f in fires],
-        "next_fire_at": (fires[-1] + timedelta(minutes=1)).isoformat(),
-    }
 
 
 def call(function: str, plan: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -98,7 +86,7 @@ def test_overlap_check__a_batch_of_skip_schedules_is_probed_once_each_and_never_
             state="running", metadata={"cron_name": row.name, "cron_fire_at": "2000-01-01T00:00:00+00:00"}
         )
     explained.clear()
-    fired = call(LEADER_FUNCTION, [entry(row, [minute(now, 1)]) for row in rows])
+    fired = call(LEADER_FUNCTION, [plan_entry(row, [minute(now, 1)]) for row in rows])
     assert [name for name, _ in fired] == [row.name for row in rows[1::2]]
     fire_plan = next(n for n in explained if "awa_cron_slot_outcomes" in n and "Insert on awa_jobs" in n)
     # A join of the batch with its policy rows would throw away about BATCH^2
@@ -134,7 +122,7 @@ def mixed_batch(now: datetime) -> list[dict[str, Any]]:
                     state=state, metadata={"cron_name": row.name, "cron_fire_at": "2000-01-01T00:00:00+00:00"}
                 )
             slots = [minute(now, m) for m in (3, 2, 1)] if policy == "catch_up" else [minute(now, 1)]
-            plan.append(entry(row, slots))
+            plan.append(plan_entry(row, slots))
     return plan
 
 
