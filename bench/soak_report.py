@@ -17,6 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- soak: written by bench/soak.py --publish -->"
+SAMPLE_S = 10.0  # a sample covers the 10 s before its t_s
 END = "<!-- /soak -->"
 
 
@@ -84,6 +85,7 @@ def markdown(result: dict[str, Any], plot: str) -> str:
         f"| dead tuples in `awa_jobs`, peak | {_value(s['dead_tuples_peak'])} |",
         f"| ERROR lines in the processes' logs | {s['log_errors']} |",
         "",
+        *targets(result),
         *reading(result),
         "Every 10 s sample (jobs/s, lateness p50/p99/max, heap, index and total size, live and dead "
         "tuples, autovacuum and autoanalyze runs, CPU of the workers, `runcron` and PostgreSQL in cores) "
@@ -92,6 +94,74 @@ def markdown(result: dict[str, Any], plot: str) -> str:
         END,
     ]
     return "\n".join(lines)
+
+
+# The published run's targets: completed jobs/s at least this share of the
+# offered rate outside the long reader, back within RECOVERY_S of its end; fire
+# p99 at most P99_MS outside it; the table's size at the end at most GROWTH
+# times its size after the first 10 minutes; no error in any log.
+KEPT_SHARE = 0.8
+RECOVERY_S = 120.0
+P99_MS = 100.0
+GROWTH = 1.5
+
+
+def recovered_after(result: dict[str, Any]) -> float | None:
+    """Seconds from the long reader's end to the first sample from which every
+    later one completes at least KEPT_SHARE of what was offered (None: never)."""
+    plan, rows = result["plan"], result["rows"]
+    end = plan["reader_at"] + plan["reader_for"]
+    after = [r for r in rows if r["t_s"] > end]
+    for i, row in enumerate(after):
+        if all(
+            r["offered_per_s"] and r["completed_per_s"] >= KEPT_SHARE * r["offered_per_s"] for r in after[i:]
+        ):
+            return max(0.0, row["t_s"] - SAMPLE_S - end)
+    return None
+
+
+def targets(result: dict[str, Any]) -> list[str]:
+    """The targets, each with the measured figure and whether it was met."""
+    if result["mode"] == "quick":
+        return []
+    plan, s, rows = result["plan"], result["summary"], result["rows"]
+    end = plan["reader_at"] + plan["reader_for"]
+    outside = [
+        r
+        for r in rows
+        if r["t_s"] > 2 * SAMPLE_S and (r["t_s"] <= plan["reader_at"] or r["t_s"] > end + plan["recovery"])
+    ]
+    shares = [r["completed_per_s"] / r["offered_per_s"] for r in outside if r["offered_per_s"]]
+    p99s = [r["late_p99_ms"] for r in outside if r["late_p99_ms"] is not None]
+    over = sum(1 for v in p99s if v > P99_MS)
+    back = recovered_after(result)
+    growth = s["total_mb_end"] / s["total_mb_at_10_min"] if s["total_mb_at_10_min"] else None
+    errors = s["log_errors"] + s.get("enqueue_errors", 0)
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "**not met**"
+
+    return [
+        "Against the targets of a published run:",
+        "",
+        "| target | measured | |",
+        "|---|---:|---|",
+        f"| completed jobs/s >= {KEPT_SHARE:.0%} of offered, every 10 s outside the long reader "
+        f"| lowest {min(shares):.0%} | {met(min(shares) >= KEPT_SHARE)} |"
+        if shares
+        else "| completed jobs/s outside the long reader | no samples | **not met** |",
+        f"| back to {KEPT_SHARE:.0%} within {RECOVERY_S:.0f} s of the long reader's end "
+        f"| {_value(back, ' s') if back is not None else 'never'} | {met(back is not None and back <= RECOVERY_S)} |",
+        f"| fire lateness p99 <= {P99_MS:.0f} ms, every 10 s outside the long reader "
+        f"| worst {_value(max(p99s) if p99s else None, ' ms')}; {over} of {len(p99s)} samples over "
+        f"| {met(bool(p99s) and over == 0)} |",
+        f"| `awa_jobs` size at the end <= {GROWTH}x its size at 10 min "
+        f"| {growth:.2f}x | {met(growth <= GROWTH)} |"
+        if growth is not None
+        else "| `awa_jobs` size at the end | no sample at 10 min | **not met** |",
+        f"| no error in any log | {errors} | {met(errors == 0)} |",
+        "",
+    ]
 
 
 def reading(result: dict[str, Any]) -> list[str]:
