@@ -280,9 +280,28 @@ class Soak:
                 log(" ".join(f"{k}={row[k]}" for k in COLUMNS))
                 since, cpu, offered = until, now_cpu, now_offered
             del elapsed
+            self.check_pruning(conn)
         self.stop.set()
         for thread in threads:
             thread.join(timeout=60)
+
+    def check_pruning(self, conn: psycopg.Connection[Any]) -> None:
+        """A run longer than its retention plus five pruning intervals must have
+        pruned: the settings reached the leader and its maintenance ran. (The
+        quick run is too short to tell.)"""
+        slack = 5 * float(PROCESS_ENV["AWA_SYNC_INTERVAL"])
+        if self.plan.seconds < self.plan.retention + slack + SAMPLE:
+            return
+        row = conn.execute(
+            "SELECT extract(epoch FROM clock_timestamp() - min(finished_at))::float8 FROM awa_jobs"
+            " WHERE state IN ('completed', 'failed', 'cancelled')"
+        ).fetchone()
+        oldest = row[0] if row else None
+        if oldest is not None and oldest > self.plan.retention + slack:
+            raise BrokenRun(
+                f"nothing was pruned: the oldest finished job is {oldest:.0f} s old,"
+                f" retention {self.plan.retention:.0f} s"
+            )
 
     def stop_processes(self) -> None:
         for proc in self.procs:

@@ -71,6 +71,9 @@ TASKS = {
 AWA_SCHEDULES = env.json("AWA_TEST_SCHEDULES", default={})
 AWA_EVALUATE_INTERVAL = env.float("AWA_EVALUATE_INTERVAL", default=1.0)
 AWA_SYNC_INTERVAL = env.float("AWA_SYNC_INTERVAL", default=60.0)
+# Only when set (the soak benchmark scales it to its run): otherwise the default.
+if "AWA_JOB_RETENTION" in env.ENVIRON:
+    AWA_JOB_RETENTION = env.float("AWA_JOB_RETENTION")
 AWA_ELECTION_INTERVAL = env.float("AWA_ELECTION_INTERVAL", default=10.0)
 AWA_LEADER_CHECK_INTERVAL = env.float("AWA_LEADER_CHECK_INTERVAL", default=30.0)
 AWA_CATCH_UP_LIMIT = env.int("AWA_CATCH_UP_LIMIT", default=1000)
