@@ -3,12 +3,12 @@
 -- Installed by migration 0020_fire_policy_probe, undone by
 -- 0020_fire_policy_probe.reverse.sql. Frozen once released (see 0002_cron_core.sql).
 
--- awa_cron_fire_v6 read the unfinished jobs of its policy rows in a CTE and
--- joined it to the plan; estimated at one row, that join ran as a nested loop
--- over plan x policy rows (250,000 comparisons for a 500-row batch of "skip"
--- schedules, three times the cost of the statement without a policy). Here
--- each updated row with a policy probes awa_jobs_cron_unfinished from the
--- UPDATE's RETURNING list: the same rows, the same snapshot, no join.
+-- Why a probe and not a join: the unfinished jobs of the batch's policy rows,
+-- read in a CTE and joined to the plan, are estimated at one row, and the
+-- planner runs that join as a nested loop over plan x policy rows (250,000
+-- comparisons for a 500-row batch of "skip" schedules). Each updated row with a
+-- policy probes awa_jobs_cron_unfinished from the UPDATE's RETURNING list
+-- instead: the same rows, the same snapshot, no join.
 CREATE FUNCTION awa_cron_fire_v7(p_plan jsonb) RETURNS SETOF awa_jobs
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
