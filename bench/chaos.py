@@ -387,7 +387,9 @@ class Campaign:
         at = self.event(f"kill {proc.role}", proc.pid)
         proc.signal(signal.SIGKILL)
         proc.popen.wait(10)  # type: ignore[union-attr]
-        self.record.killed[proc.pid] = at
+        # Read once the process is gone: an attempt it started between the
+        # event and the signal is still one the kill cut off.
+        self.record.killed[proc.pid] = self.db_now()
         self.record.windows.append((at, at + RECOVERY))
 
     def fault_stop(self, target: str, _name: str) -> Any:
@@ -627,7 +629,7 @@ class Campaign:
         results["keyed jobs"], results["key overlaps"] = self.key_overlaps()
         if results["key overlaps"]:
             results["problems"].append(f"{results['key overlaps']} run(s) of one concurrency key at once")
-        results["reexecutions"] = self.classify_reexecutions()
+        results["reexecutions"] = self.classify_reexecutions(results["problems"])
         if results["reexecutions"].get("unexplained"):
             results["problems"].append("re-executions with no injected cause (see the table)")
         results["max lateness"] = max(lateness) if lateness else None
@@ -670,8 +672,10 @@ class Campaign:
                     problems.append(f"{name}: job {second} enqueued while job {first} was unfinished")
         return found
 
-    def classify_reexecutions(self) -> Counter[str]:
-        """Every execution after a job's first, by the fault that explains it."""
+    def classify_reexecutions(self, problems: list[str]) -> Counter[str]:
+        """Every execution after a job's first, by the fault that explains it;
+        each unexplained one is described in ``problems`` (its run and the
+        error its attempt recorded) so a failing seed can be read."""
         causes: Counter[str] = Counter()
         effects = self.sql(
             "SELECT job_id, attempt, pid, extract(epoch FROM created_at)::float8 "
@@ -685,30 +689,66 @@ class Campaign:
                 "SELECT job_id, attempt, pid FROM testapp_effect WHERE job_id IS NOT NULL AND phase = 'done'"
             )
         }
+        errors = self.attempt_errors()
         by_job: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
         for job_id, attempt, pid, at in effects:
             by_job[job_id].append((attempt, pid, at))
         for job_id, runs in by_job.items():
-            for (attempt, pid, at), _again in zip(runs, runs[1:], strict=False):
-                if pid in self.record.killed and self.record.killed[pid] >= at:
-                    causes["worker killed"] += 1
-                elif any(
-                    lo <= at + RESCUE_AFTER + 2 and hi - lo >= RESCUE_AFTER
-                    for lo, hi in self.record.frozen.get(pid, [])
-                    if hi >= at
-                ):
-                    causes["worker frozen past rescue"] += 1
-                elif any(at - 1 <= f <= at + RECOVERY for f in self.record.connection_faults):
-                    if (job_id, attempt, pid) in finished:
-                        causes["lost report"] += 1
-                    else:
-                        # The task itself could not reach the database (its effect
-                        # failed, so the attempt failed and was retried), or the
-                        # outage outlasted AWA_RESCUE_AFTER and the attempt was rescued.
-                        causes["attempt cut off by a database outage"] += 1
-                else:
-                    causes["unexplained"] += 1
+            for attempt, pid, at in runs[:-1]:
+                error = errors.get((job_id, attempt))
+                cause = self.reexecution_cause(pid, at, error, (job_id, attempt, pid) in finished)
+                causes[cause] += 1
+                if cause == "unexplained":
+                    problems.append(
+                        f"unexplained re-execution: job {job_id} attempt {attempt} started at {at:.3f} "
+                        f"in pid {pid}; its attempt recorded {error or 'no error'}; "
+                        f"events around it: {self.events_near(at)}"
+                    )
         return causes
+
+    def reexecution_cause(self, pid: int, at: float, error: dict[str, Any] | None, finished: bool) -> str:
+        """The injected fault that explains a run of ``pid`` started at ``at`` being run again."""
+        if pid in self.record.killed and self.record.killed[pid] >= at:
+            return "worker killed"
+        rescued_at = error.get("at_epoch") if error and error["class"].endswith("WorkerLost") else None
+        for lo, hi in self.record.frozen.get(pid, []):
+            # Rescued while its worker was frozen: no heartbeat could be sent.
+            # (The last heartbeat before the freeze may be up to an interval
+            # older than it, so a freeze shorter than the rescue delay can
+            # still end in a rescue.)
+            if rescued_at is not None and lo - 1 <= rescued_at <= hi + 1 and hi >= at:
+                return "worker frozen past rescue"
+            if rescued_at is None and lo <= at + RESCUE_AFTER + 2 and hi >= at and hi - lo >= RESCUE_AFTER:
+                return "worker frozen past rescue"
+        if any(at - 1 <= f <= at + RECOVERY for f in self.record.connection_faults):
+            # Finished: its completion report was lost. Otherwise the task
+            # itself could not reach the database (its effect failed, so the
+            # attempt failed and was retried), or the outage outlasted
+            # AWA_RESCUE_AFTER and the attempt was rescued.
+            return "lost report" if finished else "attempt cut off by a database outage"
+        return "unexplained"
+
+    def attempt_errors(self) -> dict[tuple[int, int], dict[str, Any]]:
+        """(job, attempt) -> the error that attempt recorded: class, first line, time."""
+        rows = self.sql(
+            "SELECT j.id, (e->>'attempt')::int, e->>'exception_class_path', e->>'traceback', e->>'at' "
+            "FROM awa_jobs AS j, jsonb_array_elements(j.errors) AS e WHERE e ? 'attempt'"
+        )
+        found: dict[tuple[int, int], dict[str, Any]] = {}
+        for job_id, attempt, cls, text, at in rows:
+            lines = [line for line in (text or "").splitlines() if line.strip()]
+            epoch = datetime.fromisoformat(at).timestamp() if at else None
+            found[(job_id, attempt)] = {
+                "class": cls or "?",
+                "last line": lines[-1] if lines else "",
+                "at": at,
+                "at_epoch": epoch,
+            }
+        return found
+
+    def events_near(self, at: float) -> str:
+        near = [(t, kind, detail) for t, kind, detail in self.record.events if at - 15 <= t <= at + 15]
+        return "; ".join(f"{t - at:+.1f}s {kind} {'' if detail is None else detail}".strip() for t, kind, detail in near) or "none"
 
 
 def _slot_floor(moment: datetime, period: int) -> datetime:

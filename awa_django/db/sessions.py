@@ -15,7 +15,8 @@ commands all need from PostgreSQL:
   reconciliation from an ordinary write;
 - :func:`database_now`: the database clock every scheduling decision uses;
 - :class:`reconnect_on_error`: "catch a database error, log it, drop the
-  connection so the next use reconnects", written once.
+  connection so the next use reconnects", written once; :func:`connection_drops`
+  counts those drops, so threads that keep a connection know to check theirs.
 """
 
 from __future__ import annotations
@@ -38,6 +39,23 @@ logger = logging.getLogger("awa_django.db")
 
 # The errors after which a Django connection is dropped and reopened on next use.
 CONNECTION_ERRORS = (DatabaseError, InterfaceError)
+
+# How many connections this process dropped after an error. An outage (a
+# server restart, a failover) breaks every connection at once: a thread that
+# kept its own through one seen elsewhere checks it before relying on it.
+_drops = 0
+_drops_lock = threading.Lock()
+
+
+def connection_drops() -> int:
+    """How many times :class:`reconnect_on_error` dropped a connection in this process."""
+    return _drops
+
+
+def _count_drop() -> None:
+    global _drops
+    with _drops_lock:
+        _drops += 1
 
 # Longest single blocking wait of a Listener: a stop request that forgot to
 # call wake() is still honoured this promptly.
@@ -318,4 +336,5 @@ class reconnect_on_error:
         if connections[self.using].in_atomic_block:
             return False
         connections[self.using].close()
+        _count_drop()
         return True

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
 
+from ..db import sessions
 from ..exceptions import UnstorableResult
 from . import context, tracing
 from .compat import TaskContext, normalize_json, task_started
@@ -30,6 +31,11 @@ logger = logging.getLogger("awa_django.worker")
 
 # How long a task thread waits for its next attempt before it ends.
 RUNNER_IDLE_TIMEOUT = 30.0
+# A task thread whose connection sat unused this long checks it (one
+# ``SELECT 1``) before its next attempt: meanwhile the server may have closed
+# it (a restart, a failover, an idle timeout, a terminated backend), and a
+# task should get a fresh connection rather than fail on the dead one.
+CHECK_KEPT_CONNECTION_AFTER = 1.0
 
 
 @dataclass
@@ -105,6 +111,14 @@ def _encoded(row: dict[str, Any], value: Any) -> str:
     return text
 
 
+def replace_dead_connections() -> None:
+    """Close this thread's kept connections the server no longer answers on;
+    the next use opens a fresh one."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.is_usable():
+            conn.close()
+
+
 def drop_unusable_connections() -> None:
     """After an attempt, close this thread's connections a task may have left
     unusable (broken, inside a transaction, autocommit off); keep healthy ones
@@ -153,6 +167,18 @@ class Runner(threading.Thread):
         super().__init__(daemon=True, name="awa-task")
         self.pool = pool
         self.handoff: queue.SimpleQueue[Attempt | None] = queue.SimpleQueue()
+        self._connection_used_at = time.monotonic()
+        self._drops_seen = sessions.connection_drops()
+
+    def check_kept_connection(self) -> None:
+        """Before an attempt handed to this idle thread: check the kept
+        connection if it sat unused a while, or if another thread of this
+        process has lost its own since (an outage breaks them all)."""
+        drops = sessions.connection_drops()
+        idle = time.monotonic() - self._connection_used_at
+        if drops != self._drops_seen or idle >= CHECK_KEPT_CONNECTION_AFTER:
+            self._drops_seen = drops
+            replace_dead_connections()
 
     def run(self) -> None:
         pool = self.pool
@@ -166,12 +192,14 @@ class Runner(threading.Thread):
                     continue  # an attempt was handed over just now
                 if attempt is None:
                     return
+                self.check_kept_connection()
                 success = None
                 while attempt is not None:
                     success = pool.run_one(attempt)
                     # The batch storing a success claims the free slots: this
                     # thread may get the next attempt from it.
                     attempt = pool.flush_completions() if success is not None else None
+                self._connection_used_at = time.monotonic()
                 # Back in the pool before the slot is announced, so the next
                 # claim finds this thread (and its connection) idle.
                 idle = pool.runner_idle(self)
