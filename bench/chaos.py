@@ -748,7 +748,13 @@ class Campaign:
 
     def events_near(self, at: float) -> str:
         near = [(t, kind, detail) for t, kind, detail in self.record.events if at - 15 <= t <= at + 15]
-        return "; ".join(f"{t - at:+.1f}s {kind} {'' if detail is None else detail}".strip() for t, kind, detail in near) or "none"
+        return (
+            "; ".join(
+                f"{t - at:+.1f}s {kind} {'' if detail is None else detail}".strip()
+                for t, kind, detail in near
+            )
+            or "none"
+        )
 
 
 def _slot_floor(moment: datetime, period: int) -> datetime:

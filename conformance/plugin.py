@@ -47,7 +47,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         cls = getattr(item, "cls", None)
         if cls is not None and issubclass(cls, SimpleTestCase) and not issubclass(cls, TransactionTestCase):
             cls.databases = {"default"}
-        test_id = item.nodeid.split("tasks/", 1)[-1]
+            # pytest-django sets up the test database for a SimpleTestCase
+            # only when a test is marked.
+            item.add_marker(pytest.mark.django_db(databases=["default"]))
+        test_id = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1] + "::" + item.nodeid.split("::", 1)[1]
         if test_id in deviations:
             seen.add(test_id)
             item.add_marker(pytest.mark.xfail(reason=deviations[test_id], strict=True))

@@ -19,6 +19,14 @@
    other test must pass. On the backport the list is
    ``conformance/expected_deviations_django52.txt``.
 
+With ``DJANGO_TASKS_SOURCE`` set to a git repository of the backport
+(github.com/RealOrangeOne/django-tasks; not reachable from CI, so it is given,
+never fetched), the run on the backport is instead the backport's *own*
+test-suite: ``tests/`` at the tag of the installed release (``git archive``),
+its backend paths mapped the same way, run with
+``conformance/settings_backport.py`` against
+``conformance/expected_deviations_backport.txt``.
+
 Usage: python scripts/conformance.py [PYTEST_ARGS...]   (DATABASE_URL must be set)
 """
 
@@ -39,6 +47,8 @@ CACHE = ROOT / ".cache" / "conformance"
 BACKENDS = {
     "django.tasks.backends.dummy.DummyBackend": "conformance.backends.RecordingAwaBackend",
     "django.tasks.backends.immediate.ImmediateBackend": "conformance.backends.ImmediateAwaBackend",
+    "django_tasks.backends.dummy.DummyBackend": "conformance.backends.RecordingAwaBackend",
+    "django_tasks.backends.immediate.ImmediateBackend": "conformance.backends.ImmediateAwaBackend",
 }
 # The Django release whose tests/tasks run against the backport, and the renames
 # that point them at it (whole words, applied in this order).
@@ -98,10 +108,38 @@ def unpack_tests(archive: Path, version: str) -> Path:
     return target
 
 
-def map_backends(tests_dir: Path, backport: bool) -> None:
-    """Point the backend paths the tests configure at AwaBackend (and, on the
-    backport, the framework's names at ``django_tasks``)."""
-    for path in sorted((tests_dir / "tasks").glob("*.py")):
+def backport_suite(source: Path) -> tuple[Path, str]:
+    """The backport's own ``tests/`` at the tag of the installed release,
+    unpacked fresh from the git repository ``source``; (directory, version)."""
+    from importlib.metadata import version as installed
+
+    release = installed("django-tasks")
+    target = CACHE / f"django-tasks-{release}-tests"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "--git-dir", str(git_dir(source)), "archive", "--format=tar", release, "tests"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    archive_path = target / "tests.tar"
+    archive_path.write_bytes(archive)
+    with tarfile.open(archive_path) as tar:
+        tar.extractall(target, filter="data")
+    archive_path.unlink()
+    return target, release
+
+
+def git_dir(source: Path) -> Path:
+    """The git directory of ``source``: a bare repository or a checkout's ``.git``."""
+    return source / ".git" if (source / ".git").exists() else source
+
+
+def map_backends(tests_dir: Path, backport: bool, package: str = "tasks") -> None:
+    """Point the backend paths the tests in ``tests_dir/package`` configure at
+    AwaBackend (and, for Django's tests on the backport, the framework's names
+    at ``django_tasks``)."""
+    for path in sorted((tests_dir / package).rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         for old, new in BACKENDS.items():
             text = text.replace(f'"{old}"', f'"{new}"')
@@ -123,6 +161,9 @@ def main() -> int:
     if not os.environ.get("DATABASE_URL"):
         raise SystemExit("conformance: set DATABASE_URL (or run through scripts/with_db.py)")
     backport = framework() == "django_tasks"
+    source = os.environ.get("DJANGO_TASKS_SOURCE")
+    if backport and source:
+        return run_backport_suite(Path(source))
     if backport:
         archive = sdist(
             f"{BACKPORT_TESTS_FROM}.*", f"django>={BACKPORT_TESTS_FROM},<{BACKPORT_TESTS_FROM}.999"
@@ -157,6 +198,45 @@ def main() -> int:
             *sys.argv[1:],
         ],
         cwd=tests_dir,
+        env=env,
+    )
+
+
+def run_backport_suite(source: Path) -> int:
+    """The backport's own test-suite against AwaBackend (Django 5.2)."""
+    suite, release = backport_suite(source)
+    map_backends(suite, backport=False, package="tests")
+    env = dict(os.environ)
+    env["AWA_CONFORMANCE_DEVIATIONS"] = "expected_deviations_backport.txt"
+    env["DJANGO_SETTINGS_MODULE"] = "conformance.settings_backport"
+    # The suite's own "tests" package first: it shadows this repository's.
+    env["PYTHONPATH"] = os.pathsep.join([str(suite), str(ROOT), env.get("PYTHONPATH", "")])
+    print(
+        f"conformance: the django-tasks {release} test-suite (from {source}) "
+        f"against AwaBackend on Django {django.get_version()}",
+        flush=True,
+    )
+    return subprocess.call(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            str(ROOT / "conformance" / "pytest.ini"),
+            "--rootdir",
+            str(suite),
+            "-p",
+            "no:cacheprovider",
+            "--ds",
+            "conformance.settings_backport",
+            # Not this checkout's manage.py directory first on sys.path: its
+            # "tests" package would shadow the suite's.
+            "-o",
+            "django_find_project=false",
+            str(suite / "tests" / "tests"),
+            *sys.argv[1:],
+        ],
+        cwd=suite,
         env=env,
     )
 

@@ -57,6 +57,7 @@ def _count_drop() -> None:
     with _drops_lock:
         _drops += 1
 
+
 # Longest single blocking wait of a Listener: a stop request that forgot to
 # call wake() is still honoured this promptly.
 WAIT_SLICE = 0.25
