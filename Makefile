@@ -50,9 +50,12 @@ test-oldest: $(VENV_OLDEST)/.installed
 	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(PYTEST_ARGS)
 
 # Django 5.2 LTS with the django-tasks backport (the django52 extra): the whole suite.
+# DJANGO52_PYTHON=3.13 builds it on that Python (CI does: the whole suite then runs on
+# both Pythons); by default, the oldest found.
 VENV_DJANGO52 := .venv-django52
+DJANGO52_PYTHON ?=
 $(VENV_DJANGO52)/.installed: pyproject.toml
-	@test -x $(VENV_DJANGO52)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_DJANGO52)
+	@test -x $(VENV_DJANGO52)/bin/python || "$$(scripts/find-python $(DJANGO52_PYTHON))" -m venv $(VENV_DJANGO52)
 	$(VENV_DJANGO52)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV_DJANGO52)/bin/python -m pip install --quiet -e '.[django52]' --group dev --group celery-beat
 	@touch $@

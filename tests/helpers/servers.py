@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 SERVER_USER = "postgres"
 
@@ -137,6 +138,8 @@ stats_period = 1
 logfile = {directory}/pgbouncer.log
 """,
         )
+        if shutil.which("pgbouncer") is None:
+            pytest.fail("pgbouncer is missing: apt-get install pgbouncer (.ci/run does)")
         self.proc = subprocess.Popen(
             ["pgbouncer", str(directory / "pgbouncer.ini")],
             stdout=subprocess.DEVNULL,
