@@ -18,11 +18,14 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # The suite in TEST_WORKERS pytest-xdist processes, each with its own test database
-# (test_awa_gw0, ...): most tests wait on PostgreSQL or on subprocesses, so two
-# workers fit a 2-core machine. TEST_WORKERS=0 runs in one process.
-TEST_WORKERS ?= 2
+# (test_awa_gw0, ...): most tests wait on PostgreSQL or on subprocesses, so four
+# workers fit a 2-core machine; work stealing keeps them all busy to the end (the
+# long process tests no longer queue behind one worker). TEST_WORKERS=0 runs in one
+# process.
+TEST_WORKERS ?= 4
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 test: $(STAMP)
-	$(PY) scripts/with_db.py $(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) scripts/with_db.py $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The unit tests only (tests/unit: no database is created or needed).
 .PHONY: test-fast
@@ -47,7 +50,7 @@ $(VENV_OLDEST)/.installed: pyproject.toml
 	@touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed
-	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(PYTEST_ARGS)
+	$(VENV_OLDEST)/bin/python scripts/with_db.py $(VENV_OLDEST)/bin/python -m pytest $(XDIST) -p no:cacheprovider $(PYTEST_ARGS)
 
 # Django 5.2 LTS with the django-tasks backport (the django52 extra): the whole suite.
 # DJANGO52_PYTHON=3.13 builds it on that Python (CI does: the whole suite then runs on
@@ -62,7 +65,7 @@ $(VENV_DJANGO52)/.installed: pyproject.toml
 
 .PHONY: test-django52 conformance-django52
 test-django52: $(VENV_DJANGO52)/.installed
-	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(PYTEST_ARGS)
+	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python -m pytest $(XDIST) -p no:cacheprovider $(PYTEST_ARGS)
 
 # Django 6.0's tests/tasks on the backport (scripts/conformance.py says why 6.0's).
 conformance-django52: $(VENV_DJANGO52)/.installed
@@ -79,7 +82,7 @@ $(VENV_PY313)/.installed: pyproject.toml
 
 .PHONY: test-py313
 test-py313: $(VENV_PY313)/.installed
-	$(VENV_PY313)/bin/python scripts/with_db.py $(VENV_PY313)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider \
+	$(VENV_PY313)/bin/python scripts/with_db.py $(VENV_PY313)/bin/python -m pytest $(XDIST) -p no:cacheprovider \
 		tests/unit tests/db $(PYTEST_ARGS)
 
 demo: $(STAMP)
