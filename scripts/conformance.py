@@ -176,13 +176,17 @@ def main() -> int:
         label = f"Django {version} tests/tasks"
     tests_dir = unpack_tests(archive, version)
     map_backends(tests_dir, backport)
-    env = dict(os.environ)
-    env["AWA_CONFORMANCE_DEVIATIONS"] = (
-        "expected_deviations_django52.txt" if backport else "expected_deviations.txt"
-    )
-    # Django's tests/ (for the "tasks" package) and this repository (awa_django, conformance).
-    env["PYTHONPATH"] = os.pathsep.join([str(tests_dir), str(ROOT), env.get("PYTHONPATH", "")])
     print(f"conformance: {label} against AwaBackend", flush=True)
+    deviations = "expected_deviations_django52.txt" if backport else "expected_deviations.txt"
+    return run_pytest(tests_dir, tests_dir / "tasks", deviations)
+
+
+def run_pytest(rootdir: Path, target: Path, deviations: str, *options: str) -> int:
+    """pytest on ``target`` with the conformance plugin, ``rootdir``'s packages
+    importable first, then this repository's (awa_django, conformance)."""
+    env = dict(os.environ)
+    env["AWA_CONFORMANCE_DEVIATIONS"] = deviations
+    env["PYTHONPATH"] = os.pathsep.join([str(rootdir), str(ROOT), env.get("PYTHONPATH", "")])
     return subprocess.call(
         [
             sys.executable,
@@ -191,13 +195,14 @@ def main() -> int:
             "-c",
             str(ROOT / "conformance" / "pytest.ini"),
             "--rootdir",
-            str(tests_dir),
+            str(rootdir),
             "-p",
             "no:cacheprovider",
-            str(tests_dir / "tasks"),
+            *options,
+            str(target),
             *sys.argv[1:],
         ],
-        cwd=tests_dir,
+        cwd=rootdir,
         env=env,
     )
 
@@ -206,38 +211,21 @@ def run_backport_suite(source: Path) -> int:
     """The backport's own test-suite against AwaBackend (Django 5.2)."""
     suite, release = backport_suite(source)
     map_backends(suite, backport=False, package="tests")
-    env = dict(os.environ)
-    env["AWA_CONFORMANCE_DEVIATIONS"] = "expected_deviations_backport.txt"
-    env["DJANGO_SETTINGS_MODULE"] = "conformance.settings_backport"
-    # The suite's own "tests" package first: it shadows this repository's.
-    env["PYTHONPATH"] = os.pathsep.join([str(suite), str(ROOT), env.get("PYTHONPATH", "")])
     print(
         f"conformance: the django-tasks {release} test-suite (from {source}) "
         f"against AwaBackend on Django {django.get_version()}",
         flush=True,
     )
-    return subprocess.call(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-c",
-            str(ROOT / "conformance" / "pytest.ini"),
-            "--rootdir",
-            str(suite),
-            "-p",
-            "no:cacheprovider",
-            "--ds",
-            "conformance.settings_backport",
-            # Not this checkout's manage.py directory first on sys.path: its
-            # "tests" package would shadow the suite's.
-            "-o",
-            "django_find_project=false",
-            str(suite / "tests" / "tests"),
-            *sys.argv[1:],
-        ],
-        cwd=suite,
-        env=env,
+    return run_pytest(
+        suite,
+        suite / "tests" / "tests",
+        "expected_deviations_backport.txt",
+        "--ds",
+        "conformance.settings_backport",
+        # Not this checkout's manage.py directory first on sys.path: its
+        # "tests" package would shadow the suite's (placed first).
+        "-o",
+        "django_find_project=false",
     )
 
 

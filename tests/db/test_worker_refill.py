@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from awa_django.models import Job
@@ -18,6 +18,7 @@ from awa_django.tasks.compat import task_started
 from awa_django.tasks.outcomes import Success
 from awa_django.tasks.paths import load_task
 from awa_django.tasks.worker import Worker
+from tests.helpers.workers import start_in_thread
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,14 +67,7 @@ def test_worker__at_concurrency_1_each_job_is_claimed_by_the_statement_completin
     worker = Worker(burst=True, concurrency=1)
     worker._slot_freed = slot_freed = Watched()
 
-    def run() -> None:
-        try:
-            worker.run()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread = start_in_thread(worker)
     try:
         # The claim loop claimed the gated job and waits for a free slot: from
         # here on only the completions claim, until they find no job.

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.test import override_settings
 
 from awa_django.db import sessions
 from awa_django.models import Job
 from awa_django.tasks import runner
 from awa_django.tasks.worker import Worker
+from tests.helpers.workers import start_in_thread
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,20 +70,6 @@ def _terminate(pid: int) -> None:
     raise AssertionError(f"backend {pid} still there")
 
 
-def _running_worker() -> tuple[Worker, threading.Thread]:
-    worker = Worker(concurrency=1)
-
-    def run() -> None:
-        try:
-            worker.run()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return worker, thread
-
-
 @pytest.mark.parametrize("cause", ["sat unused", "another thread lost its connection"])
 @override_settings(AWA_POLL_INTERVAL=0.05)
 def test_worker__a_kept_connection_the_server_closed_is_replaced_before_the_next_attempt(
@@ -95,7 +81,8 @@ def test_worker__a_kept_connection_the_server_closed_is_replaced_before_the_next
         monkeypatch.setattr(runner, "CHECK_KEPT_CONNECTION_AFTER", 0.0)
     else:
         monkeypatch.setattr(runner, "CHECK_KEPT_CONNECTION_AFTER", 3600.0)
-    worker, thread = _running_worker()
+    worker = Worker(concurrency=1)
+    thread = start_in_thread(worker)
     try:
         first = _wait_completed(tasks.backend_pid.enqueue())
         # The task thread's connection dies while it waits (a restart, a
