@@ -67,7 +67,8 @@ $(VENV_DJANGO52)/.installed: pyproject.toml
 test-django52: $(VENV_DJANGO52)/.installed
 	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python -m pytest $(XDIST) -p no:cacheprovider $(PYTEST_ARGS)
 
-# Django 6.0's tests/tasks on the backport (scripts/conformance.py says why 6.0's).
+# Django 6.0's tests/tasks on the backport (scripts/conformance.py says why 6.0's);
+# with DJANGO_TASKS_SOURCE=<a git clone of django-tasks>, the backport's own test-suite.
 conformance-django52: $(VENV_DJANGO52)/.installed
 	$(VENV_DJANGO52)/bin/python scripts/with_db.py $(VENV_DJANGO52)/bin/python scripts/conformance.py $(PYTEST_ARGS)
 
