@@ -729,7 +729,7 @@ class Campaign:
         return "unexplained"
 
     def attempt_errors(self) -> dict[tuple[int, int], dict[str, Any]]:
-        """(job, attempt) -> the error that attempt recorded: class, first line, time."""
+        """(job, attempt) -> the error that attempt recorded: class, last line, time."""
         rows = self.sql(
             "SELECT j.id, (e->>'attempt')::int, e->>'exception_class_path', e->>'traceback', e->>'at' "
             "FROM awa_jobs AS j, jsonb_array_elements(j.errors) AS e WHERE e ? 'attempt'"

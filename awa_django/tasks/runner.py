@@ -113,10 +113,20 @@ def _encoded(row: dict[str, Any], value: Any) -> str:
 
 def replace_dead_connections() -> None:
     """Close this thread's kept connections the server no longer answers on;
-    the next use opens a fresh one."""
+    the next use opens a fresh one. Never raises: whatever the check meets,
+    the attempt in hand still runs (on a fresh connection)."""
     for conn in connections.all(initialized_only=True):
-        if conn.connection is not None and not conn.is_usable():
-            conn.close()
+        if conn.connection is None:
+            continue
+        try:
+            usable = conn.is_usable()
+        except Exception:  # e.g. a driver error outside Database.Error
+            usable = False
+        if not usable:
+            try:
+                conn.close()
+            except Exception:
+                logger.debug("closing a dead connection failed", exc_info=True)
 
 
 def drop_unusable_connections() -> None:

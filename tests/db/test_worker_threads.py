@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import time
+import logging
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import override_settings
 
 from awa_django.db import sessions
 from awa_django.models import Job
 from awa_django.tasks import runner
 from awa_django.tasks.worker import Worker
+from tests.helpers.waiting import wait_for
 from tests.helpers.workers import start_in_thread
 from tests.testapp import tasks
 
@@ -47,27 +48,29 @@ def test_worker__a_connection_a_task_left_in_a_transaction_is_not_reused() -> No
     assert left_open not in after
 
 
-def _wait_completed(result: Any, deadline: float = 60.0) -> Job:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        job = Job.objects.get(id=int(result.id))
-        if job.state == "completed":
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {result.id} not completed within {deadline} s: {job.state}, {job.errors}")
+def _completed(result: Any) -> Job:
+    """The job of ``result`` once it has completed (within the wait's deadline)."""
+    return wait_for(lambda: Job.objects.filter(id=int(result.id), state="completed").first())
 
 
 def _terminate(pid: int) -> None:
+    """End backend ``pid`` and wait until it is gone, so its next use finds it dead."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-        # Wait until the backend is gone, so the next attempt finds it dead.
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
+
+    def gone() -> bool:
+        with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
-            if cursor.fetchone()[0] == 0:
-                return
-            time.sleep(0.05)
-    raise AssertionError(f"backend {pid} still there")
+            return cursor.fetchone()[0] == 0
+
+    wait_for(gone, timeout=30)
+
+
+def _drop_a_connection_elsewhere() -> None:
+    """What the claim loop does when an outage breaks its connection: the
+    error is caught by ``reconnect_on_error``, which drops the connection."""
+    with sessions.reconnect_on_error("default", "test", logging.getLogger("tests"), "test.error"):
+        raise OperationalError("server closed the connection unexpectedly")
 
 
 @pytest.mark.parametrize("cause", ["sat unused", "another thread lost its connection"])
@@ -84,13 +87,13 @@ def test_worker__a_kept_connection_the_server_closed_is_replaced_before_the_next
     worker = Worker(concurrency=1)
     thread = start_in_thread(worker)
     try:
-        first = _wait_completed(tasks.backend_pid.enqueue())
+        first = _completed(tasks.backend_pid.enqueue())
         # The task thread's connection dies while it waits (a restart, a
         # terminated backend, an idle timeout on a proxy).
         _terminate(int(first.result))
         if cause != "sat unused":
-            sessions._count_drop()  # as the claim loop does when an outage breaks its own
-        second = _wait_completed(tasks.backend_pid.enqueue())
+            _drop_a_connection_elsewhere()
+        second = _completed(tasks.backend_pid.enqueue())
     finally:
         worker.stop()
         thread.join(60)
@@ -98,3 +101,20 @@ def test_worker__a_kept_connection_the_server_closed_is_replaced_before_the_next
     # Run once, on a fresh connection: not failed on the dead one and retried.
     assert second.attempt == 1 and second.errors == [], second.errors
     assert second.result != first.result
+
+
+def test_replace_dead_connections__a_check_that_raises_closes_the_connection_and_never_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    connection.ensure_connection()
+
+    def broken_check() -> bool:
+        raise RuntimeError("a driver error outside Database.Error")
+
+    monkeypatch.setattr(connection, "is_usable", broken_check)
+    runner.replace_dead_connections()  # the attempt in hand must still run
+    assert connection.connection is None
+    monkeypatch.undo()
+    with connection.cursor() as cursor:  # reopened on next use
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
