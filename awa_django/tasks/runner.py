@@ -126,7 +126,9 @@ def replace_dead_connections() -> None:
             try:
                 conn.close()
             except Exception:
-                logger.debug("closing a dead connection failed", exc_info=True)
+                logger.debug(
+                    "closing a dead connection failed", exc_info=True, extra={"event": "worker.error"}
+                )
 
 
 def drop_unusable_connections() -> None:
