@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import DataError, IntegrityError, InternalError
@@ -27,6 +29,54 @@ ROW_FAULTS = (IntegrityError, DataError, InternalError)
 _JSON_COLUMNS = ("args", "metadata", "errors", "result")
 # What a column that cannot be decoded reads as (its reason goes to args).
 _EMPTY: dict[str, Any] = {"metadata": {}, "errors": []}
+
+
+# A prepared slot's batch, sent just before its slot: the database sleeps
+# until the slot (its clock decides, as for every fire), then checks the plan
+# is still fresh and fires it (or an empty plan when stale), all in this one
+# statement, so no round trip to the leader (and no wake-up of one of its
+# threads on a busy machine) stands between the slot and the fire. The
+# function stamps every row with clock_timestamp(), read after the sleep, and
+# reads no statement or transaction time. Always one row: the first column
+# says whether the plan was fresh; the others are a job, or all NULL.
+FIRE_AT_SLOT = """
+    WITH waited AS MATERIALIZED (SELECT pg_sleep_until(%(slot)s)),
+         checked AS MATERIALIZED (
+            SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s) AS fresh FROM waited)
+    SELECT checked.fresh, j.*
+      FROM checked
+      LEFT JOIN LATERAL awa_cron_fire_v7(CASE WHEN checked.fresh THEN %(plan)s::jsonb
+                                              ELSE '[]'::jsonb END) AS j ON true
+"""
+# The same wait and freshness check alone, before a batch of such a plan is
+# fired again entry by entry.
+SLEEP_UNTIL_SLOT = """
+    SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s), pg_sleep_until(%(slot)s)
+"""
+
+
+@dataclass
+class AtSlot:
+    """When a prepared plan may fire: not before ``slot``, and not when the
+    database reaches it more than ``stale`` seconds after (then nothing is
+    fired and ``stale_seen`` is set)."""
+
+    slot: datetime
+    stale: float
+    stale_seen: bool = False
+
+
+class SerializedPlan(list[dict[str, Any]]):
+    """A plan with its JSON text made in advance (a prepared slot's batches are
+    serialized before the slot, so only the statement runs after it) and,
+    with ``at_slot``, sent as :data:`FIRE_AT_SLOT`. The text is used only
+    while the plan is sent as it was made: entries re-built for tracing or
+    sent one by one are serialized again."""
+
+    def __init__(self, plan: list[dict[str, Any]], at_slot: AtSlot | None = None) -> None:
+        super().__init__(plan)
+        self.text = json.dumps(plan)
+        self.at_slot = at_slot
 
 
 def job_row(columns: list[str], values: Any) -> dict[str, Any]:
@@ -59,13 +109,35 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
 def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # Each firing entry in a trace of its own, carried into its jobs (a no-op
     # without OpenTelemetry).
-    return tracing.fire_traced(plan, lambda sent: _send(cursor, sent))
+    made = plan if isinstance(plan, SerializedPlan) else None
+    return tracing.fire_traced(plan, lambda sent: _send(cursor, sent, made))
 
 
-def _send(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    cursor.execute(FIRE, [json.dumps(plan)])
-    columns = [c.name for c in cursor.description]
-    return [job_row(columns, r) for r in cursor.fetchall()]
+def _send(cursor: Any, plan: list[dict[str, Any]], made: SerializedPlan | None) -> list[dict[str, Any]]:
+    text = made.text if made is not None and plan is made else json.dumps(plan)
+    if made is None or made.at_slot is None:
+        cursor.execute(FIRE, [text])
+        columns = [c.name for c in cursor.description]
+        return [job_row(columns, r) for r in cursor.fetchall()]
+    at = made.at_slot
+    cursor.execute(FIRE_AT_SLOT, {"slot": at.slot, "stale": at.stale, "plan": text})
+    columns = [c.name for c in cursor.description][1:]
+    rows = cursor.fetchall()
+    if rows and not rows[0][0]:
+        at.stale_seen = True
+    return [job_row(columns, r[1:]) for r in rows if r[1] is not None]
+
+
+def _slot_passed(cursor: Any, plan: list[dict[str, Any]]) -> bool:
+    """For a plan sent at its slot: wait for the slot; False when it is stale."""
+    at = plan.at_slot if isinstance(plan, SerializedPlan) else None
+    if at is None:
+        return True
+    cursor.execute(SLEEP_UNTIL_SLOT, {"slot": at.slot, "stale": at.stale})
+    if cursor.fetchone()[0]:
+        return True
+    at.stale_seen = True
+    return False
 
 
 def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,6 +158,8 @@ def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "fire statement failed (%s); firing row by row", exc, extra={"event": "cron.fire_isolated"}
         )
     jobs: list[dict[str, Any]] = []
+    if not _slot_passed(cursor, plan):  # the statement failed before its sleep
+        return jobs
     for entry in plan:
         try:
             with sessions.savepoint_if_nested(cursor.db.alias):

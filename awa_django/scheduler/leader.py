@@ -320,7 +320,8 @@ class Leader:
         self._announcer = announcer
         self._next_check = time.monotonic() + float(conf.LEADER_CHECK_INTERVAL)
         try:
-            with pipeline.kept_connection(self.using):  # one fire connection while leading
+            # The fire connections besides its own, kept while leading.
+            with pipeline.kept_connection(self.using, lanes=prefire.FIRE_LANES - 1):
                 while not self.stop_requested.is_set():
                     result = self.evaluate_pass()
                     self._check_leadership()

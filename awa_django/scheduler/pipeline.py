@@ -14,10 +14,11 @@ fired, so memory stays bounded. An error in the fire thread (the database
 went away) is raised on the leader's thread by the next :meth:`submit` or by
 :meth:`finish`, so the pass fails as it would have without the pipeline.
 
-While the leader leads it keeps one connection for its pipelines
-(:func:`kept_connection`): a second connection opened for every slot with a
-large due set (every second under 1,000 every-second schedules) cost the
-server a new session each time. A failed fire closes it; the next pipeline
+While the leader leads it keeps connections for its pipelines
+(:func:`kept_connection`, one per lane; a pass's pipeline uses the first, a
+prepared slot's fires are dealt out over several, see :mod:`.prefire`): a
+connection opened for every slot with a large due set (every second under
+1,000 every-second schedules) cost the server a new session each time. A failed fire closes it; the next pipeline
 opens a new one.
 """
 
@@ -37,40 +38,50 @@ Fire = Callable[[Any, Plan], list[dict[str, Any]]]
 OnFired = Callable[[list[dict[str, Any]]], None]
 
 
-# The connection kept by the thread that leads (see kept_connection), by alias.
+# The connections kept by the thread that leads (see kept_connection): by
+# alias, one per lane.
 _kept = threading.local()
 
 
 @contextmanager
-def kept_connection(using: str) -> Iterator[None]:
-    """While inside, the pipelines this thread starts share one connection to ``using``.
+def kept_connection(using: str, lanes: int = 1) -> Iterator[None]:
+    """While inside, the pipelines this thread starts keep ``lanes`` connections to ``using``.
 
-    The connection is opened by the first pipeline, used by one pipeline at a
-    time (each on its own thread, hence the thread sharing) and closed on exit.
+    A pipeline on lane ``k`` uses the ``k``-th connection; each is opened by
+    the first pipeline on its lane, used by one pipeline at a time (each on
+    its own thread, hence the thread sharing) and closed on exit.
     """
-    wrapper = connections.create_connection(using)
-    wrapper.inc_thread_sharing()
+    wrappers = [connections.create_connection(using) for _ in range(max(1, lanes))]
+    for wrapper in wrappers:
+        wrapper.inc_thread_sharing()
     kept = getattr(_kept, "wrappers", {})
-    _kept.wrappers = {**kept, using: wrapper}
+    _kept.wrappers = {**kept, using: wrappers}
     try:
         yield
     finally:
         _kept.wrappers = kept
-        wrapper.close()
-        wrapper.dec_thread_sharing()
+        for wrapper in wrappers:
+            wrapper.close()
+            wrapper.dec_thread_sharing()
+
+
+def kept_lanes(using: str) -> int:
+    """How many connections this thread keeps for ``using`` (0 outside kept_connection)."""
+    return len(getattr(_kept, "wrappers", {}).get(using, ()))
 
 
 class FirePipeline:
     """Run ``fire(cursor, plan)`` for each submitted plan, in order, on its own thread."""
 
-    def __init__(self, using: str, fire: Fire, on_fired: OnFired) -> None:
+    def __init__(self, using: str, fire: Fire, on_fired: OnFired, lane: int = 0) -> None:
         self.using = using
         self._fire = fire
         self._on_fired = on_fired
         self._queue: queue.Queue[Plan | None] = queue.Queue(maxsize=1)
         self._error: BaseException | None = None
         self.fired = 0
-        self._kept: BaseDatabaseWrapper | None = getattr(_kept, "wrappers", {}).get(using)
+        lanes = getattr(_kept, "wrappers", {}).get(using, [])
+        self._kept: BaseDatabaseWrapper | None = lanes[lane] if lane < len(lanes) else None
         self._thread = threading.Thread(target=self._run, name="awa-fire", daemon=True)
         self._thread.start()
 

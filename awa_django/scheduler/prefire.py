@@ -3,19 +3,20 @@
 Between passes the leader knows the earliest stored ``next_fire_at`` (the
 next *slot*). Shortly before it, :func:`prepare` reads the rows due at that
 slot (at most ``PREPARED_ROWS``, so memory stays bounded) and plans their
-fires as of the slot; :func:`fire_prepared` then waits until just before the
-slot, has the *database* sleep the last moment (``pg_sleep_until``: the
-database clock decides, as for every fire, never the leader's) and sends the
-planned batches back to back. At the
-slot only the fire statements run, instead of a read and the Python planning
-of every row.
+fires as of the slot, serialized; :func:`fire_prepared` then waits until just
+before the slot and sends the batches, side by side over several connections,
+each in a statement that has the *database* sleep the last moment
+(``pg_sleep_until``: the database clock decides, as for every fire, never the
+leader's) and then fire it. At the slot only the fire statements run, with no
+round trip to the leader, instead of a read and the Python planning of every
+row.
 
 Nothing here weakens a guarantee: each entry is the usual compare-and-swap of
 ``awa_cron_fire_v7``, re-checked when it runs, so a row paused, retired,
 changed or fired by someone else since it was read is simply not fired (and is
-evaluated again by the next ordinary pass); no statement runs before the
+evaluated again by the next ordinary pass); no fire function runs before the
 slot; and a plan that reaches the database more than ``STALE_AFTER`` seconds
-after its slot is dropped unsent, so a slow leader falls back to an ordinary
+after its slot is dropped unfired, so a slow leader falls back to an ordinary
 pass (which coalesces what a long delay missed) rather than fire a stale plan.
 """
 
@@ -34,7 +35,7 @@ from ..conf import conf
 from ..db import jsonb
 from ..db.sessions import dict_rows
 from . import evaluator
-from .firing import log_fired
+from .firing import AtSlot, SerializedPlan, log_fired
 from .pipeline import FirePipeline
 
 # How long before a slot its rows are read and planned: enough for a few
@@ -45,6 +46,14 @@ PREPARE_AHEAD = 0.5
 # Rows planned ahead for one slot; the rest of a larger burst is fired by the
 # ordinary pass that follows, in its usual batches.
 PREPARED_ROWS = 2000
+# Connections a slot's fires are spread over (the leader's own and
+# FIRE_LANES - 1 kept for the purpose while it leads): the fire statements of
+# a large slot are mostly database CPU, so on a busy server the slot's rows
+# are created sooner when several backends share them out than when one or
+# two take turns with every worker's backend. A slot gets a lane per
+# LANE_ROWS rows, at most FIRE_LANES, and batches of at most FIRE_BATCH_SIZE.
+FIRE_LANES = 4
+LANE_ROWS = 100
 # A plan whose slot is further in the past than this when the database is
 # ready to send it is dropped.
 STALE_AFTER = 1.0
@@ -69,12 +78,6 @@ SELECT_NEXT_SLOT = f"""
            AND next_fire_at <= statement_timestamp() + make_interval(secs => %(ahead)s)
          ORDER BY name LIMIT %(limit)s))
      ORDER BY name
-"""
-# Sleep (in the database) until the slot; say whether the plan is still fresh.
-# Either order of the two expressions gives the same answer: after the
-# sleep the clock is past the slot, and a late plan does not sleep at all.
-SLEEP_UNTIL_SLOT = """
-    SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s), pg_sleep_until(%(slot)s)
 """
 
 
@@ -107,13 +110,22 @@ def prepare(
     prepared = Prepared(
         slot=rows[0]["slot"], slot_at=time.monotonic() + rows[-1]["slot_in"], evaluated=len(rows)
     )
-    size = evaluator.FIRE_BATCH_SIZE
+    size = batch_size(len(rows))
     for start in range(0, len(rows), size):
         batch = rows[start : start + size]
         for row in batch:
             row["now"] = row["slot"]  # planned as of the slot it fires at
-        prepared.batches.append(evaluator.plan_batch(batch, limit))
+        at_slot = AtSlot(prepared.slot, STALE_AFTER)
+        prepared.batches.append(SerializedPlan(evaluator.plan_batch(batch, limit), at_slot))
     return prepared
+
+
+def batch_size(rows: int) -> int:
+    """Rows per batch for a slot of ``rows``: one batch per lane it gets, or more
+    batches of FIRE_BATCH_SIZE when that is not enough."""
+    lanes = max(1, min(FIRE_LANES, -(-rows // LANE_ROWS)))
+    batches = max(lanes, -(-rows // evaluator.FIRE_BATCH_SIZE))
+    return max(1, -(-rows // batches))
 
 
 def fire_prepared(
@@ -125,38 +137,42 @@ def fire_prepared(
     """Wait for the slot, then send the prepared batches.
 
     The leader's thread waits until ``DATABASE_WAIT`` before the slot (a
-    ``stop`` ends that wait: nothing is sent), the database the rest. Returns
-    None, having sent nothing, when stopped or the plan is stale. With several
-    batches (in autocommit), every other one goes to a second connection,
-    opened before the slot and handed its batches only once the sleep has
-    returned: the batches hold different rows, so the two statements run side
-    by side. The jobs are logged and handed to ``on_fired`` (one call per
+    ``stop`` ends that wait: nothing is sent), then sends each batch as
+    :data:`~.firing.FIRE_AT_SLOT`: the database sleeps the rest, checks the
+    plan is fresh and fires it, in one statement. Returns None, having fired
+    nothing, when stopped or the plan is stale. With several batches (in
+    autocommit), they are dealt out over up to ``FIRE_LANES`` connections:
+    this one and pipelines on the leader's kept connections, so the
+    statements wait and fire side by side (the batches hold different rows).
+    The jobs are logged and handed to ``on_fired`` (one call per
     batch) only when every batch has committed, so announcing never delays a
     fire.
     """
     result = evaluator.PassResult(evaluated=prepared.evaluated)
     fired: list[list[dict[str, Any]]] = []
-    pipeline = None
-    if len(prepared.batches) > 1 and not connections[using].in_atomic_block:
-        pipeline = FirePipeline(using, _fire_batch, fired.append)
+    pipelines: list[FirePipeline] = []
+    if not connections[using].in_atomic_block:
+        lanes = min(FIRE_LANES, len(prepared.batches))
+        pipelines = [FirePipeline(using, _fire_batch, fired.append, lane) for lane in range(lanes - 1)]
     try:
         local_wait = prepared.slot_at - DATABASE_WAIT - time.monotonic()
         if stop is not None and stop.wait(max(0.0, local_wait)):
             return None
+        for plan in prepared.batches:
+            if isinstance(plan, SerializedPlan) and plan.at_slot is not None:
+                plan.at_slot.stale = STALE_AFTER  # as configured when sent
+        lanes = len(pipelines) + 1
+        for index, plan in enumerate(prepared.batches):
+            if index % lanes:
+                pipelines[index % lanes - 1].submit(plan)
         with connections[using].cursor() as cursor:
-            cursor.execute(SLEEP_UNTIL_SLOT, {"slot": prepared.slot, "stale": STALE_AFTER})
-            if not cursor.fetchone()[0]:
-                return None
-            own = prepared.batches
-            if pipeline is not None:
-                own = prepared.batches[0::2]
-                for plan in prepared.batches[1::2]:
-                    pipeline.submit(plan)
-            for plan in own:
+            for plan in prepared.batches[0::lanes]:
                 fired.append(evaluator.fire_plan(cursor, plan))
     finally:
-        if pipeline is not None:
+        for pipeline in pipelines:
             pipeline.finish()
+    if all(_stale(plan) for plan in prepared.batches):
+        return None
     for jobs in fired:
         result.fired += len(jobs)
         log_fired(jobs)
@@ -165,6 +181,10 @@ def fire_prepared(
         else:
             on_fired(jobs)
     return result
+
+
+def _stale(plan: list[dict[str, Any]]) -> bool:
+    return isinstance(plan, SerializedPlan) and plan.at_slot is not None and plan.at_slot.stale_seen
 
 
 def _fire_batch(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:

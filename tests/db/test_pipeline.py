@@ -72,21 +72,23 @@ def _fires_per_slot() -> dict[tuple[str, str], int]:
     return counts
 
 
-def test_prepared_batches__side_by_side_on_two_connections_never_early(
+def test_prepared_batches__dealt_out_over_the_lanes_side_by_side_never_early(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from awa_django.scheduler import prefire
     from tests.helpers.fires import prepared_for
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
+    monkeypatch.setattr(prefire, "FIRE_LANES", 2)
     names = make_due(5)
     prepared = prepared_for(names)
     assert len(prepared.batches) == 3
-    firing: list[str] = []
+    firing: list[tuple[str, int]] = []
     real = evaluator.fire_plan
 
     def recording(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        firing.append(threading.current_thread().name)
+        cursor.execute("SELECT pg_backend_pid()")
+        firing.append((threading.current_thread().name, cursor.fetchone()[0]))
         return real(cursor, plan)
 
     monkeypatch.setattr(evaluator, "fire_plan", recording)
@@ -96,7 +98,9 @@ def test_prepared_batches__side_by_side_on_two_connections_never_early(
     )
     assert result is not None and result.fired == 5
     assert threads == [threading.current_thread().name] * 3  # announced on the caller's thread, at the end
-    assert sorted(firing) == sorted([threading.current_thread().name] * 2 + ["awa-fire"])
+    # Batches 0 and 2 on the caller's connection, batch 1 on the second lane's.
+    assert sorted(name for name, _ in firing) == sorted([threading.current_thread().name] * 2 + ["awa-fire"])
+    assert len({pid for _, pid in firing}) == 2
     jobs = list(Job.objects.all())
     assert sorted(j.metadata["cron_name"] for j in jobs) == names
     assert all(j.created_at >= prepared.slot for j in jobs)
@@ -198,3 +202,35 @@ def test_kept_connection__one_killed_while_idle_is_replaced_before_the_next_batc
         evaluator.evaluate(on_fired=lambda jobs: None, pipelined=True)  # no error: reconnected first
     assert {f"b{i:02d}" for i in range(5)} <= _names_fired()
     assert len({pid for pid in pids if pid not in (own, killed)}) == 1
+
+
+def test_prepared_batches__a_slot_of_several_lanes_uses_a_kept_connection_per_lane(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connection
+
+    from awa_django.scheduler import pipeline, prefire
+    from tests.helpers.fires import prepared_for, set_slot
+
+    monkeypatch.setattr(prefire, "LANE_ROWS", 2)
+    monkeypatch.setattr(prefire, "FIRE_LANES", 3)
+    real = evaluator.fire_plan
+    pids: list[int] = []
+    monkeypatch.setattr(evaluator, "fire_plan", lambda c, p: _backend_pid(c, p, pids, real))
+    own = connection.cursor().connection.info.backend_pid
+    with pipeline.kept_connection("default", lanes=2):
+        assert pipeline.kept_lanes("default") == 2
+        for round_ in range(2):
+            names = [f"l{round_}{i:02d}" for i in range(6)]
+            for name in names:
+                CronJobFactory(name=name, cron_expr="* * * * * *")
+            prepared = prepared_for(names)
+            assert [len(batch) for batch in prepared.batches] == [2, 2, 2]  # a lane per LANE_ROWS rows
+            result = prefire.fire_prepared(prepared)
+            assert result is not None and result.fired == 6
+            set_slot(names, 3600)  # out of the next round's way
+        lanes = {pid for pid in pids if pid != own}
+        assert len(lanes) == 2  # two slots, the same two kept connections
+        assert all(_session_exists(pid) for pid in lanes)
+    assert pipeline.kept_lanes("default") == 0
+    assert all(count == 1 for count in _fires_per_slot().values())

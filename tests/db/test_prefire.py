@@ -45,6 +45,32 @@ def test_prepare__reads_only_active_rows_of_the_earliest_slot_in_batches(
     assert all(e["fires"] == [prepared.slot.isoformat()] for batch in prepared.batches for e in batch)
 
 
+def test_batch_size__a_lane_per_hundred_rows_up_to_the_lanes_then_batches_of_the_batch_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(prefire, "FIRE_LANES", 4)
+    monkeypatch.setattr(prefire, "LANE_ROWS", 100)
+    monkeypatch.setattr("awa_django.scheduler.evaluator.FIRE_BATCH_SIZE", 500)
+    assert prefire.batch_size(1) == 1
+    assert prefire.batch_size(100) == 100  # one lane
+    assert prefire.batch_size(150) == 75  # two lanes
+    assert prefire.batch_size(1000) == 250  # four lanes
+    assert prefire.batch_size(2000) == 500  # four lanes, batches capped
+    assert prefire.batch_size(3000) == 500  # more batches than lanes
+
+
+def test_prepare__batches_carry_their_json_made_before_the_slot() -> None:
+    import json
+
+    from awa_django.scheduler.firing import SerializedPlan
+
+    CronJobFactory(name="ahead", cron_expr=EVERY_SECOND)
+    prepared = prepared_for(["ahead"])
+    (batch,) = prepared.batches
+    assert isinstance(batch, SerializedPlan)
+    assert json.loads(batch.text) == list(batch)
+
+
 def test_fire_prepared__never_before_the_slot_and_once() -> None:
     CronJobFactory(name="tick", cron_expr=EVERY_SECOND)
     prepared = prepared_for(["tick"])
@@ -93,3 +119,44 @@ def test_fire_prepared__a_stop_before_the_slot_sends_nothing() -> None:
     assert prefire.fire_prepared(prepared, stop=stop) is None
     assert jobs("stopped") == []
     assert CronJob.objects.get(name="stopped").next_fire_at == prepared.slot
+
+
+def test_fire_prepared__a_row_the_statement_rejects_is_parked_and_the_rest_fire_at_the_slot() -> None:
+    from django.db import connection
+
+    for name in ("a", "rejected", "z"):
+        CronJobFactory(name=name, cron_expr=EVERY_SECOND, queue="mail" if name == "rejected" else "default")
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE awa_jobs ADD CONSTRAINT no_mail CHECK (queue <> 'mail')")
+    prepared = prepared_for(["a", "rejected", "z"])
+    result = prefire.fire_prepared(prepared)
+    assert result is not None and result.fired == 2
+    fired = list(Job.objects.order_by("id"))
+    assert sorted(j.metadata["cron_name"] for j in fired) == ["a", "z"]
+    assert all(j.created_at >= prepared.slot for j in fired)  # row by row, still not before the slot
+    assert CronJob.objects.get(name="rejected").parked_at is not None
+
+
+def test_fire_prepared__a_stale_plan_whose_statement_fails_fires_nothing_row_by_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connection
+
+    for name in ("a", "rejected"):
+        CronJobFactory(name=name, cron_expr=EVERY_SECOND, queue="mail" if name == "rejected" else "default")
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE awa_jobs ADD CONSTRAINT no_mail CHECK (queue <> 'mail')")
+    prepared = prepared_for(["a", "rejected"])
+    # The set statement fails before its freshness check can drop the plan
+    # (a fault of the statement itself): the row-by-row retry checks again.
+    from awa_django.scheduler import firing
+
+    monkeypatch.setattr(
+        firing,
+        "FIRE_AT_SLOT",
+        "SELECT 1/0 WHERE %(slot)s IS NOT NULL OR %(stale)s IS NOT NULL OR %(plan)s IS NOT NULL",
+    )
+    monkeypatch.setattr(prefire, "STALE_AFTER", -3600.0)
+    assert prefire.fire_prepared(prepared) is None
+    assert not Job.objects.exists()
+    assert CronJob.objects.get(name="rejected").parked_at is None
