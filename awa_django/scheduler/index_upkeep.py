@@ -1,0 +1,172 @@
+"""Rebuilding the indexes of ``awa_jobs`` once churn has bloated them.
+
+Every job is inserted, claimed and completed, and neither update is HOT (both
+change an indexed column), so each job leaves dead entries in most indexes of
+``awa_jobs``. VACUUM makes their pages reusable but never gives them back, and
+while a long transaction holds back cleanup (a report, a stuck session), the
+indexes grow with every job and stay that size once it ends: measured in the
+soak benchmark, 220 MB of indexes at a steady state became 380 MB after a
+10-minute reader, while the heap went back to its size.
+
+So the leader's maintenance, after pruning, estimates what each btree index
+of ``awa_jobs`` would take if built afresh (entries and their widths, from a
+sample of the table's pages) and rebuilds the one most over its estimate with
+``REINDEX INDEX CONCURRENTLY``, when it is more than ``BLOAT_FACTOR`` times the
+estimate and at least ``MIN_EXCESS`` bytes over it: one index per maintenance
+run. A concurrent rebuild takes no lock that enqueue, claim or completion waits
+for; it waits for transactions older than itself, so it is not started while
+a client transaction has been open for ``QUIET_AFTER`` seconds or more (the
+next run tries again). A rebuild that was interrupted leaves an invalid
+``..._ccnew`` index behind: each run drops those first. A role that may not
+rebuild the table's indexes is told once, and upkeep stops for the process.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import ProgrammingError, connections
+from psycopg import sql
+
+logger = logging.getLogger("awa_django.queues")
+
+# An index is rebuilt when larger than this many times its estimate...
+BLOAT_FACTOR = 2.0
+# ...and at least this many bytes over it (a small index is left alone: the
+# rebuild reads the whole table).
+MIN_EXCESS = 32 * 1024 * 1024
+# No rebuild while a client transaction is older than this (seconds): the
+# rebuild would wait for it.
+QUIET_AFTER = 60.0
+# Pages of awa_jobs the estimate reads at most (a sample of the table).
+SAMPLE_PAGES = 2000
+# A rebuild that takes longer is cancelled (its leftover dropped next run).
+REBUILD_TIMEOUT_MS = 15 * 60 * 1000
+# Btree leaves are built 90 % full; an index tuple has an 8-byte header, a
+# 4-byte line pointer and 4 bytes of alignment on average, where a row
+# (pg_column_size(ROW(...))) has a 24-byte header.
+LEAF_FILL = 0.9
+ENTRY_OVERHEAD = 8 + 4 + 4 - 24
+
+INDEXES = """
+    SELECT c.relname, pg_relation_size(c.oid), pg_get_expr(i.indpred, i.indrelid),
+           ARRAY(SELECT pg_get_indexdef(i.indexrelid, k, true)
+                   FROM generate_series(1, i.indnkeyatts) AS k ORDER BY k)
+      FROM pg_index AS i
+      JOIN pg_class AS c ON c.oid = i.indexrelid
+      JOIN pg_am AS am ON am.oid = c.relam
+     WHERE i.indrelid = 'awa_jobs'::regclass AND i.indisvalid AND i.indisready AND am.amname = 'btree'
+     ORDER BY c.relname
+"""
+LEFTOVERS = """
+    SELECT c.relname
+      FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+     WHERE i.indrelid = 'awa_jobs'::regclass AND NOT i.indisvalid AND c.relname ~ '_ccnew[0-9]*$'
+"""
+OLD_TRANSACTION = """
+    SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                    WHERE datname = current_database() AND pid <> pg_backend_pid()
+                      AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
+                      AND xact_start < clock_timestamp() - make_interval(secs => %s))
+"""
+
+_refused: set[str] = set()  # aliases whose role may not rebuild (told once)
+
+
+@dataclass
+class IndexSize:
+    name: str
+    size: int
+    estimate: int
+
+    @property
+    def bloated(self) -> bool:
+        return self.size > BLOAT_FACTOR * self.estimate and self.size - self.estimate >= MIN_EXCESS
+
+
+def estimates(cursor: Any) -> list[IndexSize]:
+    """Each btree index of awa_jobs: its size and what a fresh build would take."""
+    cursor.execute(INDEXES)
+    indexes = cursor.fetchall()
+    cursor.execute("SELECT relpages FROM pg_class WHERE oid = 'awa_jobs'::regclass")
+    pages = max(int(cursor.fetchone()[0]), 1)
+    cursor.execute("SELECT pg_relation_size('awa_jobs') / current_setting('block_size')::int")
+    pages = max(pages, int(cursor.fetchone()[0]), 1)
+    percent = min(100.0, 100.0 * SAMPLE_PAGES / pages)
+    columns = []
+    for _, _, predicate, keys in indexes:
+        where = sql.SQL(predicate or "true")
+        row = sql.SQL("pg_column_size(ROW({}))").format(sql.SQL(", ").join(sql.SQL(k) for k in keys))
+        columns.append(
+            sql.SQL("count(*) FILTER (WHERE {w}), sum({r}) FILTER (WHERE {w})").format(w=where, r=row)
+        )
+    query = sql.SQL("SELECT {} FROM awa_jobs TABLESAMPLE SYSTEM ({})").format(
+        sql.SQL(", ").join(columns), sql.Literal(percent)
+    )
+    cursor.execute(_text(cursor, query))  # no parameters: a "%" in an expression stays as it is
+    sampled = cursor.fetchone()
+    out = []
+    for n, (name, size, _, _) in enumerate(indexes):
+        count, width = int(sampled[2 * n] or 0), int(sampled[2 * n + 1] or 0)
+        entry_bytes = (width + count * ENTRY_OVERHEAD) * 100.0 / percent
+        out.append(IndexSize(name, int(size), int(max(entry_bytes, 0) / LEAF_FILL) + 8192))
+    return out
+
+
+def upkeep(using: str = "default") -> str | None:
+    """Drop leftovers, then rebuild the most bloated index of awa_jobs if one is;
+    return its name (None when nothing was rebuilt)."""
+    if connections[using].in_atomic_block or using in _refused:
+        return None  # a concurrent rebuild cannot run inside a transaction
+    with connections[using].cursor() as cursor:
+        cursor.execute(LEFTOVERS)
+        for (name,) in cursor.fetchall():
+            cursor.execute(
+                _text(cursor, sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            )
+        bloated = [i for i in estimates(cursor) if i.bloated]
+        if not bloated:
+            return None
+        cursor.execute(OLD_TRANSACTION, [QUIET_AFTER])
+        if cursor.fetchone()[0]:
+            return None
+        worst = max(bloated, key=lambda i: i.size - i.estimate)
+        return _rebuild(cursor, worst, using)
+
+
+def _text(cursor: Any, statement: sql.Composable) -> str:
+    """A composed statement as text, for Django's cursor (run without parameters)."""
+    return statement.as_string(cursor.connection)
+
+
+def _rebuild(cursor: Any, index: IndexSize, using: str) -> str | None:
+    cursor.execute(
+        _text(cursor, sql.SQL("SET statement_timeout = {}").format(sql.Literal(REBUILD_TIMEOUT_MS)))
+    )
+    try:
+        cursor.execute(
+            _text(cursor, sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.Identifier(index.name)))
+        )
+    except ProgrammingError as exc:  # not the table's owner (no MAINTAIN privilege)
+        _refused.add(using)
+        logger.warning(
+            "cannot rebuild the indexes of awa_jobs (%s); index upkeep stops for this process",
+            str(exc).strip().splitlines()[0],
+            extra={"event": "jobs.index_upkeep_refused"},
+        )
+        return None
+    finally:
+        cursor.execute("RESET statement_timeout")
+    cursor.execute("SELECT pg_relation_size(%s::regclass)", [index.name])
+    after = int(cursor.fetchone()[0])
+    logger.info(
+        "rebuilt index %s of awa_jobs: %d MB to %d MB (estimate %d MB)",
+        index.name,
+        index.size // 2**20,
+        after // 2**20,
+        index.estimate // 2**20,
+        extra={"event": "jobs.index_rebuilt", "index": index.name, "before": index.size, "after": after},
+    )
+    return index.name
