@@ -81,7 +81,7 @@ COLUMNS = [
     "t_s", "completed_per_s", "offered_per_s", "fires", "late_p50_ms", "late_p99_ms", "late_max_ms",
     "jobs_rows", "heap_mb", "index_mb", "total_mb", "dead_tuples", "autovacuum_runs", "autoanalyze_runs",
     "cron_dead_tuples", "cron_autovacuum_runs", "worker_cpu", "runcron_cpu", "postgres_cpu",
-    "long_reader_open",
+    "long_reader_open", "index_rebuilds",
 ]  # fmt: skip
 
 
@@ -123,6 +123,10 @@ class Soak:
     enqueued: int = 0
     enqueue_errors: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
+    # The awa_jobs indexes by name, as last sampled (a concurrent rebuild
+    # gives the name to a new index), and the rebuilds seen so far.
+    index_oids: dict[str, int] = field(default_factory=dict)
+    index_rebuilds: int = 0
 
     # -- set-up ---------------------------------------------------------------
     def start_processes(self) -> None:
@@ -223,6 +227,14 @@ class Soak:
             ).fetchall()
         }
         jobs, cron = tables.get("awa_jobs", (0, 0, 0, 0)), tables.get("awa_cron_jobs", (0, 0, 0, 0))
+        oids = dict(
+            conn.execute(
+                "SELECT c.relname, c.oid::bigint FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE i.indrelid = 'awa_jobs'::regclass AND i.indisvalid"
+            ).fetchall()
+        )
+        self.index_rebuilds += sum(1 for name, oid in oids.items() if self.index_oids.get(name, oid) != oid)
+        self.index_oids = oids
         assert completed is not None and late is not None and size is not None
         mb = 1024 * 1024
 
@@ -244,6 +256,7 @@ class Soak:
             "autoanalyze_runs": jobs[3],
             "cron_dead_tuples": cron[1],
             "cron_autovacuum_runs": cron[2],
+            "index_rebuilds": self.index_rebuilds,
         }
 
     def run(self) -> None:

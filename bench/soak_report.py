@@ -190,6 +190,9 @@ def reading(result: dict[str, Any]) -> list[str]:
         f"- Autovacuum ran {last['autovacuum_runs']} times on `awa_jobs` and {last['cron_autovacuum_runs']} "
         "times on `awa_cron_jobs` (the dotted line: dead tuples in `awa_jobs`). While the long reader "
         "is open, no row version it could see is removable.",
+        f"- The leader rebuilt {last.get('index_rebuilds', 0)} of the indexes of `awa_jobs` "
+        "(index upkeep, `REINDEX INDEX CONCURRENTLY` of an index more than twice its estimated "
+        "fresh size; the ticks on the size plot's axis).",
         f"- `awa_jobs` ends at {last['total_mb']:,.1f} MB with {last['jobs_rows']:,} live rows"
         + (
             ": in 3 minutes the table has not reached its steady size (retention plus one pruning "
@@ -224,6 +227,12 @@ def write_plot(result: dict[str, Any], path: Path) -> None:
     dead.plot(t, [r["dead_tuples"] / 1000 for r in rows], ":", color="grey", label="dead tuples (thousands)")
     dead.set_ylabel("dead tuples (thousands)")
     axes[2].set(title="awa_jobs size", xlabel="minutes", ylabel="MB")
+    rebuilt = [
+        r["t_s"] / 60
+        for prev, r in zip(rows, rows[1:], strict=False)
+        if r.get("index_rebuilds", 0) > prev.get("index_rebuilds", 0)
+    ]
+    axes[2].plot(rebuilt, [0] * len(rebuilt), "|", color="black", markersize=12, label="index rebuilt")
     for ax in axes:
         start = plan["reader_at"] / 60
         ax.axvspan(start, start + plan["reader_for"] / 60, color="orange", alpha=0.15)
