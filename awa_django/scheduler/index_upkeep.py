@@ -10,20 +10,31 @@ soak benchmark, 220 MB of indexes at a steady state became 380 MB after a
 
 So the leader's maintenance, after pruning, estimates what each btree index
 of ``awa_jobs`` would take if built afresh (entries and their widths, from a
-sample of the table's pages) and rebuilds the one most over its estimate with
-``REINDEX INDEX CONCURRENTLY``, when it is more than ``BLOAT_FACTOR`` times the
-estimate and at least ``MIN_EXCESS`` bytes over it: one index per maintenance
-run. A concurrent rebuild takes no lock that enqueue, claim or completion waits
-for; it waits for transactions older than itself, so it is not started while
-a client transaction has been open for ``QUIET_AFTER`` seconds or more (the
-next run tries again). A rebuild that was interrupted leaves an invalid
-``..._ccnew`` index behind: each run drops those first. A role that may not
-rebuild the table's indexes is told once, and upkeep stops for the process.
+sample of the table's pages) and keeps each index's ratio of size to estimate
+over the last ``HISTORY`` runs. Under steady churn that ratio settles (dead
+entries between two vacuums, pages split half full: about 2 measured), so a
+ratio is judged against the index's usual one, the median of those runs: an
+index is rebuilt with ``REINDEX INDEX CONCURRENTLY`` when its ratio is more
+than ``JUMP`` times its usual one and more than ``BLOAT_FACTOR``, it is at
+least ``MIN_EXCESS`` bytes over its estimate, and ``MIN_HISTORY`` runs are
+known; one index per run, the one most over its estimate. An index at its
+usual size is never rebuilt just to grow back.
+
+A concurrent rebuild takes no lock that enqueue, claim or completion waits
+for; it waits for transactions older than itself, so while a client
+transaction has been open for ``QUIET_AFTER`` seconds or more the run does
+nothing (and records nothing: the usual ratio is what cleanup keeps up with).
+A rebuild that was interrupted leaves an invalid ``..._ccnew`` index behind:
+each run drops those first. A role that may not rebuild the table's indexes
+is told once, and upkeep stops for the process.
 """
 
 from __future__ import annotations
 
 import logging
+import statistics
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,10 +43,15 @@ from psycopg import sql
 
 logger = logging.getLogger("awa_django.queues")
 
-# An index is rebuilt when larger than this many times its estimate...
+# An index is rebuilt when its ratio of size to estimate is more than JUMP
+# times its usual ratio (the median over the last HISTORY runs, once
+# MIN_HISTORY are known) and more than BLOAT_FACTOR...
+JUMP = 1.5
 BLOAT_FACTOR = 2.0
-# ...and at least this many bytes over it (a small index is left alone: the
-# rebuild reads the whole table).
+HISTORY = 60
+MIN_HISTORY = 10
+# ...and at least this many bytes over its estimate (a small index is left
+# alone: the rebuild reads the whole table).
 MIN_EXCESS = 32 * 1024 * 1024
 # No rebuild while a client transaction is older than this (seconds): the
 # rebuild would wait for it.
@@ -73,6 +89,8 @@ OLD_TRANSACTION = """
 """
 
 _refused: set[str] = set()  # aliases whose role may not rebuild (told once)
+# Each index's ratio of size to estimate over the last runs, by alias and name.
+_seen: dict[tuple[str, str], deque[float]] = {}
 
 
 @dataclass
@@ -82,8 +100,23 @@ class IndexSize:
     estimate: int
 
     @property
-    def bloated(self) -> bool:
-        return self.size > BLOAT_FACTOR * self.estimate and self.size - self.estimate >= MIN_EXCESS
+    def ratio(self) -> float:
+        return self.size / max(self.estimate, 1)
+
+
+def rebuild_due(index: IndexSize, seen: Sequence[float]) -> bool:
+    """Whether ``index`` is bloated beyond what churn keeps it at (``seen``: its
+    ratios of the runs before)."""
+    if len(seen) < MIN_HISTORY:
+        return False
+    usual = statistics.median(seen)
+    return index.ratio > max(BLOAT_FACTOR, JUMP * usual) and index.size - index.estimate >= MIN_EXCESS
+
+
+def forget(using: str | None = None) -> None:
+    """Drop the ratios seen (of ``using``, or of every alias)."""
+    for key in [k for k in _seen if using is None or k[0] == using]:
+        del _seen[key]
 
 
 def estimates(cursor: Any) -> list[IndexSize]:
@@ -126,11 +159,16 @@ def upkeep(using: str = "default") -> str | None:
             cursor.execute(
                 _text(cursor, sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
             )
-        bloated = [i for i in estimates(cursor) if i.bloated]
-        if not bloated:
-            return None
         cursor.execute(OLD_TRANSACTION, [QUIET_AFTER])
         if cursor.fetchone()[0]:
+            return None
+        bloated = []
+        for index in estimates(cursor):
+            seen = _seen.setdefault((using, index.name), deque(maxlen=HISTORY))
+            if rebuild_due(index, seen):
+                bloated.append(index)
+            seen.append(index.ratio)
+        if not bloated:
             return None
         worst = max(bloated, key=lambda i: i.size - i.estimate)
         return _rebuild(cursor, worst, using)
