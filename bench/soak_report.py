@@ -191,8 +191,8 @@ def reading(result: dict[str, Any]) -> list[str]:
         "times on `awa_cron_jobs` (the dotted line: dead tuples in `awa_jobs`). While the long reader "
         "is open, no row version it could see is removable.",
         f"- The leader rebuilt {last.get('index_rebuilds', 0)} of the indexes of `awa_jobs` "
-        "(index upkeep, `REINDEX INDEX CONCURRENTLY` of an index more than twice its estimated "
-        "fresh size; the ticks on the size plot's axis).",
+        "(index upkeep, `REINDEX INDEX CONCURRENTLY` of an index well over the size churn usually "
+        "keeps it at; the ticks on the size plot's axis).",
         f"- `awa_jobs` ends at {last['total_mb']:,.1f} MB with {last['jobs_rows']:,} live rows"
         + (
             ": in 3 minutes the table has not reached its steady size (retention plus one pruning "
