@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import ProgrammingError, connections
-from psycopg import sql
+from psycopg import errors, sql
 
 logger = logging.getLogger("awa_django.queues")
 
@@ -123,10 +123,8 @@ def estimates(cursor: Any) -> list[IndexSize]:
     """Each btree index of awa_jobs: its size and what a fresh build would take."""
     cursor.execute(INDEXES)
     indexes = cursor.fetchall()
-    cursor.execute("SELECT relpages FROM pg_class WHERE oid = 'awa_jobs'::regclass")
-    pages = max(int(cursor.fetchone()[0]), 1)
     cursor.execute("SELECT pg_relation_size('awa_jobs') / current_setting('block_size')::int")
-    pages = max(pages, int(cursor.fetchone()[0]), 1)
+    pages = max(int(cursor.fetchone()[0]), 1)
     percent = min(100.0, 100.0 * SAMPLE_PAGES / pages)
     columns = []
     for _, _, predicate, keys in indexes:
@@ -187,7 +185,10 @@ def _rebuild(cursor: Any, index: IndexSize, using: str) -> str | None:
         cursor.execute(
             _text(cursor, sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.Identifier(index.name)))
         )
-    except ProgrammingError as exc:  # not the table's owner (no MAINTAIN privilege)
+    except ProgrammingError as exc:
+        if not isinstance(exc.__cause__, errors.InsufficientPrivilege):
+            return None  # the index went away since it was sized: nothing to rebuild
+        # Not the table's owner (no MAINTAIN privilege).
         _refused.add(using)
         logger.warning(
             "cannot rebuild the indexes of awa_jobs (%s); index upkeep stops for this process",

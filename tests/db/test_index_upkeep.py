@@ -196,3 +196,10 @@ def test_upkeep__writers_go_on_while_an_index_is_rebuilt(small_floor: None) -> N
         stop.set()
         thread.join(60)
     assert not errors and inserted
+
+
+def test_rebuild__an_index_gone_since_it_was_sized_does_not_stop_upkeep() -> None:
+    with connection.cursor() as cursor:
+        gone = index_upkeep.IndexSize("awa_jobs_gone_since", 64 * 2**20, 2**20)
+        assert index_upkeep._rebuild(cursor, gone, "default") is None
+    assert "default" not in index_upkeep._refused
