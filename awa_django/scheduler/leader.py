@@ -37,7 +37,7 @@ from ..schedules.declaration import Schedule, declared_schedules
 from ..schedules.sync import sync_schedules
 from ..shutdown import install_two_stage_shutdown
 from ..tasks.backend import announce_fires
-from . import election, index_upkeep, pipeline, prefire, vacuum
+from . import election, index_upkeep, jobs_vacuum, pipeline, prefire, vacuum
 from .announcer import Announcer
 from .election import LEADER_LOCK_KEY
 from .evaluator import PassResult, evaluate, reevaluate_parked
@@ -264,6 +264,7 @@ class Leader:
             ("reconciliation", lambda: reconcile_all(using=self.using)),
             ("snapshot cleanup", lambda: cleanup_snapshots(using=self.using)),
             ("pruning", lambda: prune_jobs(using=self.using)),
+            ("catch-up vacuum", lambda: jobs_vacuum.catch_up(using=self.using)),
             ("index upkeep", lambda: index_upkeep.upkeep(using=self.using)),
             ("slot history trim", lambda: history.trim(using=self.using)),
         ]

@@ -1,0 +1,168 @@
+"""Catching up on the cleanup of ``awa_jobs`` once a long transaction ends.
+
+While a transaction stays open, no row version it could still see can be
+removed, so every job claimed and completed meanwhile leaves its dead versions
+and their index entries behind (1.2 M of them after a 10-minute reader in the
+soak benchmark). When the transaction ends, that backlog is autovacuum's to
+clear, throttled by its cost delay, and a run that began while the transaction
+was open keeps its horizon to the end and removes none of it. Until the
+backlog is gone, every claim reads past dead entries of the ready index, and
+the indexes keep growing.
+
+So the leader's maintenance, after pruning, looks at ``awa_jobs``:
+
+* while a client transaction has been open ``QUIET_AFTER`` seconds or more, a
+  VACUUM could not remove what it holds back: it only notes the hold-back;
+* otherwise, once the table holds at least ``MIN_DEAD`` dead row versions and
+  more than ``DEAD_FRACTION`` of its live rows (*cleanup is behind*), it runs
+  ``VACUUM awa_jobs`` itself, unthrottled as a VACUUM typed by hand is, unless
+  a vacuum that began after the hold-back ended is already on the table.
+
+Waiting for the table's lock, the VACUUM makes PostgreSQL cancel an autovacuum
+run in its way (one that prevents wraparound is never cancelled: after
+``LOCK_TIMEOUT_MS`` the catch-up gives up until the next run). Index upkeep
+waits while cleanup is behind: an index rebuilt before the dead entries are
+gone grows straight back. A role that may not vacuum the table is told once,
+and the catch-up stops for the process.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from typing import Any
+
+from django.db import connections
+
+logger = logging.getLogger("awa_django.queues")
+
+# Cleanup is behind when awa_jobs holds at least MIN_DEAD dead row versions and
+# more than DEAD_FRACTION of its live rows (autovacuum starts at a fifth, so
+# under steady churn the count stays below half).
+MIN_DEAD = 100_000
+DEAD_FRACTION = 0.5
+# A client transaction open this long (seconds) holds cleanup back.
+QUIET_AFTER = 60.0
+# The VACUUM waits this long for the table's lock, and is cancelled after
+# VACUUM_TIMEOUT_MS (the next run starts over, from what it removed).
+LOCK_TIMEOUT_MS = 10_000
+VACUUM_TIMEOUT_MS = 15 * 60 * 1000
+
+OLD_TRANSACTION = """
+    SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                    WHERE datname = current_database() AND pid <> pg_backend_pid()
+                      AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
+                      AND xact_start < clock_timestamp() - make_interval(secs => %s)),
+           clock_timestamp()
+"""
+TUPLES = "SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relid = 'awa_jobs'::regclass"
+# A vacuum of awa_jobs under way that began after ``%s`` (any, when NULL).
+VACUUM_UNDER_WAY = """
+    SELECT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum AS p
+                     JOIN pg_stat_activity AS a ON a.pid = p.pid
+                    WHERE p.relid = 'awa_jobs'::regclass
+                      AND (%s::timestamptz IS NULL OR a.xact_start > %s::timestamptz))
+"""
+MAY_VACUUM = """
+    SELECT pg_has_role(c.relowner, 'USAGE')
+           OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+      FROM pg_class AS c WHERE c.oid = 'awa_jobs'::regclass
+"""
+
+_refused: set[str] = set()  # aliases whose role may not vacuum awa_jobs (told once)
+# When an old transaction was last seen, per alias, until a catch-up VACUUM ran.
+_held_back: dict[str, datetime.datetime] = {}
+
+
+def forget(using: str | None = None) -> None:
+    """Drop what was remembered (of ``using``, or of every alias)."""
+    for alias in [a for a in _held_back if using is None or a == using]:
+        del _held_back[alias]
+    if using is None:
+        _refused.clear()
+    else:
+        _refused.discard(using)
+
+
+def behind(cursor: Any) -> bool:
+    """Whether awa_jobs holds more dead row versions than churn leaves between vacuums."""
+    cursor.execute(TUPLES)
+    row = cursor.fetchone()
+    if row is None:
+        return False
+    live, dead = int(row[0] or 0), int(row[1] or 0)
+    return dead >= MIN_DEAD and dead > DEAD_FRACTION * live
+
+
+def catch_up(using: str = "default") -> bool:
+    """VACUUM awa_jobs when cleanup is behind and nothing holds it back; True when it ran."""
+    if connections[using].in_atomic_block or using in _refused:
+        return False  # VACUUM cannot run inside a transaction
+    with connections[using].cursor() as cursor:
+        cursor.execute(OLD_TRANSACTION, [QUIET_AFTER])
+        old, now = cursor.fetchone()
+        if old:
+            _held_back[using] = now
+            return False
+        if not behind(cursor):
+            _held_back.pop(using, None)  # autovacuum caught up on its own
+            return False
+        held_back = _held_back.get(using)
+        cursor.execute(VACUUM_UNDER_WAY, [held_back, held_back])
+        if cursor.fetchone()[0]:
+            return False  # a vacuum that can remove the backlog is on it
+        if not _may_vacuum(cursor, using):
+            return False
+        ran = _vacuum(cursor)
+    if ran:
+        _held_back.pop(using, None)
+    return ran
+
+
+def _may_vacuum(cursor: Any, using: str) -> bool:
+    cursor.execute(MAY_VACUUM)
+    row = cursor.fetchone()
+    if row is not None and row[0]:
+        return True
+    if connections[using].pg_version >= 170000:
+        cursor.execute("SELECT has_table_privilege('awa_jobs', 'MAINTAIN')")
+        if cursor.fetchone()[0]:
+            return True
+    _refused.add(using)
+    logger.warning(
+        "cannot vacuum awa_jobs (the role neither owns it nor may maintain it); "
+        "the catch-up after long transactions stops for this process",
+        extra={"event": "jobs.vacuum_refused"},
+    )
+    return False
+
+
+def _vacuum(cursor: Any) -> bool:
+    """VACUUM awa_jobs within the timeouts; False when its lock was not had in time."""
+    cursor.execute(TUPLES)
+    row = cursor.fetchone()
+    dead = int(row[1] or 0) if row else 0
+    started = time.monotonic()
+    cursor.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+    cursor.execute(f"SET statement_timeout = {VACUUM_TIMEOUT_MS}")
+    try:
+        cursor.execute("VACUUM awa_jobs")
+    except Exception as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        logger.info(
+            "awa_jobs is being vacuumed by a run that cannot be cancelled; catch-up waits",
+            extra={"event": "jobs.vacuum_deferred"},
+        )
+        return False
+    finally:
+        cursor.execute("RESET lock_timeout")
+        cursor.execute("RESET statement_timeout")
+    logger.info(
+        "vacuumed awa_jobs after cleanup fell behind: %d dead row versions, %.1f s",
+        dead,
+        time.monotonic() - started,
+        extra={"event": "jobs.vacuumed", "dead": dead, "seconds": round(time.monotonic() - started, 3)},
+    )
+    return True
