@@ -26,7 +26,8 @@ second, a 60 s retention.
 Every ``SAMPLE`` (10 s) it records: jobs completed per second, the lateness
 (p50, p99, max) of the fires created in the interval, ``awa_jobs`` heap,
 index and total size, live and dead tuples, autovacuum and autoanalyze runs so
-far (``awa_jobs`` and ``awa_cron_jobs``), and the CPU the workers, ``runcron``
+far (``awa_jobs`` and ``awa_cron_jobs``), the leader's catch-up vacuums and index
+rebuilds of ``awa_jobs`` so far, and the CPU the workers, ``runcron``
 and PostgreSQL (the private cluster's processes only) used in the interval.
 It writes ``soak-<mode>.csv`` and ``.json`` under ``.cache/soak`` and, in the
 benchmark's virtualenv (which has matplotlib), ``soak-<mode>.png``;
@@ -81,7 +82,7 @@ COLUMNS = [
     "t_s", "completed_per_s", "offered_per_s", "fires", "late_p50_ms", "late_p99_ms", "late_max_ms",
     "jobs_rows", "heap_mb", "index_mb", "total_mb", "dead_tuples", "autovacuum_runs", "autoanalyze_runs",
     "cron_dead_tuples", "cron_autovacuum_runs", "worker_cpu", "runcron_cpu", "postgres_cpu",
-    "long_reader_open", "index_rebuilds",
+    "long_reader_open", "index_rebuilds", "vacuum_runs",
 ]  # fmt: skip
 
 
@@ -222,11 +223,11 @@ class Soak:
         tables = {
             r[0]: r[1:]
             for r in conn.execute(
-                "SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, autoanalyze_count "
+                "SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, autoanalyze_count, vacuum_count "
                 "FROM pg_stat_user_tables WHERE relname IN ('awa_jobs', 'awa_cron_jobs')"
             ).fetchall()
         }
-        jobs, cron = tables.get("awa_jobs", (0, 0, 0, 0)), tables.get("awa_cron_jobs", (0, 0, 0, 0))
+        jobs, cron = tables.get("awa_jobs", (0, 0, 0, 0, 0)), tables.get("awa_cron_jobs", (0, 0, 0, 0, 0))
         oids = dict(
             conn.execute(
                 "SELECT c.relname, c.oid::bigint FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -257,6 +258,9 @@ class Soak:
             "cron_dead_tuples": cron[1],
             "cron_autovacuum_runs": cron[2],
             "index_rebuilds": self.index_rebuilds,
+            # VACUUMs not run by autovacuum: here, the leader's catch-up vacuums
+            # (awa_cron_jobs has its own, counted apart).
+            "vacuum_runs": jobs[4],
         }
 
     def run(self) -> None:

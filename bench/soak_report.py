@@ -190,6 +190,15 @@ def reading(result: dict[str, Any]) -> list[str]:
         f"- Autovacuum ran {last['autovacuum_runs']} times on `awa_jobs` and {last['cron_autovacuum_runs']} "
         "times on `awa_cron_jobs` (the dotted line: dead tuples in `awa_jobs`). While the long reader "
         "is open, no row version it could see is removable.",
+        *(
+            [
+                f"- The leader vacuumed `awa_jobs` itself {last['vacuum_runs']} times (the catch-up "
+                "vacuum, once cleanup was behind and no transaction held it back; the crosses on the "
+                "size plot's axis)."
+            ]
+            if "vacuum_runs" in last
+            else []
+        ),
         f"- The leader rebuilt {last.get('index_rebuilds', 0)} of the indexes of `awa_jobs` "
         "(index upkeep, `REINDEX INDEX CONCURRENTLY` of an index well over the size churn usually "
         "keeps it at; the ticks on the size plot's axis).",
@@ -233,6 +242,13 @@ def write_plot(result: dict[str, Any], path: Path) -> None:
         if r.get("index_rebuilds", 0) > prev.get("index_rebuilds", 0)
     ]
     axes[2].plot(rebuilt, [0] * len(rebuilt), "|", color="black", markersize=12, label="index rebuilt")
+    vacuumed = [
+        r["t_s"] / 60
+        for prev, r in zip(rows, rows[1:], strict=False)
+        if r.get("vacuum_runs", 0) > prev.get("vacuum_runs", 0)
+    ]
+    if vacuumed:
+        axes[2].plot(vacuumed, [0] * len(vacuumed), "x", color="purple", label="catch-up vacuum")
     for ax in axes:
         start = plan["reader_at"] / 60
         ax.axvspan(start, start + plan["reader_for"] / 60, color="orange", alpha=0.15)

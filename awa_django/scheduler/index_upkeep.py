@@ -92,13 +92,6 @@ LEFTOVERS = """
       FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
      WHERE i.indrelid = 'awa_jobs'::regclass AND NOT i.indisvalid AND c.relname ~ '_ccnew[0-9]*$'
 """
-OLD_TRANSACTION = """
-    SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-                    WHERE datname = current_database() AND pid <> pg_backend_pid()
-                      AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
-                      AND xact_start < clock_timestamp() - make_interval(secs => %s))
-"""
-
 _refused: set[str] = set()  # aliases whose role may not rebuild (told once)
 # Each index's ratio of size to estimate over the last runs, by alias and name.
 _seen: dict[tuple[str, str], deque[float]] = {}
@@ -171,8 +164,7 @@ def upkeep(using: str = "default") -> str | None:
             cursor.execute(
                 _text(cursor, sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
             )
-        cursor.execute(OLD_TRANSACTION, [QUIET_AFTER])
-        if cursor.fetchone()[0] or jobs_vacuum.behind(cursor):
+        if jobs_vacuum.old_transaction(cursor, QUIET_AFTER)[0] or jobs_vacuum.behind(cursor):
             return None
         bloated = []
         for index in estimates(cursor):

@@ -24,6 +24,12 @@ run in its way (one that prevents wraparound is never cancelled: after
 waits while cleanup is behind: an index rebuilt before the dead entries are
 gone grows straight back. A role that may not vacuum the table is told once,
 and the catch-up stops for the process.
+
+A role without ``pg_read_all_stats`` sees no transaction start of another
+role's sessions, nor their vacuums' progress: a VACUUM then may remove
+nothing. What it left is what PostgreSQL counts as dead afterwards, so one
+that leaves cleanup behind makes the next wait (``RETRY_AFTER``, doubled up to
+``MAX_RETRY_AFTER``) rather than read the whole table every minute.
 """
 
 from __future__ import annotations
@@ -48,6 +54,12 @@ QUIET_AFTER = 60.0
 # VACUUM_TIMEOUT_MS (the next run starts over, from what it removed).
 LOCK_TIMEOUT_MS = 10_000
 VACUUM_TIMEOUT_MS = 15 * 60 * 1000
+# A VACUUM that leaves cleanup behind was held back by a transaction this role
+# cannot see (pg_stat_activity hides other roles' transaction starts without
+# pg_read_all_stats): the next one waits RETRY_AFTER seconds, doubled after
+# each such VACUUM up to MAX_RETRY_AFTER.
+RETRY_AFTER = 60.0
+MAX_RETRY_AFTER = 480.0
 
 OLD_TRANSACTION = """
     SELECT EXISTS (SELECT 1 FROM pg_stat_activity
@@ -56,7 +68,12 @@ OLD_TRANSACTION = """
                       AND xact_start < clock_timestamp() - make_interval(secs => %s)),
            clock_timestamp()
 """
-TUPLES = "SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relid = 'awa_jobs'::regclass"
+TUPLES = """
+    SELECT n_live_tup, n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relid = 'awa_jobs'::regclass
+"""
+# How long the statistics may take to show a VACUUM (PostgreSQL 14 reports them
+# through its collector, later versions at once).
+STATS_WAIT = 2.0
 # A vacuum of awa_jobs under way that began after ``%s`` (any, when NULL).
 VACUUM_UNDER_WAY = """
     SELECT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum AS p
@@ -73,25 +90,41 @@ MAY_VACUUM = """
 _refused: set[str] = set()  # aliases whose role may not vacuum awa_jobs (told once)
 # When an old transaction was last seen, per alias, until a catch-up VACUUM ran.
 _held_back: dict[str, datetime.datetime] = {}
+# After a VACUUM that left cleanup behind: when the next may run, and the wait
+# after that one if it does no better (time.monotonic()), per alias.
+_retry: dict[str, tuple[float, float]] = {}
 
 
 def forget(using: str | None = None) -> None:
     """Drop what was remembered (of ``using``, or of every alias)."""
-    for alias in [a for a in _held_back if using is None or a == using]:
-        del _held_back[alias]
+    for remembered in (_held_back, _retry):
+        for alias in [a for a in remembered if using is None or a == using]:
+            del remembered[alias]
     if using is None:
         _refused.clear()
     else:
         _refused.discard(using)
 
 
+def old_transaction(cursor: Any, older_than: float) -> tuple[bool, datetime.datetime]:
+    """Whether another client transaction of this database has been open
+    ``older_than`` seconds or more (holding cleanup back), and the server's time."""
+    cursor.execute(OLD_TRANSACTION, [older_than])
+    old, now = cursor.fetchone()
+    return bool(old), now
+
+
+def tuples(cursor: Any) -> tuple[int, int, int]:
+    """Live and dead row versions of awa_jobs, and the VACUUMs run by hand on it, as counted."""
+    cursor.execute(TUPLES)
+    row = cursor.fetchone() or (0, 0, 0)
+    live, dead, vacuums = (int(value or 0) for value in row)
+    return live, dead, vacuums
+
+
 def behind(cursor: Any) -> bool:
     """Whether awa_jobs holds more dead row versions than churn leaves between vacuums."""
-    cursor.execute(TUPLES)
-    row = cursor.fetchone()
-    if row is None:
-        return False
-    live, dead = int(row[0] or 0), int(row[1] or 0)
+    live, dead, _ = tuples(cursor)
     return dead >= MIN_DEAD and dead > DEAD_FRACTION * live
 
 
@@ -100,24 +133,50 @@ def catch_up(using: str = "default") -> bool:
     if connections[using].in_atomic_block or using in _refused:
         return False  # VACUUM cannot run inside a transaction
     with connections[using].cursor() as cursor:
-        cursor.execute(OLD_TRANSACTION, [QUIET_AFTER])
-        old, now = cursor.fetchone()
+        old, now = old_transaction(cursor, QUIET_AFTER)
         if old:
             _held_back[using] = now
             return False
         if not behind(cursor):
             _held_back.pop(using, None)  # autovacuum caught up on its own
+            _retry.pop(using, None)
             return False
+        if time.monotonic() < _retry.get(using, (0.0, 0.0))[0]:
+            return False  # the last VACUUM did not help: something unseen holds cleanup back
         held_back = _held_back.get(using)
         cursor.execute(VACUUM_UNDER_WAY, [held_back, held_back])
         if cursor.fetchone()[0]:
             return False  # a vacuum that can remove the backlog is on it
         if not _may_vacuum(cursor, using):
             return False
+        vacuums = tuples(cursor)[2]
         ran = _vacuum(cursor)
-    if ran:
-        _held_back.pop(using, None)
+        if ran:
+            _held_back.pop(using, None)
+            _after_vacuum(cursor, using, vacuums)
     return ran
+
+
+def _after_vacuum(cursor: Any, using: str, vacuums_before: int) -> None:
+    """Back off when the VACUUM left cleanup behind (what it could not remove
+    is what PostgreSQL counts as dead after it)."""
+    deadline = time.monotonic() + STATS_WAIT
+    while tuples(cursor)[2] <= vacuums_before:
+        if time.monotonic() > deadline:
+            return  # the statistics do not show it yet: no judgement
+        time.sleep(0.1)
+    if not behind(cursor):
+        _retry.pop(using, None)
+        return
+    wait = _retry.get(using, (0.0, RETRY_AFTER / 2))[1] * 2
+    wait = min(max(wait, RETRY_AFTER), MAX_RETRY_AFTER)
+    _retry[using] = (time.monotonic() + wait, wait)
+    logger.warning(
+        "awa_jobs still holds many dead row versions after a VACUUM: a transaction this role "
+        "cannot see in pg_stat_activity holds cleanup back; the next catch-up in %.0f s",
+        wait,
+        extra={"event": "jobs.vacuum_held_back", "retry_in": wait},
+    )
 
 
 def _may_vacuum(cursor: Any, using: str) -> bool:
@@ -125,7 +184,7 @@ def _may_vacuum(cursor: Any, using: str) -> bool:
     row = cursor.fetchone()
     if row is not None and row[0]:
         return True
-    if connections[using].pg_version >= 170000:
+    if cursor.connection.info.server_version >= 170000:
         cursor.execute("SELECT has_table_privilege('awa_jobs', 'MAINTAIN')")
         if cursor.fetchone()[0]:
             return True
@@ -140,9 +199,7 @@ def _may_vacuum(cursor: Any, using: str) -> bool:
 
 def _vacuum(cursor: Any) -> bool:
     """VACUUM awa_jobs within the timeouts; False when its lock was not had in time."""
-    cursor.execute(TUPLES)
-    row = cursor.fetchone()
-    dead = int(row[1] or 0) if row else 0
+    dead = tuples(cursor)[1]
     started = time.monotonic()
     cursor.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
     cursor.execute(f"SET statement_timeout = {VACUUM_TIMEOUT_MS}")

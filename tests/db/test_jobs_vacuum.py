@@ -40,15 +40,13 @@ def small_floor(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def tuples() -> tuple[int, int]:
     with connection.cursor() as cursor:
-        cursor.execute(jobs_vacuum.TUPLES)
-        live, dead = cursor.fetchone()
-        return int(live or 0), int(dead or 0)
+        live, dead, _ = jobs_vacuum.tuples(cursor)
+        return live, dead
 
 
 def vacuums() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'awa_jobs'::regclass")
-        return int(cursor.fetchone()[0])
+        return jobs_vacuum.tuples(cursor)[2]
 
 
 def churn(rows: int = ROWS) -> None:
@@ -184,3 +182,32 @@ def test_index_upkeep__leaves_a_build_in_progress_alone(monkeypatch: pytest.Monk
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP INDEX IF EXISTS awa_jobs_ready_ccnew")
+
+
+def test_catch_up__backs_off_when_an_unseen_transaction_holds_cleanup_back(
+    small_floor: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A reader the check cannot see (another role's, without pg_read_all_stats).
+    monkeypatch.setattr(jobs_vacuum, "QUIET_AFTER", 3600.0)
+    with psycopg.connect(**connection.get_connection_params()) as reader:
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT count(*) FROM awa_jobs").fetchone()
+        churn()
+        with caplog.at_level(logging.INFO, logger="awa_django.queues"):
+            assert jobs_vacuum.catch_up() is True  # ran, and removed nothing
+        (held,) = [r for r in caplog.records if getattr(r, "event", None) == "jobs.vacuum_held_back"]
+        assert held.retry_in == jobs_vacuum.RETRY_AFTER  # type: ignore[attr-defined]
+        before = vacuums()
+        assert jobs_vacuum.catch_up() is False  # not again at once
+        assert vacuums() == before
+        # Each VACUUM that does no better doubles the wait, up to the cap.
+        jobs_vacuum._retry["default"] = (0.0, jobs_vacuum._retry["default"][1])
+        assert jobs_vacuum.catch_up() is True
+        assert jobs_vacuum._retry["default"][1] == 2 * jobs_vacuum.RETRY_AFTER
+        jobs_vacuum._retry["default"] = (0.0, jobs_vacuum.MAX_RETRY_AFTER)
+        assert jobs_vacuum.catch_up() is True
+        assert jobs_vacuum._retry["default"][1] == jobs_vacuum.MAX_RETRY_AFTER
+        reader.execute("COMMIT")
+    jobs_vacuum._retry["default"] = (0.0, jobs_vacuum._retry["default"][1])
+    assert jobs_vacuum.catch_up() is True  # the reader gone, the VACUUM helps
+    assert "default" not in jobs_vacuum._retry
