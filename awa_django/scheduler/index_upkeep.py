@@ -29,8 +29,9 @@ rebuilt before the dead entries of a hold-back are vacuumed away grows straight
 back (measured: 162 MB rebuilt, 310 MB again ten minutes later). A rebuild that
 was interrupted leaves an invalid ``..._ccnew`` index behind: each run drops
 those first, unless an index of the table is being built right then (an
-operator's ``REINDEX CONCURRENTLY`` shows the same way while it runs). A role that may not rebuild the table's indexes
-is told once, and upkeep stops for the process.
+operator's ``REINDEX CONCURRENTLY`` shows the same way while it runs). A role
+that may not rebuild the table's indexes is told once, and upkeep stops for
+the process.
 """
 
 from __future__ import annotations

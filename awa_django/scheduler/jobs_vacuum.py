@@ -39,7 +39,8 @@ import logging
 import time
 from typing import Any
 
-from django.db import connections
+from django.db import OperationalError, connections
+from psycopg import errors
 
 logger = logging.getLogger("awa_django.queues")
 
@@ -205,9 +206,9 @@ def _vacuum(cursor: Any) -> bool:
     cursor.execute(f"SET statement_timeout = {VACUUM_TIMEOUT_MS}")
     try:
         cursor.execute("VACUUM awa_jobs")
-    except Exception as exc:
-        if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
-            raise
+    except OperationalError as exc:
+        if not isinstance(exc.__cause__, errors.LockNotAvailable):
+            raise  # a cancelled statement (the 15 minutes, or a stop) among them
         logger.info(
             "awa_jobs is being vacuumed by a run that cannot be cancelled; catch-up waits",
             extra={"event": "jobs.vacuum_deferred"},
