@@ -96,6 +96,8 @@ class Plan:
     schedules: int = 1000
     enqueue_rate: float = 100.0  # jobs/s offered by the enqueuer, besides one fire a second per schedule
     recovery: float = 120.0  # after the long reader ends, the samples left out of "outside the reader"
+    # autovacuum_vacuum_cost_limit of awa_jobs (None: the server's default pace).
+    jobs_autovacuum_cost_limit: int | None = None
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> Plan:
@@ -112,6 +114,7 @@ class Plan:
             schedules=args.schedules or (100 if quick else 1000),
             enqueue_rate=args.enqueue_rate or (50.0 if quick else 100.0),
             recovery=30.0 if quick else 120.0,
+            jobs_autovacuum_cost_limit=args.jobs_autovacuum_cost_limit,
         )
 
 
@@ -415,6 +418,12 @@ def main() -> int:
         "--enqueue-rate", type=float, default=None, help="enqueues/s offered (100; quick: 50)"
     )
     parser.add_argument(
+        "--jobs-autovacuum-cost-limit",
+        type=int,
+        default=None,
+        help="set autovacuum_vacuum_cost_limit on awa_jobs (default: the server's pace)",
+    )
+    parser.add_argument(
         "--publish", action="store_true", help="also write the soak section of docs/benchmarks.md"
     )
     args = parser.parse_args()
@@ -433,6 +442,11 @@ def main() -> int:
         soak = Soak(plan, campaign)
         try:
             campaign.migrate()
+            if plan.jobs_autovacuum_cost_limit:
+                with psycopg.connect(campaign.conninfo, autocommit=True) as conn:
+                    conn.execute(
+                        f"ALTER TABLE awa_jobs SET (autovacuum_vacuum_cost_limit = {plan.jobs_autovacuum_cost_limit:d})"
+                    )
             campaign.configure_django()
             soak.start_processes()
             soak.run()

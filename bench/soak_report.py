@@ -63,7 +63,12 @@ def markdown(result: dict[str, Any], plot: str) -> str:
         f"{load['enqueue_rate']:,.0f} single `enqueue()` calls a second, offered steadily (about "
         f"{load['schedules'] + load['enqueue_rate']:,.0f} jobs/s); one `runcron`, {load['workers']} `runtasks` "
         f"with concurrency {load['concurrency']}, on a private PostgreSQL cluster with default settings "
-        f"(autovacuum on). Pruning is the leader's own, every `AWA_SYNC_INTERVAL` (60 s), with "
+        + (
+            f"except `autovacuum_vacuum_cost_limit` = {plan['jobs_autovacuum_cost_limit']} on `awa_jobs` "
+            if plan.get("jobs_autovacuum_cost_limit")
+            else ""
+        )
+        + f"(autovacuum on). Pruning is the leader's own, every `AWA_SYNC_INTERVAL` (60 s), with "
         f"`AWA_JOB_RETENTION` = {plan['retention']:.0f} s so that the table reaches a steady size within "
         f"the run (the 7-day default prunes nothing in an hour). A `REPEATABLE READ` transaction reads "
         f"`awa_jobs` at {plan['reader_at']:.0f} s and stays open for {plan['reader_for']:.0f} s (shaded). "
