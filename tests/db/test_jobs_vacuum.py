@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 
 import psycopg
@@ -222,3 +223,38 @@ def test_catch_up__backs_off_when_an_unseen_transaction_holds_cleanup_back(
     jobs_vacuum._retry["default"] = (0.0, jobs_vacuum._retry["default"][1])
     assert jobs_vacuum.catch_up() is True  # the reader gone, the VACUUM helps
     assert "default" not in jobs_vacuum._retry
+
+
+def test_catch_up__writers_go_on_while_it_vacuums(small_floor: None) -> None:
+    """Enqueue-like inserts and claim-like updates never wait for the catch-up
+    VACUUM beyond a moment (its truncation lock gives way to waiters)."""
+    churn(20000)
+    params = connection.get_connection_params()
+    stop = threading.Event()
+    written: list[int] = []
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            with psycopg.connect(**params, autocommit=True) as conn:
+                conn.execute("SET lock_timeout = '5s'")  # a real block fails the test
+                while not stop.is_set():
+                    (job_id,) = conn.execute(
+                        "INSERT INTO awa_jobs (kind) VALUES ('tests.testapp.tasks.record') RETURNING id"
+                    ).fetchone()
+                    conn.execute("UPDATE awa_jobs SET state = 'running' WHERE id = %s", [job_id])
+                    written.append(job_id)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        wait_for(lambda: written, timeout=60)
+        assert jobs_vacuum.catch_up() is True
+        during = len(written)
+        wait_for(lambda: len(written) > during, timeout=60)  # still writing afterwards
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not errors
