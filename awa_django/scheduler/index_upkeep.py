@@ -29,7 +29,10 @@ rebuilt before the dead entries of a hold-back are vacuumed away grows straight
 back (measured: 162 MB rebuilt, 310 MB again ten minutes later). A rebuild that
 was interrupted leaves an invalid ``..._ccnew`` index behind: each run drops
 those first, unless an index of the table is being built right then (an
-operator's ``REINDEX CONCURRENTLY`` shows the same way while it runs). A role
+operator's ``REINDEX CONCURRENTLY`` shows the same way while it runs). A drop
+waits for every transaction that has the table open; one that is not through
+within ``LOCK_TIMEOUT_MS`` (a reader, or a build that began after the check)
+ends the run, and the next tries again. A role
 that may not rebuild the table's indexes is told once, and upkeep stops for
 the process.
 """
@@ -43,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import ProgrammingError, connections
+from django.db import OperationalError, ProgrammingError, connections
 from psycopg import errors, sql
 
 from . import jobs_vacuum
@@ -67,6 +70,8 @@ QUIET_AFTER = 60.0
 SAMPLE_PAGES = 2000
 # A rebuild that takes longer is cancelled (its leftover dropped next run).
 REBUILD_TIMEOUT_MS = 15 * 60 * 1000
+# How long dropping a leftover waits for the transactions using the table.
+LOCK_TIMEOUT_MS = 10_000
 # Btree leaves are built 90 % full; an index tuple has an 8-byte header, a
 # 4-byte line pointer and 4 bytes of alignment on average, where a row
 # (pg_column_size(ROW(...))) has a 24-byte header.
@@ -160,11 +165,8 @@ def upkeep(using: str = "default") -> str | None:
         cursor.execute(BUILDING)
         if cursor.fetchone()[0]:
             return None  # its invalid copy is not a leftover, and one build at a time
-        cursor.execute(LEFTOVERS)
-        for (name,) in cursor.fetchall():
-            cursor.execute(
-                _text(cursor, sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
-            )
+        if not _drop_leftovers(cursor):
+            return None
         if jobs_vacuum.old_transaction(cursor, QUIET_AFTER)[0] or jobs_vacuum.behind(cursor):
             return None
         bloated = []
@@ -177,6 +179,35 @@ def upkeep(using: str = "default") -> str | None:
             return None
         worst = max(bloated, key=lambda i: i.size - i.estimate)
         return _rebuild(cursor, worst, using)
+
+
+def _drop_leftovers(cursor: Any) -> bool:
+    """Drop the invalid copies interrupted rebuilds left; False when a drop
+    waited ``LOCK_TIMEOUT_MS`` for a transaction using the table and gave up."""
+    cursor.execute(LEFTOVERS)
+    names = [name for (name,) in cursor.fetchall()]
+    if not names:
+        return True
+    cursor.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+    try:
+        for name in names:
+            cursor.execute(
+                _text(cursor, sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            )
+    except OperationalError as exc:
+        if not isinstance(exc.__cause__, errors.LockNotAvailable):
+            raise
+        logger.info(
+            "leftover index %s of awa_jobs not dropped: a transaction using the table did not end "
+            "within %d ms; upkeep tries again next run",
+            name,
+            LOCK_TIMEOUT_MS,
+            extra={"event": "jobs.index_upkeep_deferred", "index": name},
+        )
+        return False
+    finally:
+        cursor.execute("RESET lock_timeout")
+    return True
 
 
 def _text(cursor: Any, statement: sql.Composable) -> str:

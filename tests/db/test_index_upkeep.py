@@ -67,6 +67,21 @@ def small_floor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index_upkeep, "MIN_HISTORY", 3)
 
 
+def make_leftover() -> None:
+    """What REINDEX CONCURRENTLY leaves when cancelled: an invalid copy."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE INDEX awa_jobs_ready_ccnew ON awa_jobs (id)")
+        cursor.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'awa_jobs_ready_ccnew'::regclass"
+        )
+
+
+def leftover_exists() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('awa_jobs_ready_ccnew') IS NOT NULL")
+        return bool(cursor.fetchone()[0])
+
+
 def settle(runs: int = 12) -> None:
     """Upkeep runs that see the indexes as they are now: their usual size."""
     for _ in range(runs):
@@ -161,16 +176,42 @@ def test_upkeep__waits_while_an_old_transaction_is_open(
 
 def test_upkeep__drops_the_leftover_of_an_interrupted_rebuild(small_floor: None) -> None:
     bloat()
-    with connection.cursor() as cursor:
-        # What REINDEX CONCURRENTLY leaves when cancelled: an invalid copy.
-        cursor.execute("CREATE INDEX awa_jobs_ready_ccnew ON awa_jobs (id)")
-        cursor.execute(
-            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'awa_jobs_ready_ccnew'::regclass"
-        )
+    make_leftover()
     index_upkeep.upkeep()
+    assert not leftover_exists()
+
+
+def test_upkeep__a_drop_that_waits_for_a_transaction_gives_up_and_the_next_run_drops(
+    small_floor: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fill(1000)
+    make_leftover()
+    monkeypatch.setattr(index_upkeep, "LOCK_TIMEOUT_MS", 300)
+    params = connection.get_connection_params()
+    with psycopg.connect(**params) as reader:
+        # A transaction with the table open: DROP INDEX CONCURRENTLY waits for it.
+        reader.execute("SELECT count(*) FROM awa_jobs").fetchone()
+        done: list[str | None] = []
+
+        def run() -> None:
+            try:
+                done.append(index_upkeep.upkeep())
+            finally:
+                connection.close()  # this thread's own
+
+        worker = threading.Thread(target=run)
+        with caplog.at_level(logging.INFO, logger="awa_django.queues"):
+            worker.start()
+            worker.join(60)  # without the lock timeout: until the reader ends
+            assert not worker.is_alive() and done == [None]
+        assert leftover_exists()
+        assert any(getattr(r, "event", "") == "jobs.index_upkeep_deferred" for r in caplog.records)
+        reader.execute("COMMIT")
+    index_upkeep.upkeep()
+    assert not leftover_exists()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass('awa_jobs_ready_ccnew')")
-        assert cursor.fetchone()[0] is None
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone()[0] == "0"
 
 
 def test_upkeep__writers_go_on_while_an_index_is_rebuilt(small_floor: None) -> None:
