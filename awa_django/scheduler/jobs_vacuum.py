@@ -12,7 +12,9 @@ the indexes keep growing.
 So the leader's maintenance, after pruning, looks at ``awa_jobs``:
 
 * while a client transaction has been open ``QUIET_AFTER`` seconds or more, a
-  VACUUM could not remove what it holds back: it only notes the hold-back;
+  VACUUM could not remove what it holds back: it only notes the hold-back, and
+  tells the operator once per such transaction which session it is (its
+  process id, role, application name and state), since only ending it helps;
 * otherwise, once the table holds at least ``MIN_DEAD`` dead row versions and
   more than ``DEAD_FRACTION`` of its live rows (*cleanup is behind*), it runs
   ``VACUUM awa_jobs`` itself, unthrottled as a VACUUM typed by hand is, unless
@@ -82,6 +84,16 @@ VACUUM_UNDER_WAY = """
                     WHERE p.relid = 'awa_jobs'::regclass
                       AND (%s::timestamptz IS NULL OR a.xact_start > %s::timestamptz))
 """
+# The client transactions that hold cleanup back, oldest first.
+HOLDERS = """
+    SELECT pid, usename, application_name, state, xact_start,
+           EXTRACT(EPOCH FROM clock_timestamp() - xact_start)::float8
+      FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid()
+       AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
+       AND xact_start < clock_timestamp() - make_interval(secs => %s)
+     ORDER BY xact_start
+"""
 MAY_VACUUM = """
     SELECT pg_has_role(c.relowner, 'USAGE')
            OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
@@ -91,6 +103,8 @@ MAY_VACUUM = """
 _refused: set[str] = set()  # aliases whose role may not vacuum awa_jobs (told once)
 # When an old transaction was last seen, per alias, until a catch-up VACUUM ran.
 _held_back: dict[str, datetime.datetime] = {}
+# The transactions already told about, as (pid, xact_start), per alias.
+_told: dict[str, set[tuple[int, datetime.datetime]]] = {}
 # After a VACUUM that left cleanup behind: when the next may run, and the wait
 # after that one if it does no better (time.monotonic()), per alias.
 _retry: dict[str, tuple[float, float]] = {}
@@ -98,7 +112,7 @@ _retry: dict[str, tuple[float, float]] = {}
 
 def forget(using: str | None = None) -> None:
     """Drop what was remembered (of ``using``, or of every alias)."""
-    for remembered in (_held_back, _retry):
+    for remembered in (_held_back, _retry, _told):
         for alias in [a for a in remembered if using is None or a == using]:
             del remembered[alias]
     if using is None:
@@ -137,7 +151,9 @@ def catch_up(using: str = "default") -> bool:
         old, now = old_transaction(cursor, QUIET_AFTER)
         if old:
             _held_back[using] = now
+            _tell_holders(cursor, using)
             return False
+        _told.pop(using, None)
         if not behind(cursor):
             _held_back.pop(using, None)  # autovacuum caught up on its own
             _retry.pop(using, None)
@@ -156,6 +172,34 @@ def catch_up(using: str = "default") -> bool:
             _held_back.pop(using, None)
             _after_vacuum(cursor, using, vacuums)
     return ran
+
+
+def _tell_holders(cursor: Any, using: str) -> None:
+    """Log each transaction that holds cleanup back, once."""
+    cursor.execute(HOLDERS, [QUIET_AFTER])
+    holders = cursor.fetchall()
+    told = _told.get(using, set())
+    for pid, user, application, state, started, seconds in holders:
+        if (pid, started) in told:
+            continue
+        logger.warning(
+            "a transaction open for %.0f s (process %d, role %s, application %r, %s) holds back "
+            "the cleanup of awa_jobs: until it ends, claims slow down and the table grows",
+            seconds,
+            pid,
+            user,
+            application or "",
+            state,
+            extra={
+                "event": "jobs.cleanup_held_back",
+                "pid": pid,
+                "role": user,
+                "application": application or "",
+                "state": state,
+                "open_seconds": round(seconds, 1),
+            },
+        )
+    _told[using] = {(pid, started) for pid, _, _, _, started, _ in holders}
 
 
 def _after_vacuum(cursor: Any, using: str, vacuums_before: int) -> None:

@@ -1,8 +1,8 @@
 """The catch-up VACUUM of awa_jobs (scheduler/jobs_vacuum.py): nothing while
-cleanup keeps up or while an old transaction holds it back; a VACUUM once the
-hold-back ends with cleanup behind, cancelling an autovacuum-like run in its
-way only when it began before; index upkeep waits while cleanup is behind; a
-role that may not vacuum is told once."""
+cleanup keeps up or while an old transaction holds it back (that transaction
+is named, once); a VACUUM once the hold-back ends with cleanup behind,
+cancelling an autovacuum-like run in its way only when it began before; index
+upkeep waits while cleanup is behind; a role that may not vacuum is told once."""
 
 from __future__ import annotations
 
@@ -104,6 +104,34 @@ def test_catch_up__waits_for_an_old_transaction_then_vacuums(
     assert "default" not in jobs_vacuum._held_back
     wait_for(lambda: tuples()[1] == 0, timeout=60, interval=0.2)  # the VACUUM removed them
     assert jobs_vacuum.catch_up() is False  # caught up: nothing more to do
+
+
+def test_catch_up__names_each_transaction_that_holds_cleanup_back_once(
+    small_floor: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    def told() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if getattr(r, "event", None) == "jobs.cleanup_held_back"]
+
+    params = {**connection.get_connection_params(), "application_name": "nightly-report"}
+    with psycopg.connect(**params) as reader, caplog.at_level(logging.WARNING, logger="awa_django.queues"):
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT count(*) FROM awa_jobs").fetchone()
+        pid = reader.info.backend_pid
+        assert jobs_vacuum.catch_up() is False
+        (record,) = told()
+        assert record.pid == pid and record.application == "nightly-report"  # type: ignore[attr-defined]
+        assert record.state == "idle in transaction"  # type: ignore[attr-defined]
+        assert f"process {pid}" in record.getMessage() and "nightly-report" in record.getMessage()
+        assert jobs_vacuum.catch_up() is False
+        assert len(told()) == 1  # the same transaction: told once
+        reader.execute("COMMIT")
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT count(*) FROM awa_jobs").fetchone()
+        assert jobs_vacuum.catch_up() is False
+        assert len(told()) == 2  # a new transaction of the same session
+        reader.execute("COMMIT")
+    assert jobs_vacuum.catch_up() is False
+    assert len(told()) == 2 and "default" not in jobs_vacuum._told
 
 
 def test_catch_up__leaves_a_vacuum_begun_after_the_hold_back_alone(
