@@ -757,6 +757,12 @@ class Campaign:
         )
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM end the run as Ctrl-C does: the processes run in sessions of
+    their own, so only the run's cleanup (``finally``) stops them and the cluster."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def _slot_floor(moment: datetime, period: int) -> datetime:
     epoch = int(moment.timestamp())
     return datetime.fromtimestamp(epoch - epoch % period, UTC)
@@ -831,6 +837,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the CI run: 60 s of faults")
     parser.add_argument("--record", type=Path, help="append the table to this Markdown file")
     args = parser.parse_args()
+    exit_on_sigterm()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     duration = 60.0 if args.quick else args.duration
     print(f"chaos: seed {seed}, {duration:.0f} s of faults (replay: --seed {seed})", flush=True)

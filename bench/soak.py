@@ -59,7 +59,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.chaos import Campaign, Proc  # noqa: E402
+from bench.chaos import Campaign, Proc, exit_on_sigterm  # noqa: E402
 from bench.timing import PROC, parse_stat, scan  # noqa: E402
 
 WORKERS = 2
@@ -82,7 +82,7 @@ COLUMNS = [
     "t_s", "completed_per_s", "offered_per_s", "fires", "late_p50_ms", "late_p99_ms", "late_max_ms",
     "jobs_rows", "heap_mb", "index_mb", "total_mb", "dead_tuples", "autovacuum_runs", "autoanalyze_runs",
     "cron_dead_tuples", "cron_autovacuum_runs", "worker_cpu", "runcron_cpu", "postgres_cpu",
-    "long_reader_open", "index_rebuilds", "vacuum_runs",
+    "long_reader_open", "index_rebuilds", "vacuum_runs", "fires_over_100ms",
 ]  # fmt: skip
 
 
@@ -213,7 +213,7 @@ class Soak:
         ).fetchone()
         late = conn.execute(
             "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY l), "
-            "percentile_cont(0.99) WITHIN GROUP (ORDER BY l), max(l) FROM ("
+            "percentile_cont(0.99) WITHIN GROUP (ORDER BY l), max(l), count(*) FILTER (WHERE l > 100) FROM ("
             " SELECT EXTRACT(EPOCH FROM created_at - (metadata->>'cron_fire_at')::timestamptz) * 1000 AS l"
             " FROM awa_jobs WHERE metadata ? 'cron_fire_at'"
             " AND created_at >= to_timestamp(%s) AND created_at < to_timestamp(%s)) s",
@@ -251,6 +251,7 @@ class Soak:
             "late_p50_ms": rounded(late[1]),
             "late_p99_ms": rounded(late[2]),
             "late_max_ms": rounded(late[3]),
+            "fires_over_100ms": late[4],
             "jobs_rows": jobs[0],
             "heap_mb": round(size[0] / mb, 1),
             "index_mb": round(size[1] / mb, 1),
@@ -427,6 +428,7 @@ def main() -> int:
         "--publish", action="store_true", help="also write the soak section of docs/benchmarks.md"
     )
     args = parser.parse_args()
+    exit_on_sigterm()
     plan = Plan.of(args)
     log(
         f"{plan.mode} run: {plan.seconds:.0f} s, {plan.schedules} every-second schedules, "

@@ -139,6 +139,12 @@ def targets(result: dict[str, Any]) -> list[str]:
     shares = [r["completed_per_s"] / r["offered_per_s"] for r in outside if r["offered_per_s"]]
     p99s = [r["late_p99_ms"] for r in outside if r["late_p99_ms"] is not None]
     over = sum(1 for v in p99s if v > P99_MS)
+    # The share of all fires outside the reader later than P99_MS (recorded
+    # since 2026-12-05): at most 1 % means their p99 taken together is within it.
+    counted = [r for r in outside if r.get("fires_over_100ms") is not None and r["fires"]]
+    late_share = (
+        sum(r["fires_over_100ms"] for r in counted) / sum(r["fires"] for r in counted) if counted else None
+    )
     back = recovered_after(result)
     growth = s["total_mb_end"] / s["total_mb_at_10_min"] if s["total_mb_at_10_min"] else None
     errors = s["log_errors"] + s.get("enqueue_errors", 0)
@@ -158,8 +164,9 @@ def targets(result: dict[str, Any]) -> list[str]:
         f"| back to {KEPT_SHARE:.0%} within {RECOVERY_S:.0f} s of the long reader's end "
         f"| {_value(back, ' s') if back is not None else 'never'} | {met(back is not None and back <= RECOVERY_S)} |",
         f"| fire lateness p99 <= {P99_MS:.0f} ms, every 10 s outside the long reader "
-        f"| worst {_value(max(p99s) if p99s else None, ' ms')}; {over} of {len(p99s)} samples over "
-        f"| {met(bool(p99s) and over == 0)} |",
+        f"| worst {_value(max(p99s) if p99s else None, ' ms')}; {over} of {len(p99s)} samples over"
+        + (f"; {late_share:.1%} of the fires outside it later than {P99_MS:.0f} ms" if late_share is not None else "")
+        + f" | {met(bool(p99s) and over == 0)} |",
         f"| `awa_jobs` size at the end <= {GROWTH}x its size at 10 min "
         f"| {growth:.2f}x | {met(growth <= GROWTH)} |"
         if growth is not None
