@@ -165,7 +165,11 @@ def targets(result: dict[str, Any]) -> list[str]:
         f"| {_value(back, ' s') if back is not None else 'never'} | {met(back is not None and back <= RECOVERY_S)} |",
         f"| fire lateness p99 <= {P99_MS:.0f} ms, every 10 s outside the long reader "
         f"| worst {_value(max(p99s) if p99s else None, ' ms')}; {over} of {len(p99s)} samples over"
-        + (f"; {late_share:.1%} of the fires outside it later than {P99_MS:.0f} ms" if late_share is not None else "")
+        + (
+            f"; {late_share:.1%} of the fires outside it later than {P99_MS:.0f} ms"
+            if late_share is not None
+            else ""
+        )
         + f" | {met(bool(p99s) and over == 0)} |",
         f"| `awa_jobs` size at the end <= {GROWTH}x its size at 10 min "
         f"| {growth:.2f}x | {met(growth <= GROWTH)} |"
