@@ -125,6 +125,20 @@ def test_migration_0021__the_redundant_cron_name_index_is_gone_and_its_lookups_u
     assert "awa_jobs_cron_name_id" in plan
 
 
+def test_migration_0022__the_pattern_indexes_of_cron_jobs_are_gone_and_lookups_use_the_others() -> None:
+    _, _, _, indexes = installed()
+    assert not {"awa_cron_jobs_name_495793d4_like", "awa_cron_jobs_owner_id_7a428d6d_like"} & indexes
+    assert {"awa_cron_jobs_pkey", "awa_cron_jobs_owner_id_7a428d6d", "awa_cron_jobs_due"} <= indexes
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        plans = []
+        for where in ("name = 'x'", "owner_id = 'x'"):
+            cursor.execute(f"EXPLAIN SELECT 1 FROM awa_cron_jobs WHERE {where}")
+            plans.append("\n".join(r[0] for r in cursor.fetchall()))
+        cursor.execute("RESET enable_seqscan")
+    assert "awa_cron_jobs_pkey" in plans[0] and "awa_cron_jobs_owner_id_7a428d6d" in plans[1]
+
+
 def test_migrations__to_zero_and_back() -> None:
     every = [declared(p) for p in FORWARD_FILES]
     functions = set().union(*(f for f, _, _ in every))

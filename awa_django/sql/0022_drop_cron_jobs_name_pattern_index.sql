@@ -1,0 +1,13 @@
+-- awa_django 0022_drop_cron_jobs_name_pattern_index: the text_pattern_ops index
+-- Django made for awa_cron_jobs.name, beside its primary key, goes. Installed by
+-- migration 0022_drop_cron_jobs_pattern_indexes (not atomic: dropped
+-- CONCURRENTLY, so neither a fire nor an edit by an operator waits on it) with
+-- 0022_drop_cron_jobs_owner_pattern_index.sql, undone by
+-- 0022_drop_cron_jobs_name_pattern_index.reverse.sql.
+--
+-- A text_pattern_ops index serves only prefix lookups (LIKE with a fixed
+-- start), which nothing here makes (the admin searches for a substring, which no
+-- btree serves); equality lookups use the primary key. Every fire rewrites its
+-- schedule row with a new next_fire_at, an update that is never HOT, so each
+-- fire paid for five index entries where three serve a query.
+DROP INDEX CONCURRENTLY IF EXISTS awa_cron_jobs_name_495793d4_like;
