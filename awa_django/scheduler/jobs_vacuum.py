@@ -64,12 +64,20 @@ VACUUM_TIMEOUT_MS = 15 * 60 * 1000
 RETRY_AFTER = 60.0
 MAX_RETRY_AFTER = 480.0
 
-OLD_TRANSACTION = """
-    SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-                    WHERE datname = current_database() AND pid <> pg_backend_pid()
-                      AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
-                      AND xact_start < clock_timestamp() - make_interval(secs => %s)),
-           clock_timestamp()
+# Client transactions of this database open %s seconds or more, but this one.
+_OLD_CLIENT_TRANSACTIONS = """
+      FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid()
+       AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
+       AND xact_start < clock_timestamp() - make_interval(secs => %s)
+"""
+OLD_TRANSACTION = f"SELECT EXISTS (SELECT 1 {_OLD_CLIENT_TRANSACTIONS}), clock_timestamp()"
+# The client transactions that hold cleanup back, oldest first.
+HOLDERS = f"""
+    SELECT pid, usename, application_name, state, xact_start,
+           EXTRACT(EPOCH FROM clock_timestamp() - xact_start)::float8
+    {_OLD_CLIENT_TRANSACTIONS}
+     ORDER BY xact_start
 """
 TUPLES = """
     SELECT n_live_tup, n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relid = 'awa_jobs'::regclass
@@ -83,16 +91,6 @@ VACUUM_UNDER_WAY = """
                      JOIN pg_stat_activity AS a ON a.pid = p.pid
                     WHERE p.relid = 'awa_jobs'::regclass
                       AND (%s::timestamptz IS NULL OR a.xact_start > %s::timestamptz))
-"""
-# The client transactions that hold cleanup back, oldest first.
-HOLDERS = """
-    SELECT pid, usename, application_name, state, xact_start,
-           EXTRACT(EPOCH FROM clock_timestamp() - xact_start)::float8
-      FROM pg_stat_activity
-     WHERE datname = current_database() AND pid <> pg_backend_pid()
-       AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
-       AND xact_start < clock_timestamp() - make_interval(secs => %s)
-     ORDER BY xact_start
 """
 MAY_VACUUM = """
     SELECT pg_has_role(c.relowner, 'USAGE')
