@@ -253,9 +253,13 @@ def test_catch_up__backs_off_when_an_unseen_transaction_holds_cleanup_back(
     assert "default" not in jobs_vacuum._retry
 
 
-def test_catch_up__writers_go_on_while_it_vacuums(small_floor: None) -> None:
+def test_catch_up__writers_go_on_while_it_vacuums(small_floor: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Enqueue-like inserts and claim-like updates never wait for the catch-up
     VACUUM beyond a moment (its truncation lock gives way to waiters)."""
+    # The writer's statements are transactions of their own, milliseconds long:
+    # not the old transaction that holds cleanup back (QUIET_AFTER 0 would count one
+    # caught mid-statement).
+    monkeypatch.setattr(jobs_vacuum, "QUIET_AFTER", 30.0)
     churn(20000)
     params = connection.get_connection_params()
     stop = threading.Event()
