@@ -139,8 +139,9 @@ def targets(result: dict[str, Any]) -> list[str]:
     shares = [r["completed_per_s"] / r["offered_per_s"] for r in outside if r["offered_per_s"]]
     p99s = [r["late_p99_ms"] for r in outside if r["late_p99_ms"] is not None]
     over = sum(1 for v in p99s if v > P99_MS)
-    # The share of all fires outside the reader later than P99_MS (recorded
-    # since 2026-12-05): at most 1 % means their p99 taken together is within it.
+    # The share of all fires outside the reader later than P99_MS (None for a
+    # result without that column): at most 1 % means their p99 taken together is
+    # within it.
     counted = [r for r in outside if r.get("fires_over_100ms") is not None and r["fires"]]
     late_share = (
         sum(r["fires_over_100ms"] for r in counted) / sum(r["fires"] for r in counted) if counted else None

@@ -8,6 +8,6 @@
 -- A text_pattern_ops index serves only prefix lookups (LIKE with a fixed
 -- start), which nothing here makes (the admin searches for a substring, which no
 -- btree serves); equality lookups use the primary key. Every fire rewrites its
--- schedule row with a new next_fire_at, an update that is never HOT, so each
--- fire paid for five index entries where three serve a query.
+-- schedule row with a new next_fire_at, an update that is never HOT, so with
+-- these two each fire writes five index entries where three serve a query.
 DROP INDEX CONCURRENTLY IF EXISTS awa_cron_jobs_name_495793d4_like;
