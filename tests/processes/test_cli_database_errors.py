@@ -5,6 +5,7 @@ traceback or a SQL excerpt.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 
@@ -52,7 +53,8 @@ def server() -> psycopg.Connection[tuple[object, ...]]:
 @pytest.fixture
 def unmigrated_url() -> Iterator[str]:
     """A URL of an empty database on the test server, dropped afterwards."""
-    name = f"{connection.settings_dict['NAME']}_unmigrated"
+    # One per test process: xdist workers run this module's cases side by side.
+    name = f"{connection.settings_dict['NAME']}_unmigrated_{os.getpid()}"
     with server() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
