@@ -102,12 +102,15 @@ def markdown(result: dict[str, Any], plot: str) -> str:
 
 
 # The published run's targets: completed jobs/s at least this share of the
-# offered rate outside the long reader, back within RECOVERY_S of its end; fire
-# p99 at most P99_MS outside it; the table's size at the end at most GROWTH
-# times its size after the first 10 minutes; no error in any log.
+# offered rate in every sample outside the long reader, back within RECOVERY_S
+# of its end; the p99 of the lateness of every fire outside it at most P99_MS
+# (at most LATE_SHARE of those fires later than P99_MS); the table's size at the
+# end at most GROWTH times its size after the first 10 minutes; no error in any
+# log. Each 10 s sample's own p99 is reported beside the lateness target.
 KEPT_SHARE = 0.8
 RECOVERY_S = 120.0
 P99_MS = 100.0
+LATE_SHARE = 0.01
 GROWTH = 1.5
 
 
@@ -125,6 +128,33 @@ def recovered_after(result: dict[str, Any]) -> float | None:
     return None
 
 
+def lateness_target(outside: list[dict[str, Any]]) -> str:
+    """The lateness target's row: the p99 over every fire outside the long
+    reader is within P99_MS exactly when at most LATE_SHARE of them are later
+    than P99_MS. The worst 10 s sample's own p99 stands beside it."""
+    p99s = [r["late_p99_ms"] for r in outside if r["late_p99_ms"] is not None]
+    over = sum(1 for v in p99s if v > P99_MS)
+    per_sample = f"each 10 s sample's own p99: worst {_value(max(p99s) if p99s else None, ' ms')}, {over} of {len(p99s)} over"
+    counted = [r for r in outside if r.get("fires_over_100ms") is not None and r["fires"]]
+    fires = sum(r["fires"] for r in counted)
+    if not fires:
+        # A result without the per-fire count: only the samples can be judged.
+        return (
+            f"| fire lateness p99 <= {P99_MS:.0f} ms, every 10 s outside the long reader "
+            f"| {per_sample} | {_met(bool(p99s) and over == 0)} |"
+        )
+    late = sum(r["fires_over_100ms"] for r in counted)
+    return (
+        f"| fire lateness p99 <= {P99_MS:.0f} ms over the fires outside the long reader "
+        f"(at most {LATE_SHARE:.0%} of them later) | {late:,} of {fires:,} fires later "
+        f"({late / fires:.2%}); {per_sample} | {_met(late <= LATE_SHARE * fires)} |"
+    )
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
 def targets(result: dict[str, Any]) -> list[str]:
     """The targets, each with the measured figure and whether it was met."""
     if result["mode"] == "quick":
@@ -137,21 +167,9 @@ def targets(result: dict[str, Any]) -> list[str]:
         if r["t_s"] > 2 * SAMPLE_S and (r["t_s"] <= plan["reader_at"] or r["t_s"] > end + plan["recovery"])
     ]
     shares = [r["completed_per_s"] / r["offered_per_s"] for r in outside if r["offered_per_s"]]
-    p99s = [r["late_p99_ms"] for r in outside if r["late_p99_ms"] is not None]
-    over = sum(1 for v in p99s if v > P99_MS)
-    # The share of all fires outside the reader later than P99_MS (None for a
-    # result without that column): at most 1 % means their p99 taken together is
-    # within it.
-    counted = [r for r in outside if r.get("fires_over_100ms") is not None and r["fires"]]
-    late_share = (
-        sum(r["fires_over_100ms"] for r in counted) / sum(r["fires"] for r in counted) if counted else None
-    )
     back = recovered_after(result)
     growth = s["total_mb_end"] / s["total_mb_at_10_min"] if s["total_mb_at_10_min"] else None
     errors = s["log_errors"] + s.get("enqueue_errors", 0)
-
-    def met(ok: bool) -> str:
-        return "met" if ok else "**not met**"
 
     return [
         "Against the targets of a published run:",
@@ -159,24 +177,17 @@ def targets(result: dict[str, Any]) -> list[str]:
         "| target | measured | |",
         "|---|---:|---|",
         f"| completed jobs/s >= {KEPT_SHARE:.0%} of offered, every 10 s outside the long reader "
-        f"| lowest {min(shares):.0%} | {met(min(shares) >= KEPT_SHARE)} |"
+        f"| lowest {min(shares):.0%} | {_met(min(shares) >= KEPT_SHARE)} |"
         if shares
         else "| completed jobs/s outside the long reader | no samples | **not met** |",
         f"| back to {KEPT_SHARE:.0%} within {RECOVERY_S:.0f} s of the long reader's end "
-        f"| {_value(back, ' s') if back is not None else 'never'} | {met(back is not None and back <= RECOVERY_S)} |",
-        f"| fire lateness p99 <= {P99_MS:.0f} ms, every 10 s outside the long reader "
-        f"| worst {_value(max(p99s) if p99s else None, ' ms')}; {over} of {len(p99s)} samples over"
-        + (
-            f"; {late_share:.1%} of the fires outside it later than {P99_MS:.0f} ms"
-            if late_share is not None
-            else ""
-        )
-        + f" | {met(bool(p99s) and over == 0)} |",
+        f"| {_value(back, ' s') if back is not None else 'never'} | {_met(back is not None and back <= RECOVERY_S)} |",
+        lateness_target(outside),
         f"| `awa_jobs` size at the end <= {GROWTH}x its size at 10 min "
-        f"| {growth:.2f}x | {met(growth <= GROWTH)} |"
+        f"| {growth:.2f}x | {_met(growth <= GROWTH)} |"
         if growth is not None
         else "| `awa_jobs` size at the end | no sample at 10 min | **not met** |",
-        f"| no error in any log | {errors} | {met(errors == 0)} |",
+        f"| no error in any log | {errors} | {_met(errors == 0)} |",
         "",
     ]
 
