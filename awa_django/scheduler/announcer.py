@@ -119,9 +119,16 @@ class Announcer:
         return True
 
     def close(self, timeout: float = 10.0) -> None:
-        """Handle what is queued, then stop the thread (a stuck thread is left behind)."""
-        if self._put(None):
-            self._thread.join(timeout)
+        """Handle what is queued, then stop the thread (a stuck thread is left behind
+        at once: a stopping leader does not wait on a hung receiver)."""
+        if not self._put(None):
+            return
+        deadline = time.monotonic() + timeout
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            if self.stuck():
+                self._report_stuck()
+                return
+            self._thread.join(min(_RECHECK, max(0.0, deadline - time.monotonic())))
 
     def stuck(self) -> bool:
         """True while one batch has been in hand for over ``stuck_after`` seconds."""
@@ -130,13 +137,19 @@ class Announcer:
 
     def _put(self, item: Jobs | None) -> bool:
         while True:
+            if self.stuck():
+                # No wait for room that a stuck thread will not make.
+                try:
+                    self._queue.put_nowait(item)
+                    return True
+                except queue.Full:
+                    self._report_stuck()
+                    return False
             try:
                 self._queue.put(item, timeout=_RECHECK)
                 return True
             except queue.Full:
-                if self.stuck():
-                    self._report_stuck()
-                    return False
+                continue
 
     def _report_stuck(self) -> None:
         if not self._stuck_reported:
@@ -145,7 +158,7 @@ class Announcer:
             logger.error(
                 "announcing is stuck: %s has not returned for over %.0f s; "
                 "the leader goes on firing without waiting for it",
-                f"the task_enqueued receiver {receiver}" if receiver else "a task_enqueued receiver",
+                f"the task_enqueued receiver {receiver}" if receiver else "the batch in hand (no receiver)",
                 self._stuck_after,
                 extra={"event": "cron.announce_stuck", "receiver": receiver},
             )

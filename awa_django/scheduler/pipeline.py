@@ -122,3 +122,17 @@ class FirePipeline:
                 pass
         finally:
             connections[self.using].close()  # this thread's own connection, if it opened one
+
+
+def finish_all(pipelines: list[FirePipeline]) -> None:
+    """Finish every pipeline, even after one has raised (the others' threads
+    would otherwise wait for their end marker for good); then raise the first
+    error."""
+    first: BaseException | None = None
+    for each in pipelines:
+        try:
+            each.finish()
+        except BaseException as exc:  # raised below, once every thread has ended
+            first = first or exc
+    if first is not None:
+        raise first

@@ -36,7 +36,7 @@ from ..db import jsonb
 from ..db.sessions import dict_rows
 from . import evaluator
 from .firing import AtSlot, SerializedPlan, log_fired
-from .pipeline import FirePipeline
+from .pipeline import FirePipeline, finish_all
 
 # How long before a slot its rows are read and planned: enough for a few
 # thousand rows on a loaded machine, short enough that a stop request or a
@@ -169,8 +169,7 @@ def fire_prepared(
             for plan in prepared.batches[0::lanes]:
                 fired.append(evaluator.fire_plan(cursor, plan))
     finally:
-        for pipeline in pipelines:
-            pipeline.finish()
+        finish_all(pipelines)
     if all(_stale(plan) for plan in prepared.batches):
         return None
     for jobs in fired:

@@ -234,3 +234,29 @@ def test_prepared_batches__a_slot_of_several_lanes_uses_a_kept_connection_per_la
         assert all(_session_exists(pid) for pid in lanes)
     assert pipeline.kept_lanes("default") == 0
     assert all(count == 1 for count in _fires_per_slot().values())
+
+
+def test_prepared_batches__when_several_lanes_fail_every_lane_thread_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django.scheduler import prefire
+    from tests.helpers.fires import prepared_for
+
+    monkeypatch.setattr(prefire, "LANE_ROWS", 2)
+    monkeypatch.setattr(prefire, "FIRE_LANES", 3)
+    real = evaluator.fire_plan
+
+    def lanes_fail(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if threading.current_thread().name == "awa-fire":
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(cursor, plan)
+
+    monkeypatch.setattr(evaluator, "fire_plan", lanes_fail)
+    names = make_due(6)
+    prepared = prepared_for(names)
+    assert [len(batch) for batch in prepared.batches] == [2, 2, 2]  # two of the three on lane threads
+    with pytest.raises(OperationalError):
+        prefire.fire_prepared(prepared)
+    # Both lane threads were told to end, not only the first to report its error.
+    assert not [t for t in threading.enumerate() if t.name == "awa-fire"]
+    assert Job.objects.count() == 2  # the caller's own batch committed

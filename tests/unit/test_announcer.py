@@ -6,6 +6,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from awa_django.scheduler.announcer import Announcer
 
 
@@ -75,7 +77,7 @@ def test_announcer__a_hung_handler_is_waited_for_only_until_it_counts_as_stuck(c
         assert announcer.drain() is False  # returns although the handler still hangs
         assert announcer.stuck()
         stuck = [r for r in caplog.records if r.__dict__.get("event") == "cron.announce_stuck"]
-        assert len(stuck) == 1 and "task_enqueued receiver" in stuck[0].getMessage()
+        assert len(stuck) == 1 and "no receiver" in stuck[0].getMessage()
     finally:
         release.set()
     assert drained(announcer)
@@ -182,3 +184,48 @@ def test_announcer__the_stuck_report_names_the_hung_receiver(caplog: Any) -> Non
         release.set()
     assert drained(announcer)
     announcer.close(timeout=60)
+
+
+def wait_until_stuck(announcer: Announcer, deadline: float = 60.0) -> None:
+    end = time.monotonic() + deadline
+    while not announcer.stuck():
+        assert time.monotonic() < end, "the hung handler never counted as stuck"
+        time.sleep(0.05)
+
+
+def test_announcer__close_with_room_in_the_queue_does_not_wait_for_a_stuck_handler(caplog: Any) -> None:
+    release = threading.Event()
+    announcer = Announcer(lambda jobs: release.wait(120), stuck_after=0.2)
+    try:
+        announcer.submit([{"id": 1}])
+        wait_until_stuck(announcer)
+        started = time.monotonic()
+        announcer.close(timeout=60)  # the end marker fits in the queue; the thread will not take it
+        assert time.monotonic() - started < 30  # left behind, not joined for the whole timeout
+        assert announcer._thread.is_alive()
+        assert any(r.__dict__.get("event") == "cron.announce_stuck" for r in caplog.records)
+    finally:
+        release.set()
+
+
+def test_announcer__a_batch_finding_the_queue_full_while_stuck_is_dropped_without_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awa_django.scheduler import announcer as module
+
+    # A recheck this long makes any wait for room visible: a dropped batch must not wait at all.
+    monkeypatch.setattr(module, "_RECHECK", 30.0)
+    release = threading.Event()
+    announcer = Announcer(lambda jobs: release.wait(120), stuck_after=0.2)
+    try:
+        announcer.submit([{"id": 0}])
+        wait_until_stuck(announcer)
+        for i in range(module.QUEUE_BATCHES):
+            announcer.submit([{"id": i + 1}])  # room: queued at once
+        started = time.monotonic()
+        announcer.submit([{"id": 99}])
+        announcer.submit([{"id": 100}])
+        assert time.monotonic() - started < 25  # one recheck would be 30 s each
+        assert announcer.dropped == 2
+    finally:
+        release.set()
