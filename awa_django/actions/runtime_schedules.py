@@ -153,6 +153,13 @@ def _lookalike_row(cursor: Any, name: str) -> str | None:
     return None
 
 
+def lookalike_name(name: str, using: str = "default") -> str | None:
+    """The stored name ``create_schedule`` would refuse ``name`` for as a look-alike
+    (a form checks it before saving; the create checks it again under the lock)."""
+    with connections[using].cursor() as cursor:
+        return _lookalike_row(cursor, name)
+
+
 def _log(action: str, name: str, actor: str) -> None:
     logger.info(
         "runtime schedule %s: %s by %s",
@@ -322,6 +329,9 @@ def delete_schedule(name: str, *, actor: str, using: str = "default") -> ActionR
             raise ScheduleNotFound(name)
         if found[1] != RUNTIME_OWNER:
             _refuse_code_name(name, found[1])
+        if found[2]:
+            # A retired row is a tombstone, as for the fence: restore, then delete.
+            raise OperationRefused(f"schedule {name!r} is retired; restore it first")
         # The fence refuses to delete an owned row: release it first (an
         # operator's lifecycle change), then delete it, in one transaction.
         with sessions.operator_context(cursor):

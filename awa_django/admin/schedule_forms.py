@@ -18,10 +18,17 @@ from typing import Any
 from django import forms
 from django.apps import apps
 from django.contrib import messages
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils.module_loading import module_has_submodule
 
-from ..actions.runtime_schedules import code_declaration, create_schedule, delete_schedule, update_schedule
+from ..actions.runtime_schedules import (
+    code_declaration,
+    create_schedule,
+    delete_schedule,
+    lookalike_name,
+    update_schedule,
+)
 from ..cron.describe import describe_schedule
 from ..db.sessions import database_now
 from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
@@ -143,6 +150,9 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
         except ValueError as exc:
             self.add_error(field, f"is not JSON: {exc}")
             return None
+        except RecursionError:
+            self.add_error(field, "is nested too deeply to read")
+            return None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -173,6 +183,12 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
             if CronJob.objects.filter(name=name).exists():
                 self.add_error("name", "a runtime schedule has this name: edit it instead.")
                 return data
+            twin = lookalike_name(name)
+            if twin is not None:
+                self.add_error(
+                    "name", f"differs from {twin!r} only in case or Unicode form; choose distinct names."
+                )
+                return data
         try:
             schedule = build_runtime_schedule(name, options)
         except InvalidSchedule as exc:
@@ -186,6 +202,19 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
     def is_valid(self) -> bool:
         # "Preview" validates and shows, never saves.
         return super().is_valid() and "_preview" not in self.data
+
+
+_REFUSED = "_awa_refused"
+_PENDING_DELETIONS = "_awa_pending_deletions"
+
+
+def _refuse(request: HttpRequest, exc: Exception) -> None:
+    messages.error(request, str(exc))
+    setattr(request, _REFUSED, True)
+
+
+def _refused(request: HttpRequest) -> bool:
+    return bool(getattr(request, _REFUSED, False))
 
 
 def _preview(schedule: Schedule) -> dict[str, Any]:
@@ -254,6 +283,9 @@ class RuntimeScheduleAdminMixin:
             kwargs["form"] = forms.ModelForm
         return super().get_form(request, obj, change, **kwargs)  # type: ignore[misc]
 
+    # A refused write (a peer changed the row since the form was validated)
+    # is shown as the error it is: no success message and no history entry.
+
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         options = dict(form.options)
         try:
@@ -264,13 +296,43 @@ class RuntimeScheduleAdminMixin:
                 create_schedule(name, task=options.pop("task"), actor=actor(request), **options)
                 obj.pk = name
         except (InvalidSchedule, OperationRefused, ScheduleNotFound) as exc:
-            messages.error(request, str(exc))
+            _refuse(request, exc)
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         try:
             delete_schedule(obj.pk, actor=actor(request))
         except (OperationRefused, ScheduleNotFound) as exc:
-            messages.error(request, str(exc))
+            _refuse(request, exc)
+            return
+        super().log_deletions(request, getattr(request, _PENDING_DELETIONS, [obj]))  # type: ignore[misc]
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return None if _refused(request) else super().log_addition(request, obj, message)  # type: ignore[misc]
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return None if _refused(request) else super().log_change(request, obj, message)  # type: ignore[misc]
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> Any:
+        # Django logs a deletion before it deletes: held until the delete succeeds.
+        setattr(request, _PENDING_DELETIONS, list(queryset))
+        return []
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> HttpResponse:
+        if _refused(request):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_add(request, obj, post_url_continue)  # type: ignore[misc,no-any-return]
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        if _refused(request):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_change(request, obj)  # type: ignore[misc,no-any-return]
+
+    def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> HttpResponse:
+        if _refused(request):
+            site = getattr(self, "admin_site", None)
+            name = f"{getattr(site, 'name', 'admin')}:awa_django_cronjob_change"
+            return HttpResponseRedirect(reverse(name, args=[obj_id]))
+        return super().response_delete(request, obj_display, obj_id)  # type: ignore[misc,no-any-return]
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any

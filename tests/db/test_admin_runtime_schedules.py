@@ -187,3 +187,49 @@ def test_add_and_change__an_interval_schedule_in_words_with_its_next_fires() -> 
     response = client.post(change_url("poll"), form_data(name="", cron_expr="", every_seconds="120"))
     assert response.status_code == 302
     assert CronJob.objects.get(name="poll").every_seconds == 120
+
+
+def test_add__a_name_differing_only_in_case_is_a_form_error_not_a_500() -> None:
+    create_schedule("report-acme", "* * * * *", TASK, actor="setup")
+    client = staff("alice", *EDITOR)
+    response = client.post(ADD_URL, form_data(name="Report-Acme"))
+    assert response.status_code == 200
+    errors = " ".join(response.context["adminform"].form.errors["name"])
+    assert "'report-acme'" in errors and "case" in errors
+    assert not CronJob.objects.filter(name="Report-Acme").exists()
+    assert not LogEntry.objects.filter(action_flag=ADDITION).exists()
+
+
+@pytest.mark.parametrize("field", ["call_args", "call_kwargs"])
+def test_add__deeply_nested_json_is_a_form_error_not_a_500(field: str) -> None:
+    client = staff("alice", *EDITOR)
+    response = client.post(ADD_URL, form_data(**{field: "[" * 100_000 + "]" * 100_000}))
+    assert response.status_code == 200
+    assert "nested too deeply" in " ".join(response.context["adminform"].form.errors[field])
+    assert not CronJob.objects.exists()
+
+
+def test_a_write_the_service_layer_refuses_after_validation_is_a_message_without_history(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A peer retires or deletes the row between the form's validation and its save.
+    from awa_django.admin import schedule_forms
+    from awa_django.exceptions import OperationRefused
+
+    def refused(name: str, **kwargs: Any) -> None:
+        raise OperationRefused(f"schedule {name!r} is retired; restore it first")
+
+    create_schedule("poll", "* * * * *", TASK, actor="setup")
+    monkeypatch.setattr(schedule_forms, "update_schedule", refused)
+    monkeypatch.setattr(schedule_forms, "delete_schedule", refused)
+    client = staff("bob", *EDITOR)
+    response = client.post(change_url("poll"), form_data(name="", cron_expr="0 * * * *"), follow=True)
+    texts = [str(m) for m in response.context["messages"]]
+    assert any("is retired; restore it first" in text for text in texts)
+    assert not any("successfully" in text for text in texts)
+    response = client.post("/admin/awa_django/cronjob/poll/delete/", {"post": "yes"}, follow=True)
+    texts = [str(m) for m in response.context["messages"]]
+    assert any("is retired; restore it first" in text for text in texts)
+    assert not any("successfully" in text for text in texts)
+    assert CronJob.objects.get(name="poll").cron_expr == "* * * * *"
+    assert not LogEntry.objects.filter(action_flag__in=[CHANGE, DELETION]).exists()

@@ -273,3 +273,17 @@ def test_every_change_notifies_the_leader(second_connection: Any) -> None:
     assert list(second_connection.notifies(timeout=30, stop_after=1)), "edit did not notify"
     delete_schedule("poll", actor="bob")
     assert list(second_connection.notifies(timeout=30, stop_after=1)), "delete did not notify"
+
+
+def test_delete__a_retired_runtime_schedule_is_refused_until_restored() -> None:
+    from awa_django.actions.owners import restore, retire
+
+    create_schedule("rt", "* * * * *", TASK, actor="setup")
+    retire("rt", actor="ops", apply=True)
+    with pytest.raises(OperationRefused, match="is retired; restore it first"):
+        delete_schedule("rt", actor="bob")
+    row = CronJob.objects.get(name="rt")
+    assert row.retired_at is not None and row.retired_by == "ops"  # the tombstone is untouched
+    restore("rt", actor="ops", apply=True)
+    delete_schedule("rt", actor="bob")
+    assert not CronJob.objects.filter(name="rt").exists()
