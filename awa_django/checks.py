@@ -76,7 +76,7 @@ FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "overlap": ("awa_django.E013", "overlap is 'allow' (default), 'skip' or 'buffer_one'."),
         "starting_deadline": (
             "awa_django.E014",
-            "starting_deadline is a timedelta or seconds > 0 (None: no deadline).",
+            "starting_deadline is a timedelta or seconds > 0, at most 100 years (None: no deadline).",
         ),
         "jitter": ("awa_django.E015", "jitter is a timedelta or seconds >= 0, below the shortest gap."),
         "every": _INTERVAL,

@@ -22,7 +22,7 @@ from .db.migration_state import require_migrated
 from .exceptions import NotMigrated
 from .models import CronJob, Job, JobState
 from .schedules import validation
-from .schedules.shape import DEFINITION_KEYS
+from .schedules.shape import DEFINITION_KEYS, SETTINGS_KEYS
 from .terminal import printable
 
 # The definition (as in a manifest), then the state columns.
@@ -279,6 +279,8 @@ def json_value(value: str) -> Any:
         return json.loads(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"is not JSON ({exc})") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError("is nested too deeply to read") from None
 
 
 def option_pair(value: str) -> tuple[str, Any]:
@@ -286,10 +288,17 @@ def option_pair(value: str) -> tuple[str, Any]:
     key, sep, text = value.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    if key not in SETTINGS_KEYS:
+        # Only a declaration's options: never the call's own keywords (name, actor, using).
+        raise argparse.ArgumentTypeError(
+            f"{key!r} is not a schedule option (one of {', '.join(sorted(SETTINGS_KEYS))})"
+        )
     try:
         return key, json.loads(text)
     except ValueError:
         return key, text
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"{key}: is nested too deeply to read") from None
 
 
 # Runtime schedule flags (argparse dests) -> the declaration keyword each one

@@ -236,6 +236,13 @@ def _check_policies(
     seconds = _seconds(name, "starting_deadline", deadline)
     if seconds is not None and seconds <= 0:
         raise InvalidSchedule(name, "starting_deadline", f"must be more than 0 seconds, got {seconds}")
+    if seconds is not None and seconds > search_interval.MAX_EVERY:
+        # Longer than any slot can wait: a date this far back is out of range.
+        raise InvalidSchedule(
+            name,
+            "starting_deadline",
+            f"must be at most {search_interval.MAX_EVERY} seconds (100 years), got {seconds:g}",
+        )
     spread = _seconds(name, "jitter", 0 if jitter is None else jitter) or 0
     if spread < 0:
         raise InvalidSchedule(name, "jitter", f"must be 0 seconds or more, got {spread}")

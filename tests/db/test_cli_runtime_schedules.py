@@ -93,3 +93,19 @@ def test_plan_and_owners__know_the_runtime_owner() -> None:
     assert data[-1]["owner_id"] == RUNTIME_OWNER and data[-1]["schedules"] == ["poll"]
     assert data[-1]["retirements"] == []
     assert "never reconciled" in awa("cron", "owners")
+
+
+@pytest.mark.parametrize("key", ["actor", "name", "using", "apply"])
+def test_option__a_key_that_is_not_a_schedule_option_is_a_usage_error(key: str) -> None:
+    with pytest.raises(CommandError, match=f"'{key}' is not a schedule option"):
+        awa("cron", "create", "poll", "--cron", "* * * * *", "--task", TASK, "--option", f"{key}=x")
+    assert not CronJob.objects.exists()
+
+
+@pytest.mark.parametrize("flag", ["--args", "--kwargs", "--option"])
+def test_deeply_nested_json_is_a_usage_error_not_a_traceback(flag: str) -> None:
+    deep = "[" * 30_000 + "]" * 30_000
+    value = f"tags={deep}" if flag == "--option" else deep
+    with pytest.raises(CommandError, match="nested too deeply"):
+        awa("cron", "create", "poll", "--cron", "* * * * *", "--task", TASK, flag, value)
+    assert not CronJob.objects.exists()
