@@ -284,7 +284,9 @@ def update_schedule(name: str, *, actor: str, using: str = "default", **changes:
         if not changed:
             return ActionResult("update", [], name=name, detail="unchanged")
         timing = any(k in TIMING_KEYS for k in changed)
-        with sessions.owner_context(cursor, RUNTIME_OWNER):
+        # A new timing starts at the edit: a forward move of the fire clock
+        # that enqueues nothing, never an unaware fire.
+        with sessions.owner_context(cursor, RUNTIME_OWNER), sessions.policies_context(cursor):
             cursor.execute(_UPDATE, [timing, json.dumps([new]), RUNTIME_OWNER])
             written = cursor.fetchone() is not None
         if not written:

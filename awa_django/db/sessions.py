@@ -280,6 +280,13 @@ def owner_context(cursor: Any, owner: str) -> Any:
     return _setting(cursor, "awa.cron_owner", owner)
 
 
+def policies_context(cursor: Any) -> Any:
+    """Writes inside know the execution policies: the fence lets them move
+    ``last_enqueued_at`` forward on a row with a policy (it suppresses such a
+    move from a fire statement of a release that ignores the policies)."""
+    return _setting(cursor, "awa.cron_policies", "on")
+
+
 def database_now(using: str = "default") -> datetime:
     """The database clock: the one every scheduling decision uses."""
     with connections[using].cursor() as cursor:

@@ -287,3 +287,26 @@ def test_delete__a_retired_runtime_schedule_is_refused_until_restored() -> None:
     restore("rt", actor="ops", apply=True)
     delete_schedule("rt", actor="bob")
     assert not CronJob.objects.filter(name="rt").exists()
+
+
+@pytest.mark.parametrize(
+    "policy", [{"overlap": "skip"}, {"overlap": "buffer_one"}, {"starting_deadline": 30}, {"jitter": 1}]
+)
+def test_update__a_new_timing_of_a_schedule_with_an_execution_policy_is_written(
+    policy: dict[str, Any],
+) -> None:
+    create_schedule("rt-pol", "*/5 * * * *", TASK, actor="ops", **policy)
+    before = CronJob.objects.get(name="rt-pol").last_enqueued_at
+    result = update_schedule("rt-pol", actor="ops", cron="*/7 * * * *")
+    assert result.changed and "cron_expr" in result.detail
+    row = CronJob.objects.get(name="rt-pol")
+    assert row.cron_expr == "*/7 * * * *"
+    assert before is None or row.last_enqueued_at >= before  # the new timing starts at the edit
+    assert not Job.objects.exists()  # moving the clock enqueues nothing
+    # The fence still suppresses a fire statement unaware of the policies.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET last_enqueued_at = clock_timestamp() + interval '1 hour' "
+            "WHERE name = 'rt-pol' RETURNING name"
+        )
+        assert cursor.fetchone() is None
