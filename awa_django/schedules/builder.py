@@ -386,6 +386,14 @@ def build_schedule(
     overlap, starting_deadline, jitter = _check_policies(
         name, expression or seconds, timezone, overlap, starting_deadline, jitter
     )
+    if overlap == "buffer_one" and concurrency_key is not None:
+        # buffer_one is carried by a concurrency key of its own: a job has one key.
+        raise InvalidSchedule(
+            name,
+            "overlap",
+            "'buffer_one' gives each job the schedule's own concurrency key and cannot be combined "
+            "with concurrency_key (use overlap 'skip', or keep concurrency_key with overlap 'allow')",
+        )
     return Schedule(
         name=name,
         cron=expression,

@@ -312,3 +312,21 @@ def test_runtime_schedules__accept_store_and_change_the_policies() -> None:
     assert (row.overlap, row.starting_deadline, row.jitter) == ("allow", 60, 30)
     with pytest.raises(InvalidSchedule, match="jitter"):
         runtime_schedules.update_schedule("adhoc", actor="ops", jitter=300)
+
+
+def test_buffer_one_with_a_concurrency_key_of_its_own_is_refused_naming_both() -> None:
+    from awa_django.exceptions import InvalidSchedule
+    from awa_django.schedules import build_schedule
+
+    with pytest.raises(InvalidSchedule) as raised:
+        build_schedule(
+            "b1", "* * * * *", "tests.testapp.tasks.record", overlap="buffer_one", concurrency_key="exports"
+        )
+    assert (
+        raised.value.field == "overlap"
+        and "concurrency_key" in str(raised.value)
+        and "'b1'" in str(raised.value)
+    )
+    # Each alone stays valid.
+    build_schedule("b2", "* * * * *", "tests.testapp.tasks.record", overlap="buffer_one")
+    build_schedule("b3", "* * * * *", "tests.testapp.tasks.record", concurrency_key="exports")
