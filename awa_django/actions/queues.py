@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Count, Q
 from django.db.models.functions import Now
 
@@ -193,11 +193,25 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
 
 
 def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
-    """Make a failed or cancelled job available again (one more attempt)."""
+    """Make a failed or cancelled job available again (one more attempt); False if
+    it does not exist or is not failed or cancelled. Raises
+    :class:`~awa_django.exceptions.OperationRefused` (naming the holder) while
+    another unfinished job holds its unique key."""
     job_id = _job_id(job_id)
     actor = _actor(actor)
-    with _bounded(using) as cursor:
-        changed = jobs.retry(cursor, job_id)
+    try:
+        with _bounded(using) as cursor:
+            changed = jobs.retry(cursor, job_id)
+            holder = None if changed else jobs.key_holder(cursor, job_id)
+    except IntegrityError:  # a holder committed between the check and the write
+        with _bounded(using) as cursor:
+            holder = jobs.key_holder(cursor, job_id)
+        changed = False
+    if holder is not None:
+        raise OperationRefused(
+            f"job {job_id} cannot be retried: job {holder[0]} holds its unique key {holder[1]!r} "
+            "and has not finished"
+        )
     if changed:
         logger.info(
             "job %s retried by %s",

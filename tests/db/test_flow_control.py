@@ -300,3 +300,20 @@ def test_enqueue__keys_need_an_awa_backend() -> None:
         with pytest.raises(TypeError, match="AwaBackend"):
             awa_django.enqueue(record, unique_key="k")
     assert not Job.objects.exists()
+
+
+def test_retry__a_failed_job_whose_unique_key_is_held_again_is_refused_naming_the_holder() -> None:
+    from awa_django import queues
+    from awa_django.exceptions import OperationRefused
+
+    old = awa_django.enqueue(record, args=["a"], unique_key="k")
+    Job.objects.filter(id=int(old.id)).update(state=JobState.FAILED, finished_at=timezone.now())
+    new = awa_django.enqueue(record, args=["b"], unique_key="k")
+    with pytest.raises(OperationRefused, match=f"job {new.id} holds its unique key 'k'"):
+        queues.retry_job(int(old.id), "ops")
+    assert Job.objects.get(id=int(old.id)).state == JobState.FAILED  # nothing written
+    finish(int(new.id))
+    assert queues.retry_job(int(old.id), "ops") is True  # the key is free again
+    assert Job.objects.get(id=int(old.id)).state == JobState.AVAILABLE
+    # A job that is not failed or cancelled stays a plain False, whoever holds its key.
+    assert queues.retry_job(int(new.id), "ops") is False
