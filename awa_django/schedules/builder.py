@@ -225,6 +225,7 @@ def _check_policies(
     overlap: Any,
     deadline: Any,
     jitter: Any,
+    concurrency_key: Any = None,
 ) -> tuple[str, float | None, float]:
     """The execution policies of one declaration: (overlap, starting_deadline, jitter).
 
@@ -233,6 +234,7 @@ def _check_policies(
         raise InvalidSchedule(
             name, "overlap", f"must be 'allow', 'skip' or 'buffer_one', got {overlap!r:.60}"
         )
+    _check_overlap_key(name, overlap, concurrency_key)
     seconds = _seconds(name, "starting_deadline", deadline)
     if seconds is not None and seconds <= 0:
         raise InvalidSchedule(name, "starting_deadline", f"must be more than 0 seconds, got {seconds}")
@@ -257,6 +259,18 @@ def _check_policies(
                 name, "jitter", f"must be less than the schedule's shortest gap ({gap:g} s), got {spread:g} s"
             )
     return overlap, seconds, spread
+
+
+def _check_overlap_key(name: str, overlap: str, concurrency_key: Any) -> None:
+    """buffer_one is carried by a concurrency key of the schedule's own, and a job
+    has one key: it cannot be combined with a concurrency_key."""
+    if overlap == "buffer_one" and concurrency_key is not None:
+        raise InvalidSchedule(
+            name,
+            "overlap",
+            "'buffer_one' gives each job the schedule's own concurrency key and cannot be combined "
+            "with concurrency_key (use overlap 'skip', or keep concurrency_key with overlap 'allow')",
+        )
 
 
 def _check_queue(name: str, queue: Any, task: Task[Any, Any]) -> str:
@@ -384,16 +398,8 @@ def build_schedule(
     metadata_json.update(flow_metadata(name, unique_key, concurrency_key, concurrency_limit))
     tag_list = _check_tags(name, tags)
     overlap, starting_deadline, jitter = _check_policies(
-        name, expression or seconds, timezone, overlap, starting_deadline, jitter
+        name, expression or seconds, timezone, overlap, starting_deadline, jitter, concurrency_key
     )
-    if overlap == "buffer_one" and concurrency_key is not None:
-        # buffer_one is carried by a concurrency key of its own: a job has one key.
-        raise InvalidSchedule(
-            name,
-            "overlap",
-            "'buffer_one' gives each job the schedule's own concurrency key and cannot be combined "
-            "with concurrency_key (use overlap 'skip', or keep concurrency_key with overlap 'allow')",
-        )
     return Schedule(
         name=name,
         cron=expression,

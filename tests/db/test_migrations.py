@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -150,3 +151,27 @@ def test_migrations__to_zero_and_back() -> None:
     call_command("migrate", "awa_django", verbosity=0)
     have_functions, have_triggers, tables, _ = installed()
     assert functions <= set(have_functions) and triggers <= have_triggers and tables >= TABLES
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "check"),
+    [
+        ("queue", "q" * 4000, "awa_jobs_queue_length_check"),
+        ("queue", "", "awa_jobs_queue_length_check"),
+        ("unique_key", "k" * 4000, "awa_jobs_unique_key_length_check"),
+        ("concurrency_key", "k" * 501, "awa_jobs_concurrency_key_length_check"),
+        ("concurrency_limit", 0, "awa_jobs_concurrency_limit_check"),
+    ],
+)
+def test_migration_0023__a_job_row_written_by_hand_cannot_break_what_enqueue_validates(
+    column: str, value: Any, check: str
+) -> None:
+    from django.db import IntegrityError, transaction
+
+    from awa_django.models import Job
+    from tests.testapp.tasks import record
+
+    result = record.enqueue()
+    with pytest.raises(IntegrityError, match=check), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"UPDATE awa_jobs SET {column} = %s WHERE id = %s", [value, int(result.id)])
+    assert Job.objects.filter(id=int(result.id)).exists()
