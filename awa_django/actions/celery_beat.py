@@ -280,6 +280,9 @@ def _call_arguments(source: Any, row: ImportRow) -> None:
         except ValueError as exc:
             row.reasons.append(f"{key} is not JSON ({exc})")
             continue
+        except RecursionError:
+            row.reasons.append(f"{key} is nested too deeply to read")
+            continue
         if not isinstance(value, kind):
             row.reasons.append(f"{key} is not a JSON {'list' if kind is list else 'object'}: {text[:80]!r}")
             continue

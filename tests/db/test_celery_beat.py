@@ -129,6 +129,7 @@ def test_plan_row__what_has_no_equivalent_is_reported_on_the_imported_row() -> N
         ({"crontab": None, "solar": SimpleNamespace(event="sunset")}, "solar schedule (sunset)"),
         ({"one_off": True}, "one_off"),
         ({"args": "not json"}, "args is not JSON"),
+        ({"args": "[" * 100_000 + "]" * 100_000}, "args is nested too deeply to read"),
         ({"kwargs": "[1]"}, "kwargs is not a JSON object"),
         ({"task": "proj.tasks.cleanup"}, "--task-map proj.tasks.cleanup=DOTTED.PATH"),
         ({"task": "tests.testapp.tasks.not_a_task"}, "is not a django.tasks Task"),
