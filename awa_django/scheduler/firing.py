@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DataError, IntegrityError, InternalError
+from django.db import DataError, IntegrityError, InternalError, OperationalError
 
+from ..conf import conf
 from ..db import jsonb, sessions
 from ..tasks import tracing
 
@@ -106,6 +108,29 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
     return job
 
 
+# The lock_timeout (ms) set on each fire connection, by its psycopg connection.
+_bounded: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def _bound_waits(cursor: Any) -> None:
+    """Bound what a fire statement waits on another transaction (AWA_LOCK_TIMEOUT).
+
+    The fire takes no lock it would wait for (SKIP LOCKED), but a job insert
+    waits for a transaction that is inserting a job with the same
+    ``unique_key`` and has not committed. Set once per connection, for its
+    session: these connections run fire statements only, or statements whose
+    own waits are bounded the same way."""
+    raw = cursor.db.connection
+    milliseconds = max(1, round(conf.LOCK_TIMEOUT * 1000))
+    # Inside a transaction the setting ends with it (rolled back, or reset at
+    # its end): set it every time there.
+    if raw is not None and _bounded.get(raw) == milliseconds and not cursor.db.in_atomic_block:
+        return
+    cursor.execute("SELECT set_config('lock_timeout', %s, false)", [str(milliseconds)])
+    if raw is not None:
+        _bounded[raw] = milliseconds
+
+
 def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # Each firing entry in a trace of its own, carried into its jobs (a no-op
     # without OpenTelemetry).
@@ -150,12 +175,17 @@ def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     Errors that are no row's fault (connection lost, a missing function or
     privilege, a timeout) propagate: the pass failed as a whole.
     """
+    _bound_waits(cursor)  # outside the savepoints, which would undo it
     try:
         with sessions.savepoint_if_nested(cursor.db.alias):
             return _fire(cursor, plan)
-    except ROW_FAULTS as exc:
+    except (*ROW_FAULTS, OperationalError) as exc:
+        if isinstance(exc, OperationalError) and not _lock_timed_out(exc):
+            raise
         logger.warning(
-            "fire statement failed (%s); firing row by row", exc, extra={"event": "cron.fire_isolated"}
+            "fire statement failed (%s); firing row by row",
+            (str(exc).strip().splitlines() or [""])[0],
+            extra={"event": "cron.fire_isolated"},
         )
     jobs: list[dict[str, Any]] = []
     if not _slot_passed(cursor, plan):  # the statement failed before its sleep
@@ -166,7 +196,28 @@ def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 jobs.extend(_fire(cursor, [entry]))
         except ROW_FAULTS as exc:
             _park_after_failure(cursor, entry, exc)
+        except OperationalError as exc:
+            if not _lock_timed_out(exc):
+                raise
+            _defer_after_timeout(entry, exc)
     return jobs
+
+
+def _lock_timed_out(exc: Exception) -> bool:
+    """A lock_timeout (55P03), not a cancel or a lost connection."""
+    return getattr(exc.__cause__, "sqlstate", None) == "55P03"
+
+
+def _defer_after_timeout(entry: dict[str, Any], exc: Exception) -> None:
+    """A row whose fire waited out AWA_LOCK_TIMEOUT on another transaction: not
+    fired, not parked; the next pass tries it again (its slots are still due)."""
+    logger.warning(
+        "schedule %s not fired this pass: its fire waited over AWA_LOCK_TIMEOUT on another "
+        "transaction (one inserting a job with the same unique_key?): %s",
+        entry["name"],
+        (str(exc).strip().splitlines() or [""])[0],
+        extra={"event": "cron.fire_deferred", "schedule": entry["name"]},
+    )
 
 
 def _park_after_failure(cursor: Any, entry: dict[str, Any], exc: Exception) -> None:

@@ -127,3 +127,42 @@ def test_schedule_keys__runtime_schedules_keep_them_across_edits() -> None:
     update_schedule("live", actor="bob", unique_key="{name}:{slot}", concurrency_key="c")
     stored = CronJob.objects.get(name="live").metadata
     assert stored["awa_flow"] == {"unique_key": "{name}:{slot}", "concurrency_key": "c"}
+
+
+def test_schedule_keys__a_fire_waits_on_an_uncommitted_holder_only_up_to_the_lock_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Another session is inserting a job with the key and has not committed: the
+    # fire of that schedule waits for it, bounded; the others in its batch fire.
+    from tests.helpers.database import raw_connection
+
+    keyed = declare(unique_key="{name}")
+    sync_schedules(
+        [
+            build_schedule("free", "* * * * *", TASK),
+            build_schedule("nightly", "* * * * *", TASK, unique_key="{name}"),
+        ]
+    )
+    free = CronJob.objects.get(name="free")
+    holder = raw_connection(autocommit=False)
+    try:
+        holder.execute(
+            "INSERT INTO awa_jobs (kind, queue, args, unique_key) VALUES ('elsewhere.task', 'default', '{}', 'nightly')"
+        )
+        with override_settings(AWA_LOCK_TIMEOUT=0.5), transaction.atomic(), connection.cursor() as cursor:
+            jobs = firing.fire_plan(cursor, [plan_entry(keyed, [T0]), plan_entry(free, [T0])])
+        assert [j["metadata"]["cron_name"] for j in jobs] == ["free"]
+        deferred = [r for r in caplog.records if r.__dict__.get("event") == "cron.fire_deferred"]
+        assert [r.__dict__["schedule"] for r in deferred] == ["nightly"]
+        keyed.refresh_from_db()
+        assert (
+            keyed.parked_at is None
+            and keyed.last_enqueued_at == CronJob.objects.get(name="nightly").last_enqueued_at
+        )
+    finally:
+        holder.rollback()
+        holder.close()
+    # Once the holder is gone, the same slot fires.
+    with transaction.atomic(), connection.cursor() as cursor:
+        jobs = firing.fire_plan(cursor, [plan_entry(keyed, [T0])])
+    assert [j["unique_key"] for j in jobs] == ["nightly"]
