@@ -605,9 +605,13 @@ class ScheduleMachine(RuleBasedStateMachine):
 
     @rule()
     def runtime_delete(self) -> None:
-        """Delete: the row goes, its slots stay (a re-created schedule never re-fires one)."""
+        """Delete: the row goes, its slots stay (a re-created schedule never re-fires one);
+        refused while it is retired, as an edit is."""
+        row = self.model.rows.get(RUNTIME)
         if self._expect_refusal(
-            RUNTIME, False, lambda: runtime_schedules.delete_schedule(RUNTIME, actor=ACTOR)
+            RUNTIME,
+            bool(row and row.retired),
+            lambda: runtime_schedules.delete_schedule(RUNTIME, actor=ACTOR),
         ):
             del self.model.rows[RUNTIME]
 
