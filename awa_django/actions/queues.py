@@ -206,6 +206,8 @@ def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
     except IntegrityError:  # a holder committed between the check and the write
         with _bounded(using) as cursor:
             holder = jobs.key_holder(cursor, job_id)
+        if holder is None:  # not the unique key after all (a constraint added by hand)
+            raise
         changed = False
     if holder is not None:
         raise OperationRefused(

@@ -259,21 +259,26 @@ def cancel(
     return sorted(int(r[0]) for r in cursor.fetchall())
 
 
+# The states in which a job holds its unique key, written as the predicate of
+# the partial index awa_jobs_unique_key so that the planner uses that index.
+_HOLDING = "h.state IN ('available', 'scheduled', 'running', 'retryable')"
+
+
 def retry(cursor: Any, job_id: int) -> bool:
     """Make a failed or cancelled job available again, with one more attempt even if
     its budget was spent; False if it is not failed or cancelled, or if another
     unfinished job holds its unique key (see :func:`key_holder`)."""
     cursor.execute(
-        """
+        f"""
         UPDATE awa_jobs AS j
            SET state = 'available', run_at = statement_timestamp(), finished_at = NULL,
                max_attempts = greatest(j.max_attempts, j.attempt + 1)
          WHERE j.id = %s AND j.state IN ('failed', 'cancelled')
            AND (j.unique_key IS NULL OR NOT EXISTS (
                 SELECT 1 FROM awa_jobs AS h
-                 WHERE h.unique_key = j.unique_key AND h.id <> j.id AND h.state <> ALL (%s)))
+                 WHERE h.unique_key = j.unique_key AND h.id <> j.id AND {_HOLDING}))
         """,
-        [job_id, list(FINISHED)],
+        [job_id],
     )
     return bool(cursor.rowcount)
 
@@ -282,13 +287,13 @@ def key_holder(cursor: Any, job_id: int) -> tuple[int, str] | None:
     """(id, unique key) of the unfinished job holding the unique key of the
     finished job ``job_id``, if one does."""
     cursor.execute(
-        """
+        f"""
         SELECT h.id, h.unique_key FROM awa_jobs AS j
-          JOIN awa_jobs AS h ON h.unique_key = j.unique_key AND h.id <> j.id AND h.state <> ALL (%s)
+          JOIN awa_jobs AS h ON h.unique_key = j.unique_key AND h.id <> j.id AND {_HOLDING}
          WHERE j.id = %s AND j.state IN ('failed', 'cancelled')
          LIMIT 1
         """,
-        [list(FINISHED), job_id],
+        [job_id],
     )
     row = cursor.fetchone()
     return None if row is None else (int(row[0]), str(row[1]))

@@ -317,3 +317,24 @@ def test_retry__a_failed_job_whose_unique_key_is_held_again_is_refused_naming_th
     assert Job.objects.get(id=int(old.id)).state == JobState.AVAILABLE
     # A job that is not failed or cancelled stays a plain False, whoever holds its key.
     assert queues.retry_job(int(new.id), "ops") is False
+
+
+def test_retry__finds_the_key_holder_through_the_unique_key_index() -> None:
+    # awa_jobs may hold millions of finished jobs: a retry must not read them all.
+    from django.test.utils import CaptureQueriesContext
+
+    from awa_django import queues
+
+    old = awa_django.enqueue(record, args=["a"], unique_key="k")
+    Job.objects.filter(id=int(old.id)).update(state=JobState.FAILED, finished_at=timezone.now())
+    awa_django.enqueue(record, args=["b"], unique_key="k")
+    with CaptureQueriesContext(connection) as queries, pytest.raises(Exception, match="holds its unique key"):
+        queues.retry_job(int(old.id), "ops")
+    statements = [q["sql"] for q in queries if "awa_jobs AS h" in q["sql"]]
+    assert len(statements) == 2  # the retry, then the holder named
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        for sql in statements:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = "\n".join(r[0] for r in cursor.fetchall())
+            assert "awa_jobs_unique_key" in plan, plan
