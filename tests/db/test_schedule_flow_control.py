@@ -166,3 +166,33 @@ def test_schedule_keys__a_fire_waits_on_an_uncommitted_holder_only_up_to_the_loc
     with transaction.atomic(), connection.cursor() as cursor:
         jobs = firing.fire_plan(cursor, [plan_entry(keyed, [T0])])
     assert [j["unique_key"] for j in jobs] == ["nightly"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_schedule_keys__outside_a_transaction_the_bound_is_set_once_and_holds_pass_after_pass(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # As the leader runs: autocommit, the connection's session keeps the bound.
+    from tests.helpers.database import raw_connection
+
+    keyed = declare(unique_key="{name}")
+    holder = raw_connection(autocommit=False)
+    try:
+        holder.execute(
+            "INSERT INTO awa_jobs (kind, queue, args, unique_key) VALUES ('elsewhere.task', 'default', '{}', 'nightly')"
+        )
+        with override_settings(AWA_LOCK_TIMEOUT=0.5):
+            for _ in range(2):
+                with connection.cursor() as cursor:
+                    assert firing.fire_plan(cursor, [plan_entry(keyed, [T0])]) == []
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW lock_timeout")
+                assert cursor.fetchone()[0] == "500ms"
+        deferred = [r for r in caplog.records if r.__dict__.get("event") == "cron.fire_deferred"]
+        assert len(deferred) == 2
+    finally:
+        holder.rollback()
+        holder.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+        firing._bounded.clear()  # the session no longer has the bound
