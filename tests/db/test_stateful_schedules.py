@@ -776,14 +776,14 @@ def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(
         cursor.execute("SET search_path = awa_test_clock, public, pg_catalog")
     try:
         # Derandomized, so one fixed sequence of examples, but the sequence
-        # changes with the machine's source and the example budget: 300 (not
+        # changes with the machine's source and the example budget: 1,000 (not
         # ci's 40) keeps the catch from hinging on one lucky seed. It stops at
         # the first difference, so it costs seconds when the guard is caught.
         quick = settings(
             settings.get_profile("ci"),
             phases=[Phase.explicit, Phase.reuse, Phase.generate],
             report_multiple_bugs=False,
-            max_examples=300,
+            max_examples=1000,
         )
         with override_settings(AWA_CATCH_UP_LIMIT=CATCH_UP_LIMIT), pytest.raises(AssertionError):
             run_state_machine_as_test(ScheduleMachine, settings=quick)
