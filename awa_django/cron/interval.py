@@ -14,9 +14,10 @@ from datetime import UTC, datetime, timedelta
 
 __all__ = ["MAX_EVERY", "Interval", "describe_every", "interval_anchor"]
 
-# A century: longer periods are a mistake, and k * every stays far inside
-# what a datetime holds.
-MAX_EVERY = 100 * 366 * 86400
+# The largest value of the every_seconds column (a PostgreSQL integer), about
+# 68 years: longer periods are a mistake, and k * every stays far inside what
+# a datetime holds. schedules.ranges.RANGES["every"] holds the same bound.
+MAX_EVERY = 2**31 - 1
 
 
 def interval_anchor(anchor: datetime | None, created_at: datetime) -> datetime:

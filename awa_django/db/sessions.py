@@ -27,7 +27,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -266,8 +266,14 @@ def _setting(cursor: Any, name: str, value: str) -> Iterator[None]:
     set_local(cursor, name, value)
     try:
         yield
-    finally:
-        set_local(cursor, name, "")
+    except BaseException:
+        # After a failed statement the transaction is aborted and its rollback
+        # (or the savepoint's) undoes the setting: resetting it then would
+        # replace the statement's own error with "current transaction is aborted".
+        with suppress(DatabaseError, psycopg.Error):
+            set_local(cursor, name, "")
+        raise
+    set_local(cursor, name, "")
 
 
 def operator_context(cursor: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import weakref
 from dataclasses import dataclass
 from datetime import datetime
@@ -77,8 +78,33 @@ class SerializedPlan(list[dict[str, Any]]):
 
     def __init__(self, plan: list[dict[str, Any]], at_slot: AtSlot | None = None) -> None:
         super().__init__(plan)
-        self.text = json.dumps(plan)
+        self.text = plan_text(plan)
         self.at_slot = at_slot
+
+
+# A float JSON cannot hold, as the text PostgreSQL's float8 input reads.
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def plan_text(plan: list[dict[str, Any]]) -> str:
+    """A plan as the JSON the fire statement reads.
+
+    A row written by raw SQL may hold ``'NaN'`` or ``'Infinity'`` in a float
+    column (``starting_deadline``, ``jitter``); its entry (the one that parks
+    it) carries the value back for the statement to compare. JSON has no such
+    number, so it is sent as the text float8 reads (``"NaN"``): the row is
+    parked instead of the whole plan failing as invalid JSON.
+    """
+    try:
+        return json.dumps(plan, allow_nan=False)
+    except ValueError:
+        return json.dumps([{k: _finite_or_text(v) for k, v in entry.items()} for entry in plan])
+
+
+def _finite_or_text(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[repr(value)]
+    return value
 
 
 def job_row(columns: list[str], values: Any) -> dict[str, Any]:
@@ -139,7 +165,7 @@ def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _send(cursor: Any, plan: list[dict[str, Any]], made: SerializedPlan | None) -> list[dict[str, Any]]:
-    text = made.text if made is not None and plan is made else json.dumps(plan)
+    text = made.text if made is not None and plan is made else plan_text(plan)
     if made is None or made.at_slot is None:
         cursor.execute(FIRE, [text])
         columns = [c.name for c in cursor.description]

@@ -17,12 +17,12 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from ..conf import Kind, conf
-from ..cron import interval as search_interval
 from ..cron import search
 from ..exceptions import InvalidSchedule
 from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task
 from . import validation
 from .flow import FLOW_METADATA_KEY, flow_metadata
+from .ranges import RANGES, number_problem
 from .shape import Schedule
 
 # Start-up builds every declared schedule several times (system checks, then
@@ -46,7 +46,7 @@ GAP_SAMPLE = 400
 _GAP_FROM = datetime(2026, 1, 1, tzinfo=UTC)
 MAX_NAME_LENGTH = 200
 MAX_TAGS = 20
-MAX_ATTEMPTS_RANGE = (1, 1000)
+MAX_ATTEMPTS_RANGE = (RANGES["max_attempts"].low, RANGES["max_attempts"].high)
 # Keys every cron job's metadata gets from the scheduler; user metadata must not
 # shadow them, or a job could claim to be a fire it is not.
 RESERVED_METADATA_KEYS = frozenset(
@@ -149,13 +149,9 @@ def _check_every(name: str, cron: Any, every: Any, anchor: Any) -> tuple[int | N
         return None, None
     if cron is not None:
         raise InvalidSchedule(name, "every", "cannot be given with cron: a schedule has one timing")
-    seconds = _seconds(name, "every", every)
-    if seconds is None or not isinstance(seconds, int) or not 1 <= seconds <= search_interval.MAX_EVERY:
-        raise InvalidSchedule(
-            name,
-            "every",
-            f"must be a whole number of seconds from 1 to {search_interval.MAX_EVERY}, got {every!r:.60}",
-        )
+    given = _seconds(name, "every", every)
+    _refuse(name, "every", number_problem("every", given))
+    seconds = int(given or 0)  # whole, in the integer column's range
     if anchor is None:
         return seconds, None
     if not isinstance(anchor, datetime) or anchor.tzinfo is None or anchor.utcoffset() is None:
@@ -199,10 +195,14 @@ def _seconds(name: str, field_name: str, value: Any) -> float | None:
         return None
     if isinstance(value, timedelta):
         value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidSchedule(
             name, field_name, f"must be a timedelta or a number of seconds, got {value!r:.60}"
         )
+    if isinstance(value, int):
+        return value  # exact, however large: its range is checked by the caller
+    if not math.isfinite(value):
+        raise InvalidSchedule(name, field_name, f"must be a finite number of seconds, got {value!r}")
     # Microseconds, as stored and as the database computes offsets.
     value = round(float(value), 6)
     return int(value) if value.is_integer() else value
@@ -236,18 +236,11 @@ def _check_policies(
         )
     _check_overlap_key(name, overlap, concurrency_key)
     seconds = _seconds(name, "starting_deadline", deadline)
-    if seconds is not None and seconds <= 0:
-        raise InvalidSchedule(name, "starting_deadline", f"must be more than 0 seconds, got {seconds}")
-    if seconds is not None and seconds > search_interval.MAX_EVERY:
-        # Longer than any slot can wait: a date this far back is out of range.
-        raise InvalidSchedule(
-            name,
-            "starting_deadline",
-            f"must be at most {search_interval.MAX_EVERY} seconds (100 years), got {seconds:g}",
-        )
+    if seconds is not None:
+        # At most 100 years: longer than any slot can wait (a date this far back is out of range).
+        _refuse(name, "starting_deadline", number_problem("starting_deadline", seconds))
     spread = _seconds(name, "jitter", 0 if jitter is None else jitter) or 0
-    if spread < 0:
-        raise InvalidSchedule(name, "jitter", f"must be 0 seconds or more, got {spread}")
+    _refuse(name, "jitter", number_problem("jitter", spread))
     if spread:
         gap = (
             expression
@@ -342,6 +335,14 @@ def _check_metadata(name: str, metadata: Any) -> dict[str, Any]:
     return metadata_json
 
 
+def _check_flow_text(name: str, **templates: Any) -> None:
+    """A key template PostgreSQL cannot store (NUL, a lone surrogate) is refused
+    by its field, before any SQL; the template's form is checked by :mod:`.flow`."""
+    for field_name, value in templates.items():
+        if isinstance(value, str):
+            _refuse(name, field_name, validation.text_problem(value))
+
+
 def _check_tags(name: str, tags: Any) -> tuple[str, ...]:
     if isinstance(tags, _NOT_A_LIST) or not isinstance(tags, Iterable):
         raise InvalidSchedule(name, "tags", f"must be a list of strings, got {type(tags).__name__}")
@@ -395,6 +396,7 @@ def build_schedule(
     max_attempts = _check_max_attempts(name, max_attempts)
     args_json, kwargs_json = _check_arguments(name, args, kwargs)
     metadata_json = _check_metadata(name, metadata)
+    _check_flow_text(name, unique_key=unique_key, concurrency_key=concurrency_key)
     metadata_json.update(flow_metadata(name, unique_key, concurrency_key, concurrency_limit))
     tag_list = _check_tags(name, tags)
     overlap, starting_deadline, jitter = _check_policies(
