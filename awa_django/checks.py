@@ -18,7 +18,7 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from .conf import SETTINGS, Kind, conf
 from .exceptions import InvalidSchedule, UnknownScheduleOption
-from .schedules.declaration import finite, registry, settings_schedules
+from .schedules.declaration import discovery_errors, finite, registry, settings_schedules
 from .schedules.runtime import RUNTIME_OWNER, is_reserved_owner
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "check_settings",
     "check_sql_objects",
     "check_task_backend",
+    "check_task_framework_app",
     "schedule_error",
 ]
 
@@ -48,6 +49,10 @@ __all__ = [
 _INTERVAL = (
     "awa_django.E016",
     "every: a timedelta or whole seconds >= 1 instead of cron; anchor: aware, whole second.",
+)
+_FLOW = (
+    "awa_django.E078",
+    "unique_key/concurrency_key: text templates over {name} and {slot}; concurrency_limit: 1-1000000.",
 )
 _DATA = ("awa_django.E009", "args must be a list, kwargs/metadata dicts, all JSON-serialisable.")
 # The field of an invalid AWA_SCHEDULES entry -> (check id, hint). One id per kind of
@@ -81,26 +86,33 @@ FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "jitter": ("awa_django.E015", "jitter is a timedelta or seconds >= 0, below the shortest gap."),
         "every": _INTERVAL,
         "anchor": _INTERVAL,
+        "unique_key": _FLOW,
+        "concurrency_key": _FLOW,
+        "concurrency_limit": _FLOW,
     }
 )
 # An option the schedule validator does not know (or a field without its own id).
 UNKNOWN_OPTION = ("awa_django.E012", "Allowed options: see docs/reference/settings.md#awa_schedules.")
 
 
-def schedule_error(exc: InvalidSchedule) -> Error:
-    """Turn an :class:`InvalidSchedule` into a check ``Error`` with a stable id."""
+def schedule_error(exc: InvalidSchedule, obj: str | None = None) -> Error:
+    """Turn an :class:`InvalidSchedule` into a check ``Error`` with a stable id.
+
+    ``obj``: where it was declared (default: its ``AWA_SCHEDULES`` entry)."""
     if isinstance(exc, UnknownScheduleOption):
         check_id, hint = UNKNOWN_OPTION
     else:
         check_id, hint = FIELD_CHECKS.get(exc.field, UNKNOWN_OPTION)
-    return Error(str(exc), hint=hint, obj=f"AWA_SCHEDULES[{exc.schedule!r}]", id=check_id)
+    return Error(str(exc), hint=hint, obj=obj or f"AWA_SCHEDULES[{exc.schedule!r}]", id=check_id)
 
 
 @register(Tags.compatibility)
 def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Every ``AWA_SCHEDULES`` entry is valid and no name is declared twice."""
+    """Every ``AWA_SCHEDULES`` entry and ``cron.py`` declaration is valid and no
+    name is declared twice."""
     schedules, errors = settings_schedules()
-    messages: list[CheckMessage] = [schedule_error(exc) for exc in errors]
+    messages: list[CheckMessage] = [schedule_error(exc, where) for where, exc in discovery_errors()]
+    messages += [schedule_error(exc) for exc in errors]
     check_id, hint = FIELD_CHECKS["name"]
     for schedule in schedules:
         twin = registry.lookalike(schedule.name)
@@ -474,6 +486,36 @@ def check_migrations_applied(
                 )
             )
     return messages
+
+
+# --- The task framework's app: E077 ----------------------------------------------------
+
+
+@register(Tags.compatibility)
+def check_task_framework_app(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """On Django 5.2, the django-tasks backport is in ``INSTALLED_APPS`` (E077).
+
+    :data:`awa_django.tasks.compat.APPS` names the apps the installed task
+    framework needs (none on Django 6, ``django_tasks`` on 5.2), read when the
+    check runs: a test sets it to see the check fire on any Django. Without the
+    app, the backport's own system checks do not run and the task log lines
+    (``Task id=... state=...``) the quick start shows are never written.
+    """
+    import django
+    from django.apps import apps
+
+    from .tasks import compat
+
+    return [
+        Error(
+            f"{app!r} is not in INSTALLED_APPS: Django {django.get_version()} runs tasks "
+            "through the django-tasks backport, which needs its app installed",
+            hint=f'Add "{app}" to INSTALLED_APPS, before "awa_django".',
+            id="awa_django.E077",
+        )
+        for app in compat.APPS
+        if not apps.is_installed(app)
+    ]
 
 
 # --- Task backend of declared schedules: E072, E073, E075 -------------------------------

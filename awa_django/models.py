@@ -17,6 +17,7 @@ from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
 from .db.jsonb import GuardedJSONField
+from .schedules.ranges import MAX_DURATION
 from .terminal import printable
 
 
@@ -130,6 +131,17 @@ class CronJob(models.Model):
                 name="awa_cron_jobs_starting_deadline_check",
             ),
             models.CheckConstraint(condition=models.Q(jitter__gte=0), name="awa_cron_jobs_jitter_check"),
+            # Installed by sql/0027_option_ranges.sql: finite (NaN and Infinity
+            # pass the two checks above), at most schedules.ranges.MAX_DURATION.
+            models.CheckConstraint(
+                condition=models.Q(starting_deadline__isnull=True)
+                | models.Q(starting_deadline__gt=0, starting_deadline__lte=MAX_DURATION),
+                name="awa_cron_jobs_starting_deadline_range_check",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(jitter__gte=0, jitter__lte=MAX_DURATION),
+                name="awa_cron_jobs_jitter_range_check",
+            ),
             models.CheckConstraint(
                 condition=models.Q(cron_expr__isnull=True, every_seconds__isnull=False)
                 | models.Q(cron_expr__isnull=False, every_seconds__isnull=True),

@@ -12,13 +12,17 @@ from __future__ import annotations
 import math
 import sys
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
+from importlib import import_module
+from pathlib import Path
+from types import TracebackType
 from typing import Any
 
+from django.apps import apps
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.utils.module_loading import autodiscover_modules
+from django.utils.module_loading import module_has_submodule
 
 from ..conf import conf
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
@@ -52,6 +56,7 @@ __all__ = [
     "autodiscover",
     "build_schedule",
     "declared_schedules",
+    "discovery_errors",
     "finite",
     "name_identity",
     "periodic",
@@ -260,6 +265,7 @@ def declared_schedules() -> list[Schedule]:
     name is declared both in settings and in code.
     """
     from_settings, errors = settings_schedules()
+    errors = [exc for _, exc in discovery_errors()] + errors
     if errors:
         raise errors[0]
     by_name = {s.name: s for s in registry}
@@ -287,6 +293,54 @@ def finite(value: float) -> bool:
     )
 
 
+# An InvalidSchedule raised while importing an app's cron.py, by the file and
+# line that raised it.
+# The system checks report each as one error naming the schedule and the field
+# (so check, migrate, runserver, runcron and runtasks all print that line, not
+# a traceback), and declared_schedules() raises the first.
+_discovery_errors: dict[str, InvalidSchedule] = {}
+
+
+def discovery_errors() -> list[tuple[str, InvalidSchedule]]:
+    """(``path:line``, error) for each ``cron.py`` whose import raised InvalidSchedule."""
+    return sorted(_discovery_errors.items(), key=lambda item: item[0])
+
+
+def _where_raised(exc: BaseException, path: Path) -> str:
+    """``path:line`` of the line in ``path`` that raised ``exc`` (relative to the
+    working directory when under it), as an editor opens it."""
+    line = next(
+        (
+            tb.tb_lineno
+            for tb in _tracebacks(exc.__traceback__)
+            if tb.tb_frame.f_code.co_filename == str(path)
+        ),
+        None,
+    )
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return shown if line is None else f"{shown}:{line}"
+
+
+def _tracebacks(tb: TracebackType | None) -> Iterator[TracebackType]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
 def autodiscover() -> None:
-    """Import every installed app's ``cron`` module (like ``admin.autodiscover``)."""
-    autodiscover_modules("cron")
+    """Import every installed app's ``cron`` module (like ``admin.autodiscover``).
+
+    A module that declares an invalid schedule is recorded (see
+    :func:`discovery_errors`) and the other apps' modules are still imported;
+    any other error at import propagates, as for any module.
+    """
+    for app_config in apps.get_app_configs():
+        if not module_has_submodule(app_config.module, "cron"):
+            continue
+        try:
+            import_module(f"{app_config.name}.cron")
+        except InvalidSchedule as exc:
+            _discovery_errors[_where_raised(exc, Path(app_config.path) / "cron.py")] = exc

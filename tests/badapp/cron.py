@@ -1,5 +1,5 @@
-"""An invalid declaration: importing this module must raise InvalidSchedule."""
+"""An invalid declaration: the quick start's hour typo (importing this module raises InvalidSchedule)."""
 
 from awa_django import periodic
 
-periodic("broken", "bad expr", "tests.testapp.tasks.record")
+periodic("broken", "0 25 * * 1-5", "tests.testapp.tasks.record")
