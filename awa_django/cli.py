@@ -22,6 +22,7 @@ from .db.migration_state import require_migrated
 from .exceptions import NotMigrated
 from .models import CronJob, Job, JobState
 from .schedules import validation
+from .schedules.ranges import RANGES
 from .schedules.shape import DEFINITION_KEYS, SETTINGS_KEYS
 from .terminal import printable
 
@@ -321,14 +322,34 @@ RUNTIME_FLAGS = {
 
 
 def interval_seconds(text: str) -> int:
-    """``--every``: a whole number of seconds >= 1."""
+    """``--every``: a whole number of seconds in the range of ``every`` (schedules.ranges)."""
+    bounds = RANGES["every"]
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 second or more, got {value}")
+        raise argparse.ArgumentTypeError(f"must be {bounds.describe()}, got {text[:60]!r}") from None
+    problem = bounds.problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return value
+
+
+def ranged_int(option: str) -> Callable[[str], int]:
+    """argparse type of a whole-number flag: in the range of ``option`` (schedules.ranges)."""
+    bounds = RANGES[option]
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {bounds.describe()}, got {text[:60]!r}") from None
+        problem = bounds.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = option  # argparse names the type in its messages
+    return parse
 
 
 def aware_datetime(text: str) -> datetime:
@@ -353,7 +374,7 @@ def add_runtime_verbs(verb: Callable[..., Any]) -> None:
             "--every",
             type=interval_seconds,
             metavar="SECONDS",
-            help="an interval schedule: whole seconds >= 1",
+            help=f"an interval schedule: whole seconds, 1 to {RANGES['every'].high}",
         )
         sub.add_argument(
             "--anchor",
@@ -380,8 +401,12 @@ def add_runtime_verbs(verb: Callable[..., Any]) -> None:
         )
         sub.add_argument("--timezone", metavar="TZ", help="IANA zone name (default UTC)")
         sub.add_argument("--queue", help="queue (default: the task's)")
-        sub.add_argument("--priority", type=int, help="priority, -100 to 100 (default: the task's)")
-        sub.add_argument("--max-attempts", type=int, metavar="N", help="attempts, 1 to 1000")
+        sub.add_argument(
+            "--priority", type=ranged_int("priority"), help="priority, -100 to 100 (default: the task's)"
+        )
+        sub.add_argument(
+            "--max-attempts", type=ranged_int("max_attempts"), metavar="N", help="attempts, 1 to 1000"
+        )
         sub.add_argument(
             "--missed-fire-policy", choices=["coalesce", "catch_up"], help="coalesce (default) or catch_up"
         )
