@@ -110,8 +110,10 @@ SETUP_SCRIPT = """
 import json, sys
 import django
 from awa_django import InvalidSchedule
+django.setup()
+from awa_django.schedules.declaration import declared_schedules
 try:
-    django.setup()
+    declared_schedules()
 except InvalidSchedule as exc:
     print(json.dumps({"schedule": exc.schedule, "field": exc.field, "message": str(exc)}))
     sys.exit(3)
@@ -119,7 +121,9 @@ print("setup ok")
 """
 
 
-def test_cron_py__invalid_declaration_fails_django_setup() -> None:
+def test_cron_py__invalid_declaration_is_raised_by_declared_schedules() -> None:
+    # Django starts (the system checks report the declaration); what reads the
+    # declarations gets the InvalidSchedule.
     proc = run_python(["-c", SETUP_SCRIPT], subprocess_env(DJANGO_SETTINGS_MODULE="tests.badapp.settings"))
 
     assert proc.returncode == 3, proc.stdout + proc.stderr
@@ -143,6 +147,6 @@ def test_cron_py__invalid_declaration_fails_manage_py_check() -> None:
     )
 
     assert proc.returncode != 0
-    assert "InvalidSchedule" in proc.stderr
-    assert "schedule 'broken': field 'cron'" in proc.stderr
+    assert "tests/badapp/cron.py:5: (awa_django.E003) schedule 'broken': field 'cron'" in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert "System check identified no issues" not in proc.stdout
