@@ -118,3 +118,21 @@ def test_checks__schedule_of_a_task_runtasks_would_not_import_is_e075() -> None:
     assert "'outside'" in message.msg and "AWA_TASK_MODULES" in message.msg and len(message.msg) < 100
     with override_settings(AWA_TASK_MODULES=["tests.outside_tasks"]):
         assert "awa_django.E075" not in ids()
+
+
+def test_checks__the_task_framework_app_missing_from_installed_apps_is_e077(monkeypatch: Any) -> None:
+    # The apps compat.APPS names are those Django 5.2's backport needs; set here,
+    # the check fires on any Django.
+    monkeypatch.setattr(compat, "APPS", ("django_tasks",))
+    (message,) = [m for m in run_checks() if m.id == "awa_django.E077"]
+    assert message.msg.startswith("'django_tasks' is not in INSTALLED_APPS: Django ")
+    assert message.hint == 'Add "django_tasks" to INSTALLED_APPS, before "awa_django".'
+
+
+def test_checks__e077_fires_on_the_running_django_exactly_when_its_framework_has_an_app() -> None:
+    from django.conf import settings
+
+    assert "awa_django.E077" not in ids()  # tests.settings installs compat.APPS
+    without = [app for app in settings.INSTALLED_APPS if app not in compat.APPS]
+    with override_settings(INSTALLED_APPS=without):
+        assert ("awa_django.E077" in ids()) == bool(compat.APPS)  # on Django 5.2: fires
