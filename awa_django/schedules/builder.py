@@ -335,12 +335,14 @@ def _check_metadata(name: str, metadata: Any) -> dict[str, Any]:
     return metadata_json
 
 
-def _check_flow_text(name: str, **templates: Any) -> None:
-    """A key template PostgreSQL cannot store (NUL, a lone surrogate) is refused
-    by its field, before any SQL; the template's form is checked by :mod:`.flow`."""
-    for field_name, value in templates.items():
+def _check_flow(name: str, unique_key: Any, concurrency_key: Any, concurrency_limit: Any) -> dict[str, Any]:
+    """The flow-control metadata (:func:`.flow.flow_metadata`). A key template
+    PostgreSQL cannot store (NUL, a lone surrogate) is refused by its field
+    first, before any SQL; the template's form is checked by :mod:`.flow`."""
+    for field_name, value in (("unique_key", unique_key), ("concurrency_key", concurrency_key)):
         if isinstance(value, str):
             _refuse(name, field_name, validation.text_problem(value))
+    return flow_metadata(name, unique_key, concurrency_key, concurrency_limit)
 
 
 def _check_tags(name: str, tags: Any) -> tuple[str, ...]:
@@ -396,8 +398,7 @@ def build_schedule(
     max_attempts = _check_max_attempts(name, max_attempts)
     args_json, kwargs_json = _check_arguments(name, args, kwargs)
     metadata_json = _check_metadata(name, metadata)
-    _check_flow_text(name, unique_key=unique_key, concurrency_key=concurrency_key)
-    metadata_json.update(flow_metadata(name, unique_key, concurrency_key, concurrency_limit))
+    metadata_json.update(_check_flow(name, unique_key, concurrency_key, concurrency_limit))
     tag_list = _check_tags(name, tags)
     overlap, starting_deadline, jitter = _check_policies(
         name, expression or seconds, timezone, overlap, starting_deadline, jitter, concurrency_key

@@ -38,6 +38,9 @@ HINTS = {
     "awa_django.E014": "starting_deadline is a timedelta or seconds > 0, at most 100 years (None: no deadline).",
     "awa_django.E015": "jitter is a timedelta or seconds >= 0, below the shortest gap.",
     "awa_django.E016": "every: a timedelta or whole seconds >= 1 instead of cron; anchor: aware, whole second.",
+    "awa_django.E078": (
+        "unique_key/concurrency_key: text templates over {name} and {slot}; concurrency_limit: 1-1000000."
+    ),
     "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
@@ -139,6 +142,9 @@ def test_schedule_error__each_field_has_its_id_and_hint() -> None:
             ("jitter", "awa_django.E015"),
             ("every", "awa_django.E016"),
             ("anchor", "awa_django.E016"),
+            ("unique_key", "awa_django.E078"),
+            ("concurrency_key", "awa_django.E078"),
+            ("concurrency_limit", "awa_django.E078"),
         )
     }
     assert ("awa_django.E012", HINTS["awa_django.E012"]) == checks.UNKNOWN_OPTION
