@@ -510,7 +510,7 @@ def check_task_framework_app(app_configs: Any = None, **kwargs: Any) -> list[Che
         Error(
             f"{app!r} is not in INSTALLED_APPS: Django {django.get_version()} runs tasks "
             "through the django-tasks backport, which needs its app installed",
-            hint=f'Add "{app}" to INSTALLED_APPS, before "awa_django".',
+            hint=f'Add "{app}" to INSTALLED_APPS.',
             id="awa_django.E077",
         )
         for app in compat.APPS

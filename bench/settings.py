@@ -9,13 +9,16 @@ import os
 
 import environ
 
+from awa_django.tasks import compat
+
 env = environ.Env()
 
 SECRET_KEY = "awa-django-bench"
 DEBUG = False  # DEBUG would keep every query in memory
 USE_TZ = True
 TIME_ZONE = "UTC"
-INSTALLED_APPS = ["django.contrib.contenttypes", "awa_django", "bench.benchapp"]
+# compat.APPS: the django-tasks backport's app on Django 5.2 (check E077), nothing on 6.x.
+INSTALLED_APPS = ["django.contrib.contenttypes", *compat.APPS, "awa_django", "bench.benchapp"]
 DATABASES = {"default": env.db("BENCH_DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/awa_bench")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 TASKS = {

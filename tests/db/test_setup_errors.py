@@ -126,7 +126,7 @@ def test_checks__the_task_framework_app_missing_from_installed_apps_is_e077(monk
     monkeypatch.setattr(compat, "APPS", ("django_tasks",))
     (message,) = [m for m in run_checks() if m.id == "awa_django.E077"]
     assert message.msg.startswith("'django_tasks' is not in INSTALLED_APPS: Django ")
-    assert message.hint == 'Add "django_tasks" to INSTALLED_APPS, before "awa_django".'
+    assert message.hint == 'Add "django_tasks" to INSTALLED_APPS.'
 
 
 def test_checks__e077_fires_on_the_running_django_exactly_when_its_framework_has_an_app() -> None:
