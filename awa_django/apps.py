@@ -12,8 +12,10 @@ class AwaDjangoConfig(AppConfig):
 
     def ready(self) -> None:
         # Deliberately boring: no queries. Importing checks registers them; a
-        # cron.py that declares an invalid schedule raises InvalidSchedule here,
-        # so every management command fails at startup, before any write.
+        # cron.py that declares an invalid schedule is recorded by autodiscover()
+        # and reported by the system checks (one line naming the schedule and
+        # the field), so every command that runs them stops before any write,
+        # and runcron refuses to start even with --skip-checks.
         from . import checks  # noqa: F401
         from .logs import install
         from .schedules.declaration import autodiscover
