@@ -39,37 +39,51 @@ __all__ = [
 ]
 
 
-def declared_names() -> frozenset[str]:
-    """Names this code declares (``cron.py`` and ``AWA_SCHEDULES``); empty if invalid.
+def declared_names() -> frozenset[str] | None:
+    """Names this code declares (``cron.py`` and ``AWA_SCHEDULES``); None if a
+    declaration is invalid.
 
-    An invalid declaration stops Django from starting, so "empty" is only seen
-    by code that runs the checks itself.
+    The system checks report an invalid declaration, and the commands that
+    run them stop; a web process starts anyway. There, what this code declares
+    is unknown (a ``cron.py`` stopped at its bad ``periodic()``), so no row is
+    called undeclared or owned elsewhere: None compares as matching everything.
     """
     try:
         return frozenset(s.name for s in declared_schedules())
     except InvalidSchedule:
-        return frozenset()
+        return None
 
 
-def undeclared_q(names: frozenset[str]) -> Q:
+# A filter no row matches: what a comparison with unknown declarations selects.
+_NOTHING = Q(pk__in=[])
+
+
+def undeclared_q(names: frozenset[str] | None) -> Q:
     """Rows no longer declared (see :func:`undeclared`), as a filter."""
+    if names is None:
+        return _NOTHING
     return Q(retired_at__isnull=True, owner_id=conf.OWNER) & ~Q(name__in=names)
 
 
-def owned_elsewhere_q(names: frozenset[str]) -> Q:
+def owned_elsewhere_q(names: frozenset[str] | None) -> Q:
     """Rows this code declares that another deployment owns, as a filter."""
+    if names is None:
+        return _NOTHING
     other = ~Q(owner_id=conf.OWNER) if conf.OWNER is not None else Q()
     return Q(name__in=names, owner_id__isnull=False) & other
 
 
 def undeclared_rows(names: frozenset[str] | None = None, using: str = "default") -> QuerySet[CronJob]:
-    """Live rows of this deployment's owner that no declaration names, by name."""
+    """Live rows of this deployment's owner that no declaration names, by name
+    (``names``: default, :func:`declared_names`; none while that is unknown)."""
     names = declared_names() if names is None else names
     return CronJob.objects.using(using).filter(undeclared_q(names)).order_by("name")
 
 
-def undeclared(row: CronJob, names: frozenset[str]) -> bool:
+def undeclared(row: CronJob, names: frozenset[str] | None) -> bool:
     """True when ``row`` belongs to this deployment's owner and is no longer declared."""
+    if names is None:
+        return False
     return row.retired_at is None and row.owner_id == conf.OWNER and row.name not in names
 
 
@@ -100,11 +114,11 @@ class Mismatch:
     owned_elsewhere: str | None  # the owner whose row this code also declares
 
 
-def mismatch(row: CronJob, names: frozenset[str]) -> Mismatch:
+def mismatch(row: CronJob, names: frozenset[str] | None) -> Mismatch:
     """Compare one row with the declared ``names`` (see the module docstring)."""
     elsewhere = (
         row.owner_id
-        if row.name in names and row.owner_id is not None and row.owner_id != conf.OWNER
+        if names is not None and row.name in names and row.owner_id is not None and row.owner_id != conf.OWNER
         else None
     )
     return Mismatch(undeclared=undeclared(row, names), owned_elsewhere=elsewhere)

@@ -329,6 +329,8 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     @admin.display(description="declared in")
     def declared_in(self, row: CronJob) -> str:
         names = declarations.declared_names()
+        if names is None:
+            return "unknown: a declaration of this code is invalid (see manage.py check)"
         found = declarations.mismatch(row, names)
         if found.undeclared:
             return (

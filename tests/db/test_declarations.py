@@ -101,3 +101,20 @@ def test_admin__a_declared_schedule_owned_elsewhere_shows_the_conflict(admin_cli
     assert [r.name for r in filtered] == ["kept"]
     detail = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["kept"])).content.decode()
     assert "conflict: owned by billing: this code&#x27;s declaration of it is ignored" in detail
+
+
+@override_settings(
+    AWA_SCHEDULES={**DECLARED, "broken": {"cron": "0 25 * * 1-5", "task": "tests.testapp.tasks.record"}}
+)
+def test_declarations__while_one_is_invalid_no_row_is_called_undeclared(
+    admin_client: Client, gone: None
+) -> None:
+    # A web process starts with an invalid declaration (the checks report it):
+    # what this code declares is unknown, so no row is flagged on a guess.
+    assert declarations.declared_names() is None
+    assert list(declarations.undeclared_rows()) == []
+    page = admin_client.get(SCHEDULES).content.decode()
+    assert ">no longer declared</span>" not in page
+    assert list(admin_client.get(SCHEDULES + "?declared=no").context["cl"].result_list) == []
+    detail = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["gone"])).content.decode()
+    assert "unknown: a declaration of this code is invalid (see manage.py check)" in detail
