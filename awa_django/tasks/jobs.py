@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+from ..db.timestamps import JOB_TIMESTAMPS, TIMESTAMP_HIGH, TIMESTAMP_LOW
 from ..scheduler.evaluator import job_row
 
 # Jobs an operator may cancel: not yet running (a running attempt is owned by
@@ -44,11 +45,7 @@ def limits_param(limits: dict[str, dict[str, int]] | None) -> str | None:
     return json.dumps(limits) if limits else None
 
 
-# The range of awa_jobs_timestamps_check (0024), which enqueue's run_after
-# check also keeps to: what a Python datetime holds, a day's margin each side.
-TIMESTAMP_LOW = "0001-01-02 00:00:00+00"
-TIMESTAMP_HIGH = "9999-12-30 23:59:59.999999+00"
-TIMESTAMP_COLUMNS = ("run_at", "created_at", "attempted_at", "heartbeat_at", "started_at", "finished_at")
+TIMESTAMP_COLUMNS = JOB_TIMESTAMPS
 # The column a claimed row carries when one of its timestamps is outside the
 # range: what each such column holds, as the database writes it; else NULL.
 INVALID = "invalid_timestamps"
