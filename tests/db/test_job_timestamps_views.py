@@ -99,6 +99,15 @@ def test_awa_jobs_list__lists_rows_with_impossible_timestamps_flagged(value: str
         listed = json.loads(awa("jobs", "list", "--json"))
         shown = awa("cron", "show", "nightly")
         shown_json = json.loads(awa("cron", "show", "nightly", "--json"))
+        history = json.loads(awa("cron", "history", "nightly", "--json"))
+        triggered = tasks.record.enqueue("triggered")
+        sql(
+            """UPDATE awa_jobs SET metadata = '{"cron_name": "nightly", "triggered_manually": true}'"""
+            " WHERE id = %s",
+            [int(triggered.id)],
+        )
+        awa("cron", "history", "nightly")
+        history_after = json.loads(awa("cron", "history", "nightly", "--json"))
     lines = {line.split()[0]: line for line in text.splitlines()[1:]}
     assert set(lines) == {str(healthy.id), *map(str, bad.values())}
     assert f"(invalid timestamp: run_at {stored}, created_at {stored}" in lines[str(bad["available"])]
@@ -108,6 +117,9 @@ def test_awa_jobs_list__lists_rows_with_impossible_timestamps_flagged(value: str
     assert by_id[bad["running"]]["invalid_timestamps"].startswith(f"run_at {stored}, created_at {stored}")
     assert by_id[int(healthy.id)]["invalid_timestamps"] is None
     assert "nightly" in shown and shown_json["name"] == "nightly"
+    # A manual trigger's slot is its creation: one no datetime holds is no slot.
+    assert history == []
+    assert [h["job_id"] for h in history_after if h["outcome"] == "triggered"] == [int(triggered.id)]
 
 
 def test_retry_job__refuses_a_job_whose_creation_no_datetime_holds(admin_client: Client) -> None:
