@@ -2,7 +2,8 @@
 after 9999): the check of migration 0024 refuses them on an unfinished job and
 the migration fails those already stored; a worker that claims one beside
 healthy jobs fails it alone, naming the row and the column, and runs the others
-at their first attempt."""
+at their first attempt; the database checks W110/W111 report a missing check
+and the rows it would refuse."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
+from awa_django import checks
+from awa_django.db.sqlfiles import read_sql
 from awa_django.models import Job
 from awa_django.schedules.validation import RUN_AFTER_MAX, RUN_AFTER_MIN
 from awa_django.tasks import jobs
@@ -135,3 +138,37 @@ def test_migration_0024__fails_the_stored_unfinished_rows_it_refuses_and_validat
         ("0001-01-01 00:00:00+00 BC",)
     ]
     assert sql("SELECT convalidated FROM pg_constraint WHERE conname = %s", [TIMESTAMP_CHECK]) == [(True,)]
+
+
+@pytest.mark.django_db
+def test_check_job_timestamps__w110_w111_report_a_missing_check_and_the_rows_it_would_refuse() -> None:
+    assert checks.check_job_timestamps(databases=["default"]) == []
+    with without_timestamp_check():
+        insert_job("available", run_at="'-infinity'")
+        insert_job("running", attempt="1", heartbeat_at="'10000-01-01 00:00+00'")
+        insert_job("failed", created_at="'infinity'")
+        insert_job("scheduled", run_at="'9999-12-30 23:59:59+00'")
+        messages = checks.check_job_timestamps(databases=["default"])
+        assert [(m.id, m.msg, m.hint) for m in messages] == [
+            (
+                "awa_django.W110",
+                f"database 'default': the check {TIMESTAMP_CHECK} on awa_jobs is missing",
+                "Fail the jobs W111 counts, then add and validate the check (see docs).",
+            ),
+            (
+                "awa_django.W111",
+                "database 'default': 2 unfinished job(s) hold a timestamp no datetime holds",
+                "Each fails when a worker claims it; to fail them all now, see docs.",
+            ),
+        ]
+        sql(read_sql("0024_job_timestamps_fail"))
+        sql(read_sql("0024_job_timestamps"))
+        messages = checks.check_job_timestamps(databases=["default"])
+        assert [(m.id, m.msg) for m in messages] == [
+            (
+                "awa_django.W110",
+                f"database 'default': the check {TIMESTAMP_CHECK} on awa_jobs is not validated",
+            )
+        ]
+        sql(f"ALTER TABLE awa_jobs DROP CONSTRAINT {TIMESTAMP_CHECK}")
+    assert checks.check_job_timestamps(databases=["default"]) == []
