@@ -18,6 +18,7 @@ from awa_django.db.sqlfiles import read_sql
 from awa_django.models import Job
 from awa_django.schedules.validation import RUN_AFTER_MAX, RUN_AFTER_MIN
 from awa_django.tasks import jobs
+from awa_django.tasks.compat import TaskResultStatus, default_task_backend
 from awa_django.tasks.worker import Worker
 from tests.helpers.jobrows import (
     IMPOSSIBLE_TIMESTAMPS,
@@ -172,3 +173,14 @@ def test_check_job_timestamps__w110_w111_report_a_missing_check_and_the_rows_it_
         ]
         sql(f"ALTER TABLE awa_jobs DROP CONSTRAINT {TIMESTAMP_CHECK}")
     assert checks.check_job_timestamps(databases=["default"]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_get_result__a_job_failed_for_an_impossible_timestamp_reads_as_failed() -> None:
+    with without_timestamp_check():
+        bad = insert_job("available", run_at="'-infinity'", created_at="'infinity'")
+        Worker(burst=True).run()
+        result = default_task_backend.get_result(str(bad))
+    assert result.status == TaskResultStatus.FAILED
+    assert result.enqueued_at is None
+    assert [e.exception_class_path for e in result.errors] == ["awa_django.exceptions.InvalidJobRow"]
