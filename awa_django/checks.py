@@ -704,3 +704,57 @@ def check_pgbouncer_sessions(
                 )
             )
     return messages
+
+
+# --- Job rows: W110, W111 ---------------------------------------------------------------
+
+
+@register(Tags.database)
+def check_job_timestamps(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Once migration 0024 is applied, ``awa_jobs_timestamps_check`` is on ``awa_jobs``
+    and validated (W110); without it, how many unfinished jobs hold a timestamp no
+    datetime holds (W111: each fails when a worker claims it). Runs with
+    ``manage.py check --database default`` (and ``migrate``)."""
+    from django.db import DatabaseError, connections
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from .db.timestamps import JOB_TIMESTAMPS_CHECK, unfinished_out_of_range
+
+    messages: list[CheckMessage] = []
+    for alias in databases or ():
+        connection = connections[alias]
+        if connection.vendor != "postgresql":
+            continue
+        try:
+            recorder = MigrationRecorder(connection)
+            if ("awa_django", "0024_job_timestamps") not in recorder.applied_migrations():
+                continue  # not migrated yet: W071 reports it
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT convalidated FROM pg_constraint "
+                    "WHERE conrelid = 'awa_jobs'::regclass AND conname = %s",
+                    [JOB_TIMESTAMPS_CHECK],
+                )
+                row = cursor.fetchone()
+                if row is not None and row[0]:
+                    continue
+                bad = unfinished_out_of_range(cursor)
+        except DatabaseError:
+            continue  # an unreachable database is reported by Django itself
+        state = "missing" if row is None else "not validated"
+        messages.append(
+            Warning(
+                f"database {alias!r}: the check {JOB_TIMESTAMPS_CHECK} on awa_jobs is {state}",
+                hint="Fail the jobs W111 counts, then add and validate the check (see docs).",
+                id="awa_django.W110",
+            )
+        )
+        if bad:
+            messages.append(
+                Warning(
+                    f"database {alias!r}: {bad} unfinished job(s) hold a timestamp no datetime holds",
+                    hint="Each fails when a worker claims it; to fail them all now, see docs.",
+                    id="awa_django.W111",
+                )
+            )
+    return messages

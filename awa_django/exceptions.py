@@ -59,3 +59,8 @@ class UnstorableResult(ValueError):
 
 class NotMigrated(RuntimeError):
     """The database lacks awa_django migrations: run ``manage.py migrate``."""
+
+
+class InvalidJobRow(ValueError):
+    """Recorded in a job's errors when its row holds a value no job can have (a
+    timestamp such as ``'-infinity'`` written by raw SQL): it fails without running."""

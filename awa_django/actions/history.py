@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db import connections
 
+from ..db.timestamps import TIMESTAMP_HIGH, TIMESTAMP_LOW
+
 __all__ = ["HISTORY_KEPT", "OUTCOMES", "SlotOutcome", "slot_history", "skip_counts", "skip_totals", "trim"]
 
 # Skipped and missed slots kept per schedule (the counters keep counting).
@@ -25,19 +27,21 @@ OUTCOMES = ("enqueued", "triggered", "skipped_overlap", "missed_deadline")
 # The most recent outcomes of one schedule, newest first. A job's slot is its
 # cron_fire_at (the form the fire statement writes; anything else, written
 # by raw SQL, is not read as a slot) or, for a manual trigger, its creation.
-_HISTORY = """
+_HISTORY = f"""
     SELECT slot, outcome, job_id, blocked_by FROM (
         (SELECT (j.metadata ->> 'cron_fire_at')::timestamptz AS slot, 'enqueued' AS outcome,
                 j.id AS job_id, NULL::bigint AS blocked_by
            FROM awa_jobs AS j
           WHERE j.metadata ? 'cron_name' AND (j.metadata ->> 'cron_name') = %(name)s
-            AND (j.metadata ->> 'cron_fire_at') ~ '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\+00:00$'
+            AND (j.metadata ->> 'cron_fire_at') ~ '^\\d{{4}}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\+00:00$'
           ORDER BY j.id DESC LIMIT %(limit)s)
         UNION ALL
         (SELECT j.created_at, 'triggered', j.id, NULL
            FROM awa_jobs AS j
           WHERE j.metadata ? 'cron_name' AND (j.metadata ->> 'cron_name') = %(name)s
             AND j.metadata -> 'triggered_manually' = 'true'::jsonb
+            -- A creation no datetime holds ('infinity', by raw SQL) is no slot.
+            AND j.created_at BETWEEN '{TIMESTAMP_LOW}' AND '{TIMESTAMP_HIGH}'
           ORDER BY j.id DESC LIMIT %(limit)s)
         UNION ALL
         (SELECT o.slot, o.outcome, NULL, o.blocked_by

@@ -19,6 +19,7 @@ from django.db.models import Count, Q
 from django.db.models.functions import Now
 
 from ..conf import MAX_RETENTION, Kind, conf
+from ..db import timestamps
 from ..db.guards import bound_transaction_waits
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..models import Job, QueueMeta
@@ -192,6 +193,23 @@ def cancel_cron_jobs(cron_name: str, actor: str, using: str = "default") -> list
     return ids
 
 
+def _refuse_impossible_timestamps(exc: IntegrityError, job_id: int, using: str) -> None:
+    """Raise :class:`OperationRefused` when ``exc`` is awa_jobs_timestamps_check
+    refusing to make job ``job_id`` unfinished again (a timestamp no datetime holds,
+    stored before the check or by raw SQL: a retry rewrites only ``run_at``)."""
+    if (
+        getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+        != timestamps.JOB_TIMESTAMPS_CHECK
+    ):
+        return
+    job = timestamps.with_safe_timestamps(Job.objects.using(using).filter(id=job_id).only("id")).first()
+    why = (timestamps.invalid(job) if job is not None else None) or "?"
+    raise OperationRefused(
+        f"job {job_id} cannot be retried: it holds a timestamp no job can have ({why}); "
+        "correct or delete the row"
+    ) from exc
+
+
 def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
     """Make a failed or cancelled job available again (one more attempt); False if
     it does not exist or is not failed or cancelled. Raises
@@ -203,7 +221,8 @@ def retry_job(job_id: int, actor: str, using: str = "default") -> bool:
         with _bounded(using) as cursor:
             changed = jobs.retry(cursor, job_id)
             holder = None if changed else jobs.key_holder(cursor, job_id)
-    except IntegrityError:  # a holder committed between the check and the write
+    except IntegrityError as exc:  # a holder committed between the check and the write
+        _refuse_impossible_timestamps(exc, job_id, using)
         with _bounded(using) as cursor:
             holder = jobs.key_holder(cursor, job_id)
         if holder is None:  # not the unique key after all (a constraint added by hand)

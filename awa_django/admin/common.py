@@ -29,6 +29,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from ..db import timestamps
 from ..db.jsonb import Undecodable
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..reconciliation.evidence import FRESH_FOR
@@ -196,11 +197,13 @@ def when(value: datetime | None, zone: tzinfo | None = None) -> SafeString | str
 
 def timestamp(column: str, description: str | None = None) -> Callable[[Any, Any], SafeString | str]:
     """An admin column or read-only field showing the datetime ``column`` as :func:`when`
-    writes it (Django's own rendering has no seconds and no zone)."""
+    writes it (Django's own rendering has no seconds and no zone); a value no
+    datetime holds, loaded by :func:`~awa_django.db.timestamps.with_safe_timestamps`,
+    as "invalid timestamp: <the database's text>"."""
 
     @admin.display(description=description or column.replace("_", " "), ordering=column)
     def show(model_admin: Any, obj: Any) -> SafeString | str:
-        return when(getattr(obj, column))
+        return timestamps.shown(obj, column) or when(getattr(obj, column))
 
     return show
 

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from ..actions import schedules
 from ..cron import search
+from ..db.timestamps import with_safe_timestamps
 from ..models import CronJob, Job
 from .common import TIME_FORMAT, seconds, utc
 from .jobs import error_line, fire_time, with_last_error
@@ -68,7 +69,7 @@ def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
     )
     zone = zone_of(row)
     out = []
-    for job in with_last_error(jobs)[:count]:
+    for job in with_last_error(with_safe_timestamps(jobs))[:count]:
         duration = getattr(job, "awa_duration", None)
         fire_at = job.metadata.get("cron_fire_at")
         out.append(

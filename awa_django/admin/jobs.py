@@ -24,6 +24,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from ..actions import queues
+from ..db.timestamps import TIMESTAMP_HIGH, TIMESTAMP_LOW, with_safe_timestamps
+from ..db.timestamps import shown as invalid_shown
 from ..models import CronJob, Job, JobState, QueueMeta
 from ..terminal import printable
 from .common import (
@@ -62,9 +64,13 @@ ERRORS_TEXT_SQL = """
            FROM jsonb_array_elements(awa_jobs.errors) AS e)
     END
 """
-# How long the latest attempt ran, or has been running.
-DURATION_SQL = """
-    CASE WHEN awa_jobs.finished_at IS NOT NULL THEN awa_jobs.finished_at - awa_jobs.attempted_at
+# How long the latest attempt ran, or has been running; none when a timestamp
+# no datetime holds is involved (PostgreSQL refuses to subtract 'infinity').
+DURATION_SQL = f"""
+    CASE WHEN NOT coalesce(awa_jobs.attempted_at BETWEEN '{TIMESTAMP_LOW}' AND '{TIMESTAMP_HIGH}', FALSE)
+              OR NOT coalesce(awa_jobs.finished_at BETWEEN '{TIMESTAMP_LOW}' AND '{TIMESTAMP_HIGH}', TRUE)
+         THEN NULL
+         WHEN awa_jobs.finished_at IS NOT NULL THEN awa_jobs.finished_at - awa_jobs.attempted_at
          WHEN awa_jobs.state = 'running' THEN statement_timestamp() - awa_jobs.attempted_at
     END
 """
@@ -258,7 +264,9 @@ class JobAdmin(ReadOnlyAdmin):
         return has_awa_perm(request, "cancel_job")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
-        queryset: QuerySet[Job] = super().get_queryset(request)
+        # A row holding 'infinity' (raw SQL, or stored before the check of
+        # migration 0024) shows up flagged, never fails the page for every row.
+        queryset: QuerySet[Job] = with_safe_timestamps(super().get_queryset(request))
         match = request.resolver_match
         if match is not None and match.url_name == "awa_django_job_changelist":
             # The list shows none of these; each may be up to AWA_MAX_ARGS_BYTES
@@ -311,18 +319,18 @@ class JobAdmin(ReadOnlyAdmin):
     @admin.display(description="state", ordering="state")
     def state_and_due(self, job: Job) -> SafeString:
         """The state; for a job not started yet, when it is due; for a running one, since when."""
-        moment: datetime | None
         if job.state in WAITING_STATES:
-            word, moment = "due", job.run_at
+            word, column = "due", "run_at"
         elif job.state == JobState.RUNNING:
-            word, moment = "since", job.attempted_at
+            word, column = "since", "attempted_at"
         else:
             return format_html("{}", badge(job.state, f"job-{job.state}"))
+        moment: datetime | None = getattr(job, column)
         return format_html(
             '{} <span class="awa-utc">{}</span><br><span class="awa-utc">{}</span>',
             badge(job.state, f"job-{job.state}"),
             word,
-            when(moment),
+            invalid_shown(job, column) or when(moment),
         )
 
     @admin.display(description="queue", ordering="queue")

@@ -25,6 +25,7 @@ from django.db import connections, transaction
 from django.db.models.base import ModelState
 
 from ..conf import conf
+from ..db.timestamps import with_safe_timestamps
 from ..models import Job, JobState
 from ..schedules.validation import queue_problem, run_after_problem
 from . import tracing
@@ -205,7 +206,8 @@ class AwaBackend(BaseTaskBackend):
         ):
             raise TaskResultDoesNotExist(f"{result_id!r:.100} is not a result id of this backend")
         try:
-            job = Job.objects.using(self.database).get(id=int(result_id))
+            # A timestamp no datetime holds (raw SQL) reads as None, not a DataError.
+            job = with_safe_timestamps(Job.objects.using(self.database)).get(id=int(result_id))
         except Job.DoesNotExist:
             raise TaskResultDoesNotExist(result_id) from None
         return self.result_for(job)

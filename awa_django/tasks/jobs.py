@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+from ..db.timestamps import JOB_TIMESTAMPS, TIMESTAMP_HIGH, TIMESTAMP_LOW
 from ..scheduler.evaluator import job_row
 
 # Jobs an operator may cancel: not yet running (a running attempt is owned by
@@ -44,6 +45,44 @@ def limits_param(limits: dict[str, dict[str, int]] | None) -> str | None:
     return json.dumps(limits) if limits else None
 
 
+TIMESTAMP_COLUMNS = JOB_TIMESTAMPS
+# The column a claimed row carries when one of its timestamps is outside the
+# range: what each such column holds, as the database writes it; else NULL.
+INVALID = "invalid_timestamps"
+
+
+def _in_range(column: str) -> str:
+    return f"{column} BETWEEN '{TIMESTAMP_LOW}' AND '{TIMESTAMP_HIGH}'"
+
+
+def safe_timestamp(column: str, only_if: str = "TRUE") -> str:
+    """A select item reading ``column`` typed when a datetime can hold it, else NULL
+    (psycopg fails to load '-infinity' or year 10000, and with it every row fetched)."""
+    return f"CASE WHEN {only_if} AND {_in_range(column)} THEN {column} END AS {column}"
+
+
+INVALID_SQL = (
+    "NULLIF(concat_ws(', ', "
+    + ", ".join(f"CASE WHEN NOT {_in_range(c)} THEN '{c} ' || {c}::text END" for c in TIMESTAMP_COLUMNS)
+    + f"), '') AS {INVALID}"
+)
+JOB_COLUMNS = (
+    "id", "attempt", "state", "kind", "queue", "args", "priority", "max_attempts", "errors", "result",
+    "tags", "metadata", "worker_ids", "unique_key", "concurrency_key", "concurrency_limit",
+)  # fmt: skip
+# A claim's rows: every column, its timestamps loaded safely, plus INVALID.
+CLAIM = (
+    f"SELECT {', '.join(JOB_COLUMNS)}, {', '.join(safe_timestamp(c) for c in TIMESTAMP_COLUMNS)}, "
+    f"{INVALID_SQL} FROM awa_claim_v3(%s, %s, %s, %s::jsonb)"
+)
+
+
+def invalid_timestamps(row: Row) -> str | None:
+    """What makes a claimed row unloadable ("run_at -infinity, ..."), or None."""
+    value = row.get(INVALID)
+    return None if value is None else str(value)
+
+
 def claim(
     cursor: Any,
     queues: Sequence[str] | None,
@@ -55,9 +94,12 @@ def claim(
 
     Jobs whose concurrency key or queue (``limits``, from
     :func:`awa_django.tasks.limits.claim_limits`) has no room are passed over.
+    A row holding a timestamp no datetime can hold (written by raw SQL) comes
+    back with that timestamp None and :data:`INVALID` saying why: the worker
+    fails that job alone (see :func:`invalid_timestamps`).
     """
     cursor.execute(
-        "SELECT * FROM awa_claim_v3(%s, %s, %s, %s::jsonb)",
+        CLAIM,
         [list(queues) if queues is not None else None, limit, worker_id, limits_param(limits)],
     )
     return job_rows(cursor)
@@ -98,17 +140,23 @@ def complete(cursor: Any, done: Sequence[Done]) -> list[Row]:
 # The combined statement's columns: a claimed row (state 'running') comes back
 # whole, a completed one with only what its completion changed (id, attempt,
 # state, finished_at): its other columns are the claimed row's, which the
-# worker already holds, and NULLs cost nothing to load.
+# worker already holds, and NULLs cost nothing to load. Timestamps as in CLAIM.
 CLAIMED_ONLY = (
     "kind", "queue", "args", "priority", "max_attempts", "run_at", "created_at", "attempted_at",
     "heartbeat_at", "errors", "result", "tags", "metadata", "worker_ids", "started_at",
     "unique_key", "concurrency_key", "concurrency_limit",
 )  # fmt: skip
 COMPLETED_COLUMNS = ("id", "attempt", "state", "finished_at")
-COMPLETE_AND_CLAIM_COLUMNS = [*COMPLETED_COLUMNS, *CLAIMED_ONLY]
+COMPLETE_AND_CLAIM_COLUMNS = [*COMPLETED_COLUMNS, *CLAIMED_ONLY, INVALID]
 COMPLETE_AND_CLAIM = (
-    f"SELECT {', '.join(COMPLETED_COLUMNS)}, "
-    + ", ".join(f"CASE WHEN state = 'running' THEN {c} END AS {c}" for c in CLAIMED_ONLY)
+    f"SELECT id, attempt, state, {safe_timestamp('finished_at')}, "
+    + ", ".join(
+        safe_timestamp(c, "state = 'running'")
+        if c in TIMESTAMP_COLUMNS
+        else f"CASE WHEN state = 'running' THEN {c} END AS {c}"
+        for c in CLAIMED_ONLY
+    )
+    + f", CASE WHEN state = 'running' THEN {INVALID_SQL.removesuffix(f' AS {INVALID}')} END AS {INVALID}"
     + " FROM awa_complete_claim_v3(%s::bigint[], %s::integer[], %s::jsonb[], %s::text[], %s, %s, %s::jsonb)"
 )
 

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 from django.db import close_old_connections, connections
 
 from ..db import sessions
-from ..exceptions import UnstorableResult
-from . import context, tracing
+from ..exceptions import InvalidJobRow, UnstorableResult
+from . import context, jobs, tracing
 from .compat import TaskContext, normalize_json, task_started
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
@@ -58,6 +58,13 @@ def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None
     something PostgreSQL cannot store), the attempt ends with an outcome.
     None means the failure report was stale (the attempt was rescued).
     """
+    invalid = jobs.invalid_timestamps(row)
+    if invalid is not None:
+        # Loaded as None (see jobs.claim): the job fails alone, for good (the
+        # stored value would fail every retry); the jobs claimed with it run.
+        return outcomes.fail_job(
+            row, InvalidJobRow(f"job {row['id']} holds a timestamp no job can have ({invalid})")
+        )
     try:
         task = load_task(row["kind"])
         args, kwargs = call_arguments(row["args"])

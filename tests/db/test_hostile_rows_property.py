@@ -4,8 +4,12 @@ Each example writes, by raw SQL, a schedule row and a job row whose JSON
 columns hold any JSON type, deep nesting or large values, whose names hold
 control, bidi and zero-width characters, and whose timestamps sit at the edges
 PostgreSQL accepts; then one leader pass, one worker claim-and-rescue, the
-admin lists and ``awa cron list`` / ``awa jobs list`` run over them, beside a
-healthy schedule and a healthy job.
+admin lists (under every filter) and the job's page, and ``awa cron list`` /
+``awa jobs list`` run over them, beside a healthy schedule and a healthy job.
+The job row's timestamps and state are generated too: the check
+``awa_jobs_timestamps_check`` refuses an unfinished job whose timestamp no
+datetime holds, and with the check dropped (a database where such a row was
+stored before it) that job fails alone and every view lists it.
 """
 
 from __future__ import annotations
@@ -17,16 +21,18 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
 from django.test.utils import override_settings
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from awa_django.db.sqlfiles import read_sql
 from awa_django.models import Job
 from awa_django.scheduler.evaluator import evaluate
 from awa_django.tasks.worker import Worker
+from tests.helpers.jobrows import TIMESTAMP_CHECK, without_timestamp_check
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,6 +83,13 @@ EDGE_TIMESTAMP = st.sampled_from(
     [None, "infinity", "-infinity", "0001-01-01 00:00+00", "4713-01-01 00:00+00 BC", "9999-12-31 23:59:59+00",
      "1970-01-01 00:00+00", "294276-12-31 23:59:59+00"]
 )  # fmt: skip
+# A job's timestamps: the same edges, year 0 (1 BC), year 10000, and the edges of
+# the range awa_jobs_timestamps_check allows.
+JOB_TIMESTAMP = EDGE_TIMESTAMP | st.sampled_from(
+    ["0001-01-01 00:00+00 BC", "10000-01-01 00:00+00", "0001-01-02 00:00+00", "9999-12-30 23:59:59.999999+00"]
+)
+JOB_STATES = ("available", "scheduled", "running", "retryable", "completed", "failed", "cancelled")
+JOB_FILTERS = ["", *(f"?state__exact={s}" for s in JOB_STATES), "?queue=default", "?kind=x", "?q=x", "?o=6"]
 
 
 def sql(statement: str, params: list[Any] | None = None) -> Any:
@@ -107,6 +120,11 @@ def admin_user() -> User:
     errors=JSON_TEXT,
     result=JSON_TEXT,
     queue=NAME,
+    job_state=st.sampled_from(JOB_STATES),
+    job_times=st.fixed_dictionaries(
+        {"run_at": JOB_TIMESTAMP.filter(lambda t: t is not None), "created_at": JOB_TIMESTAMP.filter(bool)},
+        optional={c: JOB_TIMESTAMP for c in ("attempted_at", "started_at", "heartbeat_at", "finished_at")},
+    ),
 )
 @settings(
     max_examples=10,
@@ -129,8 +147,57 @@ def test_hostile_rows__leader_worker_admin_and_cli_serve_the_healthy_rows(
     errors: str,
     result: str,
     queue: str,
+    job_state: str,
+    job_times: dict[str, str | None],
 ) -> None:
     sql("TRUNCATE awa_cron_jobs, awa_jobs")
+    with without_timestamp_check():
+        serve_hostile_rows(
+            admin_user, name, args, metadata, last_enqueued, created, job_args, job_metadata, errors, result,
+            queue, job_state, job_times,
+        )  # fmt: skip
+
+
+def insert_hostile_job(values: list[Any], state: str, times: dict[str, str | None]) -> int:
+    """The hostile job row; an unfinished one whose timestamp no datetime holds is
+    first refused by the check (put back for the insert), then stored without it."""
+    columns = ", ".join(times)
+    sql_values = ", ".join(["%s::timestamptz"] * len(times))
+    statement = (
+        f"INSERT INTO awa_jobs (kind, queue, args, metadata, errors, result, state, max_attempts, tags, attempt,"
+        f" {columns}) VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, %s, 3, ARRAY[%s], 1,"
+        f" {sql_values}) RETURNING id"
+    )
+    params = [*values[:6], state, values[0], *times.values()]
+    in_range = sql(
+        "SELECT coalesce(bool_and(t BETWEEN '0001-01-02 00:00+00' AND '9999-12-30 23:59:59.999999+00'), TRUE)"
+        " FROM unnest(%s::timestamptz[]) AS t WHERE t IS NOT NULL",
+        [list(times.values())],
+    )[0][0]
+    if state not in ("completed", "failed", "cancelled") and not in_range:
+        with transaction.atomic():
+            sql(read_sql("0024_job_timestamps"))
+            with pytest.raises(IntegrityError, match=TIMESTAMP_CHECK), transaction.atomic():
+                sql(statement, params)
+            transaction.set_rollback(True)
+    return int(sql(statement, params)[0][0])
+
+
+def serve_hostile_rows(
+    admin_user: User,
+    name: str,
+    args: str,
+    metadata: str,
+    last_enqueued: str | None,
+    created: str,
+    job_args: str,
+    job_metadata: str,
+    errors: str,
+    result: str,
+    queue: str,
+    job_state: str,
+    job_times: dict[str, str | None],
+) -> None:
     sql(
         "INSERT INTO awa_cron_jobs (name, cron_expr, timezone, kind, queue, args, metadata, priority,"
         " max_attempts, missed_fire_policy, tags, created_at, updated_at, last_enqueued_at) VALUES"
@@ -142,10 +209,8 @@ def test_hostile_rows__leader_worker_admin_and_cli_serve_the_healthy_rows(
     )
     with override_settings(**LIMITS):
         healthy = tasks.record.enqueue("healthy")
-        sql(
-            "INSERT INTO awa_jobs (kind, queue, args, metadata, errors, result, state, run_at, max_attempts, tags)"
-            " VALUES (%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, 'available', now(), 3, ARRAY[%s])",
-            [name, queue, job_args, job_metadata, errors, result, name],
+        hostile = insert_hostile_job(
+            [name, queue, job_args, job_metadata, errors, result], job_state, job_times
         )
         sql(
             "INSERT INTO awa_jobs (kind, queue, args, metadata, errors, result, state, run_at, max_attempts,"
@@ -164,11 +229,17 @@ def test_hostile_rows__leader_worker_admin_and_cli_serve_the_healthy_rows(
         }
         client = Client()
         client.force_login(admin_user)
-        for url in ("admin:awa_django_cronjob_changelist", "admin:awa_django_job_changelist"):
-            page = client.get(reverse(url))
-            assert page.status_code == 200
+        pages = [reverse("admin:awa_django_cronjob_changelist")]
+        pages += [reverse("admin:awa_django_job_changelist") + query for query in JOB_FILTERS]
+        pages.append(reverse("admin:awa_django_job_change", args=[hostile]))
+        for url in pages:
+            page = client.get(url)
+            assert page.status_code == 200, url
             assert len(page.content) < 1_000_000
+        if job_state != "running":  # a running row is its worker's (or rescue's) to finish
+            assert sql("SELECT state FROM awa_jobs WHERE id = %s", [hostile])[0][0] != "running"
         assert "healthy" in awa("cron", "list")
         assert str(healthy.id) in awa("jobs", "list")
         assert "healthy" in json.dumps(json.loads(awa("cron", "list", "--json")))
-        assert any(j["id"] == int(healthy.id) for j in json.loads(awa("jobs", "list", "--json")))
+        listed = {j["id"] for j in json.loads(awa("jobs", "list", "--json"))}
+        assert {int(healthy.id), hostile} <= listed

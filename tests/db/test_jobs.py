@@ -276,4 +276,5 @@ def test_complete_and_claim__a_claimed_row_has_every_column_as_from_claim(cursor
     (row,) = jobs.claim(cursor, None, 1, "w-1")
     _, (got,) = jobs.complete_and_claim(cursor, [], None, 1, "w-1")
     assert (row["id"], got["id"]) == (first.id, second.id)
-    assert sorted(got) == sorted(row) == sorted(f.column for f in Job._meta.concrete_fields)
+    columns = [f.column for f in Job._meta.concrete_fields]
+    assert sorted(got) == sorted(row) == sorted([*columns, jobs.INVALID])

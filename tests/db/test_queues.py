@@ -505,6 +505,7 @@ def test_cli_jobs_list__newest_first_with_json_shape() -> None:
             "triggered_manually": False,
             "duration_seconds": None,
             "last_error": None,
+            "invalid_timestamps": None,
         },
         {
             "id": plain.id,
@@ -519,6 +520,7 @@ def test_cli_jobs_list__newest_first_with_json_shape() -> None:
             "triggered_manually": False,
             "duration_seconds": None,
             "last_error": None,
+            "invalid_timestamps": None,
         },
     ]
     lines = awa("jobs", "list").strip().splitlines()

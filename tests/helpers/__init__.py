@@ -21,5 +21,7 @@ it is named (``tests/testapp/``, ``tests/badapp/``, ``tests/outside_tasks.py``,
 - ``health``: runtime rows for the health probe.
 - ``metrics``: scraping and reading Prometheus samples.
 - ``rows``: schedule rows as hand edits leave them, and the row checks' input.
+- ``jobrows``: job rows holding timestamps no job can have, and a block without
+  the check that refuses them.
 - ``docs``: the runnable blocks of the documentation and the fresh project they run in.
 """

@@ -30,7 +30,7 @@ from awa_django.terminal import printable
 
 from ... import __version__, cli, health
 from ...actions import celery_beat, declarations, history, owners, queues, runtime_schedules, schedules
-from ...db import sessions
+from ...db import sessions, timestamps
 from ...reconciliation import persistence
 from ...schedules.runtime import RUNTIME_OWNER
 from ...schedules.validation import validate_label
@@ -440,7 +440,10 @@ class Command(BaseCommand):
     # -- jobs ----------------------------------------------------------------
     def jobs_list(self, options: dict[str, Any]) -> None:
         flt = queues.job_filter(options["state"], options["queue"], options["cron"])
-        rows = list(Job.objects.filter(flt).order_by("-id")[: max(0, options["limit"])])
+        # A row holding 'infinity' (raw SQL, or stored before the check of
+        # migration 0024) is listed, flagged, instead of failing the listing.
+        safe = timestamps.with_safe_timestamps(Job.objects.filter(flt))
+        rows = list(safe.order_by("-id")[: max(0, options["limit"])])
         now = sessions.database_now() if rows else None
         data = [
             {
@@ -450,7 +453,8 @@ class Command(BaseCommand):
                 "state": j.state,
                 "attempt": j.attempt,
                 "max_attempts": j.max_attempts,
-                "run_at": plain(j.run_at),
+                "run_at": plain(j.run_at) if j.run_at is not None else getattr(j, "run_at_text", None),
+                "invalid_timestamps": timestamps.invalid(j),
                 "cron_name": j.cron_name,
                 # metadata may be any JSON value, or undecodable (db.jsonb), in a raw row.
                 "cron_fire_at": (j.metadata if isinstance(j.metadata, dict) else {}).get("cron_fire_at"),
@@ -477,7 +481,8 @@ class Command(BaseCommand):
             # value shown as \x1b keeps its column aligned.
             cells = (
                 str(d["id"]),
-                d["state"],
+                d["state"]
+                + (f" (invalid timestamp: {d['invalid_timestamps']})" if d["invalid_timestamps"] else ""),
                 d["queue"],
                 f"{d['attempt']}/{d['max_attempts']}",
                 d["kind"],
