@@ -188,7 +188,7 @@ def test_repeats_on_retry__a_statement_over_the_stack_limit_is_not_retried() -> 
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(AWA_REPORT_RETRY_TIMEOUT=600)
+@override_settings(AWA_REPORT_RETRY_TIMEOUT=5)
 def test_report__abandons_at_once_an_error_every_retry_would_meet() -> None:
     calls: list[bool] = []
 
