@@ -24,6 +24,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from ..actions import queues
+from ..db import jsonb
 from ..models import CronJob, Job, JobState, QueueMeta
 from ..terminal import printable
 from .common import (
@@ -58,14 +59,20 @@ LAST_ERROR_TAIL_SQL = "right(awa_jobs.errors -> -1 ->> 'traceback', %s)"
 # What the search reads of each job's errors (errors may hold any JSON, of
 # any size when written by raw SQL): of its latest SEARCHED_ERRORS entries,
 # the class and the end of the traceback (where Python writes the exception's
-# own lines, as the list shows them). Bounded text: matching it costs the same
-# whatever a row holds (bench/admin_search.py).
+# own lines, as the list shows them); and nothing of errors stored larger
+# than AWA_MAX_ARGS_BYTES (pg_column_size reads the stored size without
+# fetching the value): such a job, which no reader decodes, is found by its
+# task path or schedule only. So a search costs the same whatever the rows
+# hold (bench/admin_search.py).
 SEARCHED_ERRORS = 100
 ERRORS_TEXT_SQL = """
-    CASE WHEN jsonb_typeof(awa_jobs.errors) = 'array' THEN
-        (SELECT string_agg(concat_ws(' ', left(e ->> 'exception_class_path', 300), right(e ->> 'traceback', %s)), ' ')
-           FROM jsonb_array_elements(awa_jobs.errors) WITH ORDINALITY AS a(e, n)
-          WHERE n > jsonb_array_length(awa_jobs.errors) - %s)
+    CASE WHEN pg_column_size(awa_jobs.errors) <= %s THEN
+        CASE WHEN jsonb_typeof(awa_jobs.errors) = 'array' THEN
+            (SELECT string_agg(concat_ws(' ', left(e ->> 'exception_class_path', 300),
+                                         right(e ->> 'traceback', %s)), ' ')
+               FROM jsonb_array_elements(awa_jobs.errors) WITH ORDINALITY AS a(e, n)
+              WHERE n > jsonb_array_length(awa_jobs.errors) - %s)
+        END
     END
 """
 # How long the latest attempt ran, or has been running.
@@ -277,13 +284,16 @@ class JobAdmin(ReadOnlyAdmin):
     ) -> tuple[QuerySet[Any], bool]:
         """The whole term, case-insensitively, in the task path, the schedule
         name or an attempt's error: the class, or the end of the traceback
-        (``ERROR_TAIL_CHARS``), of each of the latest ``SEARCHED_ERRORS`` attempts."""
+        (``ERROR_TAIL_CHARS``), of each of the latest ``SEARCHED_ERRORS``
+        attempts (see :data:`ERRORS_TEXT_SQL`)."""
         term = search_term.strip()
         if term:
             queryset = queryset.alias(
                 awa_cron_key=KT("metadata__cron_name"),
                 awa_errors_text=RawSQL(
-                    ERRORS_TEXT_SQL, [ERROR_TAIL_CHARS, SEARCHED_ERRORS], output_field=TextField()
+                    ERRORS_TEXT_SQL,
+                    [jsonb.max_bytes(), ERROR_TAIL_CHARS, SEARCHED_ERRORS],
+                    output_field=TextField(),
                 ),
             ).filter(
                 Q(kind__icontains=term) | Q(awa_cron_key__icontains=term) | Q(awa_errors_text__icontains=term)

@@ -1,13 +1,14 @@
 """The admin's job search reads a bounded part of each job's errors: the class
 and the end of the traceback (where the exception's own lines are) of the
-latest attempts, so a row holding megabytes of error text (raw SQL) costs no
-more to search than any other (bench/admin_search.py measures it)."""
+latest attempts, and nothing of errors stored larger than AWA_MAX_ARGS_BYTES
+(raw SQL): a row holding megabytes of error text costs no more to search
+than any other (bench/admin_search.py measures it)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from awa_django.admin.jobs import ERROR_TAIL_CHARS, SEARCHED_ERRORS
@@ -49,13 +50,17 @@ def test_jobs_search__reads_the_latest_attempts_only(admin_client: Client) -> No
     assert ids(admin_client, f"attempt-{149 - SEARCHED_ERRORS:04d}") == set()
 
 
-def test_jobs_search__a_10_mb_traceback_written_by_hand_is_searched_by_its_end(admin_client: Client) -> None:
+def test_jobs_search__errors_stored_over_the_args_limit_are_not_read(admin_client: Client) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO awa_jobs (kind, state, errors) VALUES ('myapp.tasks.huge', 'failed',"
             " jsonb_build_array(jsonb_build_object('exception_class_path', 'myapp.Huge',"
-            " 'traceback', 'HUGE-START ' || repeat('z', 10 * 1024 * 1024) || ' HUGE-END'))) RETURNING id"
+            " 'traceback', (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 320000) AS i)"
+            " || ' HUGE-END'))) RETURNING id, pg_column_size(errors)"
         )
-        huge = cursor.fetchone()[0]
-    assert ids(admin_client, "HUGE-END") == {huge}
-    assert ids(admin_client, "HUGE-START") == set()
+        huge, stored = cursor.fetchone()
+    assert stored > 1024 * 1024  # over AWA_MAX_ARGS_BYTES as stored: no reader decodes it
+    assert ids(admin_client, "HUGE-END") == set()
+    assert ids(admin_client, "myapp.tasks.huge") == {huge}  # found by its task path
+    with override_settings(AWA_MAX_ARGS_BYTES=20 * 1024 * 1024):
+        assert ids(admin_client, "HUGE-END") == {huge}
