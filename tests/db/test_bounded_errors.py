@@ -200,3 +200,30 @@ def test_report__abandons_at_once_an_error_every_retry_would_meet() -> None:
     with pytest.raises(ReportAbandoned):
         Worker().outcomes.report("fail", "1 attempt 1", op)
     assert calls == [False]
+
+
+def test_release__an_expired_deep_errors_row_fails_alone_within_the_stack() -> None:
+    deep = hand_written(DEEP_ERRORS)
+    small_stack()
+    entry = error_entry(ValueError("no such module here"), 1, "w")
+    state = jobs.release(connection.cursor(), deep, 1, timedelta(seconds=60), timedelta(0), entry)
+    assert state == "failed"
+    assert classes(stored_errors(deep)[0]) == ["awa_django.exceptions.ErrorsDropped", "builtins.ValueError"]
+
+
+def test_migration__the_previous_versions_stay_installed_for_workers_not_yet_upgraded() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT proname FROM pg_proc WHERE proname = ANY (%s)",
+            [["awa_fail_v1", "awa_fail_job_v1", "awa_release_v2", "awa_rescue_v1"]],
+        )
+        assert sorted(r[0] for r in cursor.fetchall()) == [
+            "awa_fail_job_v1",
+            "awa_fail_v1",
+            "awa_release_v2",
+            "awa_rescue_v1",
+        ]
+    job = hand_written("'[]'")
+    with connection.cursor() as cursor:  # an older worker's rescue still works beside the new one
+        cursor.execute("SELECT id FROM awa_rescue_v1(interval '1 second')")
+        assert [r[0] for r in cursor.fetchall()] == [job]
