@@ -13,7 +13,9 @@ any handler formats it. ``jsonlog.JsonFormatter`` gets the same record.
 It also bounds them: each argument, each string extra and the traceback is
 cut to ``AWA_ERROR_MAX_CHARS`` characters (:mod:`awa_django.bounded_text`),
 so a task raising a 100 MB message or a 5,000-deep chain of exceptions
-never makes a 100 MB log line.
+never makes a 100 MB log line. Django's ``django.tasks`` logger, which logs
+a failed task with its exception, gets :class:`BoundingFilter`: the same
+cut, without the escaping.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 from . import bounded_text
 from .terminal import printable
 
-__all__ = ["LOGGER_NAMES", "EscapingFilter", "escape_value", "install"]
+__all__ = ["LOGGER_NAMES", "BoundingFilter", "EscapingFilter", "bounded_traceback", "escape_value", "install"]
 
 # Every logger awa_django logs through (their names are a documented
 # contract); tests/unit/test_logs.py checks the list against the sources.
@@ -124,12 +126,35 @@ class EscapingFilter(logging.Filter):
         return True
 
 
+class BoundingFilter(logging.Filter):
+    """Cut a record's string arguments and its traceback to ``AWA_ERROR_MAX_CHARS``,
+    changing nothing else: for Django's ``django.tasks`` logger, whose record
+    of a failed task carries the exception the worker's task raised."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        limit = bounded_text.max_chars()
+        if isinstance(record.args, tuple):
+            record.args = tuple(bounded_text.cut(a, limit) if isinstance(a, str) else a for a in record.args)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = bounded_traceback(record.exc_info, limit)
+        return True
+
+
+# Django's loggers of task events (django_tasks: the backport on Django 5.2).
+TASK_EVENT_LOGGERS = ("django.tasks", "django_tasks")
+
 _FILTER = EscapingFilter()
+_BOUNDING = BoundingFilter()
 
 
 def install() -> None:
-    """Add :class:`EscapingFilter` to every logger of :data:`LOGGER_NAMES` (once)."""
+    """Add :class:`EscapingFilter` to every logger of :data:`LOGGER_NAMES`, and
+    :class:`BoundingFilter` to those of :data:`TASK_EVENT_LOGGERS` (once)."""
     for name in LOGGER_NAMES:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+    for name in TASK_EVENT_LOGGERS:
+        logger = logging.getLogger(name)
+        if _BOUNDING not in logger.filters:
+            logger.addFilter(_BOUNDING)

@@ -144,3 +144,27 @@ def test_worker_log__a_failure_line_is_bounded_through_a_real_handler() -> None:
         logger.removeHandler(handler)
     assert 0 < len(stream.getvalue()) < 3000
     assert sys.getsizeof(stream.getvalue()) < 10_000
+
+
+def test_install__django_tasks_records_of_a_failed_task_are_bounded() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("django.tasks")
+    logs.install()
+    logger.addHandler(handler)
+    try:
+        with override_settings(AWA_ERROR_MAX_CHARS=1000):
+            exc = deep_chain()
+            logger.error(
+                "Task id=%s state=%s: %s",
+                1,
+                "FAILED",
+                "m" * TEN_MB,
+                exc_info=(type(exc), exc, exc.__traceback__),
+            )
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert 0 < len(text) < 3000
+    assert text.rstrip().endswith("ValueError: END-OF-DEEP-CHAIN")
