@@ -244,6 +244,27 @@ def check_lock_timeout(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
 
 
 @register(Tags.compatibility)
+def check_error_max_chars(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """An error cut to AWA_ERROR_MAX_CHARS fits in a job's errors (ranges: :func:`check_setting_limits`)."""
+    from .bounded_text import BYTES_PER_CHAR, MIN_CHARS
+
+    chars, limit = conf.ERROR_MAX_CHARS, conf.MAX_ARGS_BYTES
+    if not (Kind.COUNT.accepts(chars) and Kind.COUNT.accepts(limit)):
+        return []  # reported as E074 / E060
+    if chars * BYTES_PER_CHAR <= limit:
+        return []
+    return [
+        Warning(
+            f"AWA_ERROR_MAX_CHARS ({chars}) is more than an eighth of AWA_MAX_ARGS_BYTES ({limit}): "
+            f"errors are cut to {max(limit // BYTES_PER_CHAR, MIN_CHARS)} characters instead",
+            hint="A job's errors must stay within AWA_MAX_ARGS_BYTES for its next attempt to run; "
+            "lower AWA_ERROR_MAX_CHARS or raise AWA_MAX_ARGS_BYTES.",
+            id="awa_django.W112",
+        )
+    ]
+
+
+@register(Tags.compatibility)
 def check_reconciliation(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Authoritative mode has a valid owner and revision."""
     from .reconciliation.persistence import validate_label

@@ -215,6 +215,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AWA_UNKNOWN_TASK_TIMEOUT", 600.0, Kind.SECONDS, "awa_django.E074"),
     Setting("AWA_REPORT_RETRY_TIMEOUT", 60.0, Kind.SECONDS, "awa_django.E074"),
     Setting("AWA_TASK_TIMEOUT", None, Kind.SECONDS_OR_NONE, "awa_django.E074"),
+    # The most characters of a failed attempt's traceback stored in its job's
+    # errors, and of each field of a log record; longer ones are cut around a
+    # marker (awa_django.bounded_text).
+    Setting("AWA_ERROR_MAX_CHARS", 20_000, Kind.COUNT, "awa_django.E074"),
 )
 
 # Name -> default, for code that needs a fallback when a setting is out of range.
@@ -381,6 +385,10 @@ class AwaSettings:
     @property
     def TASK_TIMEOUT(self) -> float | None:
         return cast("float | None", _value("AWA_TASK_TIMEOUT"))
+
+    @property
+    def ERROR_MAX_CHARS(self) -> int:
+        return cast(int, _value("AWA_ERROR_MAX_CHARS"))
 
 
 conf = AwaSettings()

@@ -53,6 +53,12 @@ class TaskTimeout(RuntimeError):
     """Recorded in a job's errors when an attempt outlived ``AWA_TASK_TIMEOUT``."""
 
 
+class ErrorsDropped(RuntimeError):
+    """Recorded in a job's errors in place of earlier entries that were dropped:
+    the oldest, to keep the errors within ``AWA_MAX_ARGS_BYTES``, or all of them
+    when they could not be read (not an array, nested too deep)."""
+
+
 class UnstorableResult(ValueError):
     """Recorded in a job's errors when PostgreSQL cannot store a task's return value."""
 

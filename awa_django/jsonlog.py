@@ -10,6 +10,10 @@ fire, ``schedule`` and ``fire_at``. So one fire can be followed from its slot
 (``cron.fired``: schedule, fire_at, job_id) to its outcome (``job.*``:
 job_id), including whatever the task itself logged.
 
+A line is bounded: ``message``, ``exception``, ``stack`` and every string
+``extra=`` field are each cut to ``AWA_ERROR_MAX_CHARS`` characters
+(:mod:`awa_django.bounded_text`), whichever logger the record comes from.
+
 Use :func:`json_logging` as ``LOGGING`` (or merge its parts into yours)::
 
     from awa_django.jsonlog import json_logging
@@ -25,6 +29,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from . import bounded_text
+from .logs import bounded_traceback
 from .tasks import context
 
 # Attributes every LogRecord has; anything else came from ``extra=``.
@@ -44,16 +50,18 @@ def bind_process(**fields: Any) -> None:
         _process_fields.update(fields)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, (str, int, float, bool)) or value is None:
+def _plain(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return bounded_text.cut(value, limit)
+    if isinstance(value, (int, float, bool)) or value is None:
         return value
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [_plain(v) for v in value]
+        return [_plain(v, limit) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return str(value)
+        return {str(k): _plain(v, limit) for k, v in value.items()}
+    return bounded_text.cut(str(value), limit)
 
 
 # Characters JSON allows raw inside strings but line splitters (Python's
@@ -75,11 +83,12 @@ class JsonFormatter(logging.Formatter):
     """Format each record as one JSON object on one line."""
 
     def format(self, record: logging.LogRecord) -> str:
+        limit = bounded_text.max_chars()
         data: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": bounded_text.cut(record.getMessage(), limit),
             "pid": record.process,
         }
         with _process_lock:
@@ -94,11 +103,11 @@ class JsonFormatter(logging.Formatter):
                     data["fire_at"] = fire.fire_at.isoformat()
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
-                data[key] = _plain(value)
+                data[key] = _plain(value, limit)
         if record.exc_info:
-            data["exception"] = self.formatException(record.exc_info)
+            data["exception"] = bounded_traceback(record.exc_info, limit)
         if record.stack_info:
-            data["stack"] = self.formatStack(record.stack_info)
+            data["stack"] = bounded_text.cut(self.formatStack(record.stack_info), limit)
         return _escape_line_breaks(json.dumps(data, ensure_ascii=False, default=str))
 
 

@@ -26,6 +26,7 @@ from django.utils.safestring import SafeString
 from ..actions import queues
 from ..db.timestamps import TIMESTAMP_HIGH, TIMESTAMP_LOW, with_safe_timestamps
 from ..db.timestamps import shown as invalid_shown
+from ..db import jsonb
 from ..models import CronJob, Job, JobState, QueueMeta
 from ..terminal import printable
 from .common import (
@@ -57,11 +58,23 @@ SCHEDULE_CHOICES = 100
 ERROR_TAIL_CHARS = 2000
 LAST_ERROR_CLASS_SQL = "left(awa_jobs.errors -> -1 ->> 'exception_class_path', 300)"
 LAST_ERROR_TAIL_SQL = "right(awa_jobs.errors -> -1 ->> 'traceback', %s)"
-# Every attempt's class and traceback, for the search (errors may hold any JSON).
+# What the search reads of each job's errors (errors may hold any JSON, of
+# any size when written by raw SQL): of its latest SEARCHED_ERRORS entries,
+# the class and the end of the traceback (where Python writes the exception's
+# own lines, as the list shows them); and nothing of errors stored larger
+# than AWA_MAX_ARGS_BYTES (pg_column_size reads the stored size without
+# fetching the value): such a job, which no reader decodes, is found by its
+# task path or schedule only. So a search costs the same whatever the rows
+# hold (bench/admin_search.py).
+SEARCHED_ERRORS = 100
 ERRORS_TEXT_SQL = """
-    CASE WHEN jsonb_typeof(awa_jobs.errors) = 'array' THEN
-        (SELECT string_agg(concat_ws(' ', e ->> 'exception_class_path', e ->> 'traceback'), ' ')
-           FROM jsonb_array_elements(awa_jobs.errors) AS e)
+    CASE WHEN pg_column_size(awa_jobs.errors) <= %s THEN
+        CASE WHEN jsonb_typeof(awa_jobs.errors) = 'array' THEN
+            (SELECT string_agg(concat_ws(' ', left(e ->> 'exception_class_path', 300),
+                                         right(e ->> 'traceback', %s)), ' ')
+               FROM jsonb_array_elements(awa_jobs.errors) WITH ORDINALITY AS a(e, n)
+              WHERE n > jsonb_array_length(awa_jobs.errors) - %s)
+        END
     END
 """
 # How long the latest attempt ran, or has been running; none when a timestamp
@@ -216,7 +229,7 @@ class JobAdmin(ReadOnlyAdmin):
     list_filter = ["state", QueueFilter, CronNameFilter, KindFilter]
     # Searched by get_search_results: task path, schedule name, error text.
     search_fields = ["kind"]
-    search_help_text = "Task path, schedule name or error text (any attempt's)."
+    search_help_text = "Task path, schedule name or error (class, or the end of an attempt's traceback)."
     list_per_page = 50
     ordering = ["-id"]
     paginator = EstimatedCountPaginator
@@ -278,12 +291,18 @@ class JobAdmin(ReadOnlyAdmin):
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
         """The whole term, case-insensitively, in the task path, the schedule
-        name or any attempt's error (class and traceback)."""
+        name or an attempt's error: the class, or the end of the traceback
+        (``ERROR_TAIL_CHARS``), of each of the latest ``SEARCHED_ERRORS``
+        attempts (see :data:`ERRORS_TEXT_SQL`)."""
         term = search_term.strip()
         if term:
             queryset = queryset.alias(
                 awa_cron_key=KT("metadata__cron_name"),
-                awa_errors_text=RawSQL(ERRORS_TEXT_SQL, [], output_field=TextField()),
+                awa_errors_text=RawSQL(
+                    ERRORS_TEXT_SQL,
+                    [jsonb.max_bytes(), ERROR_TAIL_CHARS, SEARCHED_ERRORS],
+                    output_field=TextField(),
+                ),
             ).filter(
                 Q(kind__icontains=term) | Q(awa_cron_key__icontains=term) | Q(awa_errors_text__icontains=term)
             )

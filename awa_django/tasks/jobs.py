@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from ..db.timestamps import JOB_TIMESTAMPS, TIMESTAMP_HIGH, TIMESTAMP_LOW
+from ..db import jsonb
 from ..scheduler.evaluator import job_row
 
 # Jobs an operator may cancel: not yet running (a running attempt is owned by
@@ -214,6 +215,13 @@ def completed(cursor: Any, done: Sequence[Done]) -> list[Row]:
     return job_rows(cursor)
 
 
+def errors_limits() -> list[int]:
+    """The bounds a job's ``errors`` are kept within when an entry is appended
+    (``AWA_MAX_ARGS_BYTES``, ``AWA_MAX_JSON_DEPTH``): ``awa_errors_append_v1``
+    drops the oldest entries, or entries no reader could decode, to stay there."""
+    return [jsonb.max_bytes(), jsonb.max_depth()]
+
+
 def _state(cursor: Any) -> str | None:
     row = cursor.fetchone()
     return None if row is None else row[0]
@@ -222,15 +230,18 @@ def _state(cursor: Any) -> str | None:
 def fail(cursor: Any, job_id: int, attempt: int, error: dict[str, Any], retry_in: timedelta) -> str | None:
     """Record a failed attempt: 'retryable' (again in ``retry_in``) or 'failed'; None when stale."""
     cursor.execute(
-        "SELECT awa_fail_v1(%s, %s, %s::jsonb, clock_timestamp() + %s)",
-        [job_id, attempt, json.dumps(error), retry_in],
+        "SELECT awa_fail_v2(%s, %s, %s::jsonb, clock_timestamp() + %s, %s, %s)",
+        [job_id, attempt, json.dumps(error), retry_in, *errors_limits()],
     )
     return _state(cursor)
 
 
 def fail_job(cursor: Any, job_id: int, attempt: int, error: dict[str, Any]) -> str | None:
     """Fail the job for good, whatever attempts remain; 'failed', or None when stale."""
-    cursor.execute("SELECT awa_fail_job_v1(%s, %s, %s::jsonb)", [job_id, attempt, json.dumps(error)])
+    cursor.execute(
+        "SELECT awa_fail_job_v2(%s, %s, %s::jsonb, %s, %s)",
+        [job_id, attempt, json.dumps(error), *errors_limits()],
+    )
     return _state(cursor)
 
 
@@ -242,8 +253,8 @@ def release(
     Returns the new state ('available', 'retryable' or 'failed'), None when stale.
     """
     cursor.execute(
-        "SELECT awa_release_v2(%s, %s, %s, %s, %s::jsonb)",
-        [job_id, attempt, delay, give_up_after, json.dumps(error)],
+        "SELECT awa_release_v3(%s, %s, %s, %s, %s::jsonb, %s, %s)",
+        [job_id, attempt, delay, give_up_after, json.dumps(error), *errors_limits()],
     )
     return _state(cursor)
 
@@ -272,9 +283,34 @@ def heartbeat(cursor: Any, keys: Sequence[tuple[int, int]]) -> int:
 
 
 def rescue(cursor: Any, stale_after: timedelta) -> list[Row]:
-    """Return to the queue (or fail) attempts not heartbeated for ``stale_after``; their rows."""
-    cursor.execute("SELECT * FROM awa_rescue_v1(%s)", [stale_after])
+    """Return to the queue (or fail) attempts not heartbeated for ``stale_after``; their rows.
+
+    Row by row: a row whose stored ``errors`` cannot take the rescue's entry
+    (not an array, nested too deep, too large) has them replaced or trimmed,
+    with an ``ErrorsDropped`` entry saying why (see :func:`dropped_errors`),
+    and is rescued all the same, like every other stale row.
+    """
+    cursor.execute("SELECT * FROM awa_rescue_v2(%s, %s, %s)", [stale_after, *errors_limits()])
     return job_rows(cursor)
+
+
+ERRORS_DROPPED = "awa_django.exceptions.ErrorsDropped"
+
+
+def dropped_errors(row: Row) -> str | None:
+    """What ``awa_errors_append_v1`` said it dropped from ``row``'s errors when
+    its latest attempt's error was appended, or None."""
+    errors = row.get("errors")
+    if not isinstance(errors, list):
+        return None
+    for entry in errors[:1]:  # the note, when there is one, comes first
+        if (
+            isinstance(entry, dict)
+            and entry.get("exception_class_path") == ERRORS_DROPPED
+            and entry.get("attempt") == row.get("attempt")
+        ):
+            return str(entry.get("traceback", ""))
+    return None
 
 
 def cancel(
@@ -296,13 +332,13 @@ def cancel(
         f"""
         UPDATE awa_jobs
            SET state = 'cancelled', finished_at = clock_timestamp(),
-               errors = errors || jsonb_build_array(jsonb_build_object(
+               errors = awa_errors_append_v1(errors, jsonb_build_object(
                    'exception_class_path', 'awa_django.exceptions.JobCancelled',
-                   'traceback', 'cancelled by ' || %s))
+                   'traceback', 'cancelled by ' || %s), %s, %s)
          WHERE {where} AND state = ANY (%s)
         RETURNING id
         """,
-        [actor, param, list(CANCELLABLE)],
+        [actor, *errors_limits(), param, list(CANCELLABLE)],
     )
     return sorted(int(r[0]) for r in cursor.fetchall())
 

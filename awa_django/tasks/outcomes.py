@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connections
 
-from .. import metrics
+from .. import bounded_text, metrics
 from ..conf import conf
 from ..exceptions import UnstorableResult
 from . import jobs
@@ -46,6 +46,8 @@ __all__ = ["Outcomes", "Refill", "ReportAbandoned", "Success", "error_entry", "r
 # another deployment sharing the database (and queue) may be able to run it.
 RELEASE_DELAY = timedelta(seconds=60)
 REPORT_RETRY_MAX_DELAY = 2.0  # seconds between report retries, at most
+# An exception class's dotted path, as stored (a class's __qualname__ is code's to choose).
+CLASS_PATH_MAX_CHARS = 300
 T = TypeVar("T")
 Row = dict[str, Any]
 Key = tuple[int, int]
@@ -65,19 +67,39 @@ def error_entry(exc: BaseException, attempt: int, worker_id: str) -> dict[str, A
     Whatever the exception: its text may hold NUL or lone surrogates (written
     visibly, see :func:`~awa_django.tasks.payloads.storable_text`), its ``__str__``
     may raise (the class name stands in); storing the failure never fails.
+    Its traceback (a message of any size, a chain of any length) is cut to
+    ``AWA_ERROR_MAX_CHARS`` (:mod:`awa_django.bounded_text`), so the job's
+    errors stay readable and its next attempt runs.
     """
     kind = type(exc)
-    class_path = storable_text(f"{kind.__module__}.{kind.__qualname__}")
+    class_path = storable_text(
+        bounded_text.cut(f"{kind.__module__}.{kind.__qualname__}", CLASS_PATH_MAX_CHARS)
+    )
     try:
-        text = "".join(traceback.format_exception(exc))
+        text = bounded_text.cut_chunks(
+            traceback.TracebackException.from_exception(exc, compact=True).format()
+        )
     except Exception:  # e.g. a RecursionError on a pathological __cause__ chain
-        text = f"{class_path}: {exception_text(exc)}\n(the traceback could not be formatted)\n"
+        message = bounded_text.cut(exception_text(exc))
+        text = f"{class_path}: {message}\n(the traceback could not be formatted)\n"
     return {
         "exception_class_path": class_path,
         "traceback": storable_text(text),
         "attempt": attempt,
         "worker_id": worker_id,
     }
+
+
+# SQLSTATE class of errors the same statement meets again on every try
+# (program_limit_exceeded: stack depth, statement too complex): retrying
+# would only hold the attempt's slot for AWA_REPORT_RETRY_TIMEOUT.
+REPEATING_SQLSTATE_CLASSES = ("54",)
+
+
+def repeats_on_retry(exc: BaseException) -> bool:
+    """Whether the database error ``exc`` would recur if the same report were retried."""
+    sqlstate = getattr(exc.__cause__, "sqlstate", None) or getattr(exc, "sqlstate", None)
+    return isinstance(sqlstate, str) and sqlstate[:2] in REPEATING_SQLSTATE_CLASSES
 
 
 class ReportAbandoned(Exception):
@@ -140,7 +162,8 @@ class Outcomes:
         ``retried`` tells ``op`` that an earlier try may have committed before
         its connection broke, so it should look at the rows, not only at what
         the fenced statement returned. Raises :class:`ReportAbandoned` after
-        ``AWA_REPORT_RETRY_TIMEOUT``.
+        ``AWA_REPORT_RETRY_TIMEOUT``, or at once on an error every retry would
+        meet again (:func:`repeats_on_retry`).
         """
         deadline = time.monotonic() + float(conf.REPORT_RETRY_TIMEOUT)
         delay, tries = 0.1, 0
@@ -151,7 +174,7 @@ class Outcomes:
                     return op(cursor, tries > 1)
             except (OperationalError, InterfaceError) as exc:
                 connections[self.using].close()  # the next try opens a fresh connection
-                if time.monotonic() + delay > deadline:
+                if time.monotonic() + delay > deadline or repeats_on_retry(exc):
                     logger.error(
                         "job %s: %s report abandoned after %d tries: %s",
                         label,
@@ -217,7 +240,8 @@ class Outcomes:
         metrics.observe_finished(row, state)
         # A BaseException that is not an Exception (SystemExit, KeyboardInterrupt,
         # GeneratorExit, custom) is never an ordinary failure: always ERROR, with
-        # its traceback, so it is not mistaken for a crash of the worker.
+        # its traceback, so it is not mistaken for a crash of the worker. The
+        # message, like the traceback (awa_django.logs), is cut to AWA_ERROR_MAX_CHARS.
         level = logging.ERROR if state == "failed" or not isinstance(exc, Exception) else logging.WARNING
         logger.log(
             level,
@@ -227,7 +251,8 @@ class Outcomes:
             attempt,
             state,
             entry["exception_class_path"],
-            exception_text(exc),  # never exc itself: its __str__ may raise in the log handler
+            # never exc itself: its __str__ may raise in the log handler
+            bounded_text.cut(exception_text(exc)),
             exc_info=not isinstance(exc, Exception),
             extra={"event": f"job.{state}", "job_id": job_id},
         )
@@ -262,7 +287,7 @@ class Outcomes:
             logger.error(
                 "job %s failed: %s",
                 job_id,
-                exception_text(exc),
+                bounded_text.cut(exception_text(exc)),
                 extra={"event": "job.failed", "job_id": job_id},
             )
         return state

@@ -197,11 +197,13 @@ class Worker:
         ):
             for row in jobs.rescue(cursor, timedelta(seconds=float(conf.RESCUE_AFTER))):
                 metrics.observe_rescued(row["state"])
+                dropped = jobs.dropped_errors(row)
                 logger.warning(
-                    "job %s attempt %s rescued -> %s",
+                    "job %s attempt %s rescued -> %s%s",
                     row["id"],
                     row["attempt"],
                     row["state"],
+                    f" ({dropped})" if dropped else "",
                     extra={"event": "job.rescued", "job_id": row["id"]},
                 )
 

@@ -226,3 +226,21 @@ def leaves_a_transaction_open() -> int:
     pid = backend_pid.call()
     transaction.set_autocommit(False)
     return pid
+
+
+@task
+def raises_huge_message(megabytes: int = 10) -> None:
+    """Fails every attempt with a message of ``megabytes`` MB (its end is recognisable)."""
+    raise ValueError("x" * (megabytes * 1024 * 1024) + " END-OF-HUGE-MESSAGE")
+
+
+@task
+def raises_deep_chain(depth: int = 5000) -> None:
+    """Fails every attempt with a chain of ``depth`` exceptions, each raised from the one before."""
+    error: BaseException = KeyError("chain-start")
+    for level in range(1, depth):
+        try:
+            raise RuntimeError(f"level {level}") from error
+        except RuntimeError as raised:
+            error = raised
+    raise ValueError("END-OF-DEEP-CHAIN") from error

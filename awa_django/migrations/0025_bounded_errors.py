@@ -1,0 +1,19 @@
+"""A job's errors stay within the limits every reader decodes, and one bad row
+never fails another's report or rescue: sql/0025_bounded_errors.sql installs
+new versions of the fail, release and rescue functions (the previous versions
+stay installed for workers not yet upgraded)."""
+
+from django.db import migrations
+
+from ..db.sqlfiles import run_sql_file
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('awa_django', '0023_job_bounds'),
+    ]
+
+    operations = [
+        run_sql_file("0025_bounded_errors"),
+    ]
