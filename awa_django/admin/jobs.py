@@ -24,9 +24,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from ..actions import queues
+from ..db import jsonb
 from ..db.timestamps import TIMESTAMP_HIGH, TIMESTAMP_LOW, with_safe_timestamps
 from ..db.timestamps import shown as invalid_shown
-from ..db import jsonb
 from ..models import CronJob, Job, JobState, QueueMeta
 from ..terminal import printable
 from .common import (

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from ..db.timestamps import JOB_TIMESTAMPS, TIMESTAMP_HIGH, TIMESTAMP_LOW
 from ..db import jsonb
+from ..db.timestamps import JOB_TIMESTAMPS, TIMESTAMP_HIGH, TIMESTAMP_LOW
 from ..scheduler.evaluator import job_row
 
 # Jobs an operator may cancel: not yet running (a running attempt is owned by
