@@ -11,7 +11,7 @@ from ..db.sqlfiles import run_sql_file
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('awa_django', '0023_job_bounds'),
+        ('awa_django', '0024_job_timestamps'),
     ]
 
     operations = [

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ('awa_django', '0023_job_bounds'),
+        ('awa_django', '0025_bounded_errors'),
     ]
 
     operations = [

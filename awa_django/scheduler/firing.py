@@ -32,6 +32,10 @@ ROW_FAULTS = (IntegrityError, DataError, InternalError)
 _JSON_COLUMNS = ("args", "metadata", "errors", "result")
 # What a column that cannot be decoded reads as (its reason goes to args).
 _EMPTY: dict[str, Any] = {"metadata": {}, "errors": []}
+# Columns whose undecodable value does not stop the job: the errors of earlier
+# attempts are a record, not an input, so the next attempt runs and its failure
+# (if any) replaces them with a note (awa_errors_append_v1).
+_RECORD_ONLY = frozenset({"errors"})
 
 
 # A prepared slot's batch, sent just before its slot: the database sleeps
@@ -115,8 +119,9 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
     a value too large, too deep or invalid never raises. ``args`` then holds an
     :class:`~awa_django.db.jsonb.Undecodable` naming the column (the worker
     fails such a job with that reason); so does a ``metadata`` that is not an
-    object or ``errors`` not an array, which then read as empty, so the row's
-    other readers go on.
+    object, which then reads as empty, so the row's other readers go on.
+    ``errors`` that cannot be read (not an array, too deep, too large) read as
+    empty and do not stop the job: the next attempt always runs.
     """
     job = dict(zip(columns, values, strict=True))
     for key in _JSON_COLUMNS:
@@ -129,7 +134,7 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
             value = jsonb.Undecodable(key, f"is {jsonb.type_name(value)}, not {jsonb.type_name(empty)}")
         if isinstance(value, jsonb.Undecodable):
             job[key] = empty
-            if not isinstance(job.get("args"), jsonb.Undecodable):
+            if key not in _RECORD_ONLY and not isinstance(job.get("args"), jsonb.Undecodable):
                 job["args"] = value
     return job
 

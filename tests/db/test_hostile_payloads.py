@@ -123,7 +123,7 @@ def test_evaluate__deep_metadata_is_parked() -> None:
 # -- the worker -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("column", ["args", "metadata", "errors"])
+@pytest.mark.parametrize("column", ["args", "metadata"])
 def test_claim__an_undecodable_job_fails_alone_with_its_reason(column: str) -> None:
     healthy = tasks.write_effect.enqueue("fine")
     deep = "(repeat('[', 2000) || repeat(']', 2000))::jsonb"
@@ -136,6 +136,25 @@ def test_claim__an_undecodable_job_fails_alone_with_its_reason(column: str) -> N
         state, traceback = cursor.fetchone()
     assert state == "failed"
     assert f"job {column} cannot be read: it is nested deeper than 32 levels" in traceback
+
+
+@pytest.mark.parametrize(
+    "errors",
+    [
+        "(repeat('[', 2000) || repeat(']', 2000))::jsonb",
+        "jsonb_build_array(jsonb_build_object('traceback', repeat('x', 3 * 1024 * 1024)))",
+        "'\"not an array\"'::jsonb",
+    ],
+    ids=["deep", "large", "not-an-array"],
+)
+def test_claim__errors_no_reader_decodes_do_not_stop_the_next_attempt(errors: str) -> None:
+    """The errors of earlier attempts are a record: unreadable ones (written by
+    hand, or stored before errors were bounded) read as none, and the job runs."""
+    job_id = raw_job(errors, "errors")
+    Worker(burst=True).run()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT state FROM awa_jobs WHERE id = %s", [job_id])
+        assert cursor.fetchone() == ("completed",)
 
 
 def test_rescue__returns_undecodable_rows_without_failing() -> None:
