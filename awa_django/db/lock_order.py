@@ -151,7 +151,7 @@ class LockOrder(Operation):
             )
         statement = lock_sql(self.tables)
         if schema_editor.collect_sql:  # sqlmigrate: show the statement
-            schema_editor.execute(statement)
+            schema_editor.execute(statement, params=None)
             return
         timeout_ms = _milliseconds(conf.LOCK_TIMEOUT)
         last: OperationalError | None = None

@@ -12,6 +12,7 @@ Waits are on conditions (``pg_locks``), never on durations.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -171,3 +172,43 @@ def test_lock_order__takes_the_protocol_lock_then_the_tables_in_the_documented_o
 def test_lock_order__refuses_a_table_missing_from_the_order() -> None:
     with pytest.raises(ValueError, match="awa_other.*TABLE_LOCK_ORDER"):
         LockOrder(["awa_jobs", "awa_other"])
+
+
+def advisory_wait_start(observer: psycopg.Connection[Any], *, besides: int) -> Any:
+    """When the current wait for the protocol lock (of a session but ``besides``) began."""
+    row = observer.execute(
+        "SELECT waitstart FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> %s "
+        "AND waitstart IS NOT NULL LIMIT 1",
+        [besides],
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def test_lock_order__a_timed_out_attempt_gives_way_and_a_later_one_succeeds(
+    current_schema_afterwards: None,
+) -> None:
+    call_command("migrate", "awa_django", "0017", verbosity=0)
+    holder = raw_connection(autocommit=False)
+    observer = raw_connection()
+    try:
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", [PROTOCOL_LOCK_KEY])
+        migrator = start_migrate("0018", AWA_LOCK_TIMEOUT="2")
+        pid = holder.info.backend_pid
+        first = wait_for(lambda: advisory_wait_start(observer, besides=pid), timeout=60)
+        # A second attempt waits anew: the first gave up its place in the queue.
+        wait_for(lambda: advisory_wait_start(observer, besides=pid) not in (None, first), timeout=60)
+        holder.rollback()
+        output, _ = migrator.communicate(timeout=120)
+    finally:
+        holder.close()
+        observer.close()
+    assert migrator.returncode == 0, output
+
+
+def test_sqlmigrate__shows_the_lock_order_first_in_both_directions() -> None:
+    for backwards in (False, True):
+        out = io.StringIO()
+        call_command("sqlmigrate", "awa_django", "0018_execution_policies", backwards=backwards, stdout=out)
+        first = out.getvalue().split("pg_advisory_xact_lock", 1)[0]
+        assert "ALTER TABLE" not in first and "DROP" not in first
+        assert f"applied {'backwards' if backwards else 'forwards'})" in first
