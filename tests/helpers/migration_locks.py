@@ -196,40 +196,70 @@ def migration_tables(operations: Sequence[Operation], state: ProjectState) -> tu
     return forwards, backwards
 
 
+def _in_order(tables: Iterable[str]) -> list[str]:
+    order = {t: i for i, t in enumerate(TABLE_LOCK_ORDER)}
+    return sorted(tables, key=lambda t: (order.get(t, len(order)), t))
+
+
+def _shown(tables: Tables) -> str:
+    names = ", ".join(_in_order(tables.existing)) or "no table it can tell"
+    if tables.unknown:
+        names += f" (and what {', '.join(tables.unknown)} alters, which it cannot tell)"
+    return names
+
+
+def _needs_order(tables: Tables) -> bool:
+    return len(tables.existing) >= 2 or bool(tables.unknown)
+
+
 def lock_order_problems(migration: migrations.Migration, state: ProjectState) -> list[str]:
     """Why ``migration`` (applied on ``state``) breaks the lock-order rule, if it does."""
-    problems: list[str] = []
     label = f"{migration.app_label}.migrations.{migration.name}"
+    if not migration.atomic:
+        return _non_atomic_problems(migration, state, label)
+    problems: list[str] = []
     forwards, backwards = migration_tables(migration.operations, state)
     for direction, tables, first in (
         ("forwards", forwards, migration.operations[:1]),
         ("backwards", backwards, migration.operations[-1:]),
     ):
-        problems += [
-            f"{label} ({direction}): cannot tell which table {what} alters" for what in tables.unknown
-        ]
-        if len(tables.existing) < 2 and not tables.unknown:
+        if not _needs_order(tables):
             continue
-        order = {t: i for i, t in enumerate(TABLE_LOCK_ORDER)}
-        names = sorted(tables.existing, key=lambda t: (order.get(t, len(order)), t))
+        names = _in_order(tables.existing)
         preamble = first[0] if first and isinstance(first[0], LockOrder) else None
-        shown = ", ".join(names) or "tables"
         if preamble is None or preamble.direction != direction:
             problems.append(
-                f"{label} alters {shown} when applied {direction} without taking the lock order "
-                "first: write its operations as `operations = in_lock_order(["
+                f"{label} alters {_shown(tables)} when applied {direction} without taking the lock "
+                "order first: write its operations as `operations = in_lock_order(["
                 + ", ".join(repr(n) for n in names)
                 + "], [...])` (from awa_django.db.lock_order; see 'No lock cycle' in "
                 "docs/explanation/guarantees.md)"
             )
-        elif missing := sorted(set(names) - set(preamble.tables)):
+        elif missing := _in_order(set(names) - set(preamble.tables)):
             problems.append(
                 f"{label} alters {', '.join(missing)} when applied {direction} but its "
                 "in_lock_order([...]) leaves them out: add them to its table list"
             )
-        if not migration.atomic:
+    return problems
+
+
+def _non_atomic_problems(migration: migrations.Migration, state: ProjectState, label: str) -> list[str]:
+    """A non-atomic migration commits statement by statement: no operation may
+    alter two tables, and a lock order would end with its own statement."""
+    problems: list[str] = []
+    state = state.clone()
+    for number, op in enumerate(migration.operations, 1):
+        if isinstance(op, LockOrder):
             problems.append(
-                f"{label} alters {shown} when applied {direction} but is not atomic: the lock "
-                "order only holds within one transaction (split it, or drop atomic = False)"
+                f"{label} is not atomic: its in_lock_order locks end at once (drop atomic = False)"
             )
+            break
+        for direction, tables in zip(("forwards", "backwards"), operation_tables(op, state), strict=True):
+            if _needs_order(tables):
+                problems.append(
+                    f"{label} is not atomic, and its operation {number} ({op.describe()}) alters "
+                    f"{_shown(tables)} when applied {direction}: move it to an atomic migration "
+                    "written as `operations = in_lock_order([...], [...])`"
+                )
+        op.state_forwards(APP, state)
     return problems

@@ -85,6 +85,13 @@ def test_lock_order_problems__a_non_atomic_migration_cannot_hold_the_order() -> 
     assert problems and all("not atomic" in p for p in problems)
 
 
+def test_lock_order_problems__a_non_atomic_migration_may_alter_one_table_per_operation() -> None:
+    assert lock_order_problems(migration(alter_two_tables(), atomic=False), latest_state()) == []
+    both = [migrations.RunSQL("ALTER TABLE awa_jobs ADD c int; ALTER TABLE awa_cron_jobs ADD c int")]
+    problems = lock_order_problems(migration(both, atomic=False), latest_state())
+    assert problems and "operation 1" in problems[0] and "awa_cron_jobs, awa_jobs" in problems[0]
+
+
 def test_lock_order_problems__one_table_needs_no_preamble() -> None:
     operations = [migrations.AddField(model_name="job", name="colour", field=models.TextField(null=True))]
     assert lock_order_problems(migration(operations), latest_state()) == []
@@ -93,7 +100,8 @@ def test_lock_order_problems__one_table_needs_no_preamble() -> None:
 def test_lock_order_problems__run_python_may_write_anything() -> None:
     operations = [migrations.RunPython(migrations.RunPython.noop, migrations.RunPython.noop)]
     problems = lock_order_problems(migration(operations), latest_state())
-    assert any("without taking the lock order" in p for p in problems)
+    assert any("without taking the lock order" in p and "RunPython" in p for p in problems)
+    assert lock_order_problems(migration(in_lock_order(["awa_jobs"], operations)), latest_state()) == []
 
 
 @pytest.mark.parametrize(
