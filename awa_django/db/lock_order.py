@@ -23,7 +23,12 @@ The preamble's waits are bounded by ``AWA_LOCK_TIMEOUT`` per lock: writers
 queue behind a pending ``ACCESS EXCLUSIVE`` request, so an unbounded wait for a
 long transaction would stall every writer. On a timeout the preamble gives the
 locks back (a savepoint) so the queued writers go on, and tries again, up to
-:data:`ATTEMPTS` times; then the migration fails with
+:data:`ATTEMPTS` times. It does the same when PostgreSQL picks it as the victim
+of a deadlock: a writer that locks ``awa_runtime_instances`` or
+``awa_cron_declarations`` before the protocol lock (a statement that gets the
+protocol lock only from those tables' statement trigger: a runtime of a release
+before the protocol, a hand-written write) can still close a cycle with it
+while it waits. After the last attempt the migration fails with
 :class:`MigrationLockTimeout`, its transaction rolled back: nothing is half
 applied, and ``migrate`` can simply be run again.
 """
@@ -166,14 +171,15 @@ class LockOrder(Operation):
                     cursor.execute(statement)
                 except OperationalError as exc:
                     cursor.execute("ROLLBACK TO SAVEPOINT awa_lock_order")
-                    if not lock_wait_timed_out(exc):
+                    if not (lock_wait_timed_out(exc) or _deadlock_victim(exc)):
                         raise
                     last = exc
                     logger.warning(
-                        "migration lock order: attempt %d of %d timed out waiting for %s",
+                        "migration lock order: attempt %d of %d gave way waiting for %s: %s",
                         attempt,
                         ATTEMPTS,
                         self._what(),
+                        exc,
                         extra={"event": "migration.lock_timeout"},
                     )
                     continue
@@ -187,6 +193,11 @@ class LockOrder(Operation):
 
     def _what(self) -> str:
         return f"the protocol lock and then {', '.join(self.tables)}"
+
+
+def _deadlock_victim(exc: BaseException) -> bool:
+    """True when ``exc`` is PostgreSQL's ``deadlock detected`` (40P01)."""
+    return getattr(exc.__cause__ or exc, "sqlstate", None) == "40P01"
 
 
 def in_lock_order(tables: Sequence[str], operations: Sequence[Operation]) -> list[Operation]:

@@ -16,6 +16,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -212,3 +213,40 @@ def test_sqlmigrate__shows_the_lock_order_first_in_both_directions() -> None:
         first = out.getvalue().split("pg_advisory_xact_lock", 1)[0]
         assert "ALTER TABLE" not in first and "DROP" not in first
         assert f"applied {'backwards' if backwards else 'forwards'})" in first
+
+
+def test_lock_order__the_victim_of_a_deadlock_with_a_writer_outside_the_protocol_gives_way_and_retries(
+    current_schema_afterwards: None,
+) -> None:
+    """A writer that locks awa_runtime_instances first and gets the protocol lock
+    only then (as the tables' statement trigger makes a runtime of an older
+    release do) closes a cycle with the waiting migration; PostgreSQL aborts the
+    migration's wait (its deadlock_timeout runs out first here), which gives way."""
+    call_command("migrate", "awa_django", "0017", verbosity=0)
+    legacy = raw_connection(autocommit=False)
+    observer = raw_connection()
+    got_lock = threading.Event()
+    migrator: subprocess.Popen[str] | None = None
+    try:
+        legacy.execute("SET deadlock_timeout = '60s'")
+        legacy.execute("LOCK TABLE awa_runtime_instances IN ROW EXCLUSIVE MODE")
+        migrator = start_migrate("0018", AWA_LOCK_TIMEOUT="60", PGOPTIONS="-c deadlock_timeout=5s")
+        wait_for(lambda: waiting_backend(observer, besides=legacy.info.backend_pid), timeout=60)
+
+        def take_protocol_lock() -> None:
+            legacy.execute("SELECT awa_cron_protocol_lock()")
+            got_lock.set()
+
+        thread = threading.Thread(target=take_protocol_lock)
+        thread.start()
+        thread.join(timeout=120)
+        assert got_lock.is_set(), "the writer never got the protocol lock"
+        legacy.commit()
+        output, _ = migrator.communicate(timeout=120)
+        assert migrator.returncode == 0, output
+    finally:
+        if migrator is not None and migrator.poll() is None:
+            migrator.kill()
+            migrator.communicate()
+        legacy.close()
+        observer.close()
