@@ -3,11 +3,12 @@
 Running processes lock in one order (docs/explanation/guarantees.md, "No lock
 cycle"): the protocol lock first (``awa_cron_protocol_lock()``, an advisory
 transaction lock), then the tables in :data:`TABLE_LOCK_ORDER`. Snapshot
-writers, publication and reconciliation take the protocol lock and then
-``awa_runtime_instances``, the declarations, owners and manifests, then
-``awa_cron_jobs``; a fire locks ``awa_cron_jobs`` rows, probes and inserts
-into ``awa_jobs`` and then records slot outcomes; a claim reads ``awa_jobs``
-and then ``awa_queue_meta``.
+writers, publication and reconciliation take the protocol lock before any
+table, and then the runtime tables before ``awa_cron_jobs``; plans and
+previews, which take no lock, read the owner row, the runtime rows, the
+declarations, the manifest and then the schedules; a fire locks
+``awa_cron_jobs`` rows, probes and inserts into ``awa_jobs`` and then records
+slot outcomes; a claim reads ``awa_jobs`` and then ``awa_queue_meta``.
 
 A migration that alters a table takes an ``ACCESS EXCLUSIVE`` lock on it, held
 until it commits. Altering two tables in an order of its own, it can hold one
@@ -58,9 +59,9 @@ PROTOCOL_LOCK_KEY = 4708303696999502420
 # (after the protocol lock). A new table goes where the writers that touch it
 # along with other tables would take it.
 TABLE_LOCK_ORDER: tuple[str, ...] = (
+    "awa_cron_owners",
     "awa_runtime_instances",
     "awa_cron_declarations",
-    "awa_cron_owners",
     "awa_cron_manifests",
     "awa_cron_jobs",
     "awa_jobs",

@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = in_lock_order(
-        ["awa_runtime_instances", "awa_cron_declarations", "awa_cron_owners", "awa_cron_manifests", "awa_cron_jobs"],
+        ["awa_cron_owners", "awa_runtime_instances", "awa_cron_declarations", "awa_cron_manifests", "awa_cron_jobs"],
         [
         migrations.CreateModel(
             name='RuntimeInstance',

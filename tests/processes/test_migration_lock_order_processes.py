@@ -2,8 +2,9 @@
 live leader (``runcron``, firing every second), a live worker (``runtasks``),
 both publishing runtime snapshots as an authoritative owner, and writer
 sessions that take the live processes' lock orders (a reconciliation: protocol
-lock, runtime rows, declarations, schedules; a fire: schedules, jobs, slot
-outcomes; a claim: jobs, queue pauses): PostgreSQL detects no deadlock, and no
+lock, runtime rows, declarations, schedules; a plan: owners, runtime rows,
+declarations, manifests, schedules, without a lock; a fire: schedules, jobs,
+slot outcomes; a claim: jobs, queue pauses): PostgreSQL detects no deadlock, and no
 session waits for a lock much longer than its lock timeout.
 
 The database is one of its own (the migrations drop every awa_* table). Below
@@ -67,6 +68,13 @@ RECONCILE = [
     "UPDATE awa_runtime_instances SET last_seen_at = clock_timestamp() WHERE false",
     "SELECT count(*) FROM awa_cron_declarations",
     "SELECT count(*) FROM awa_cron_owners",
+    "SELECT count(*) FROM awa_cron_jobs",
+]
+PLAN = [  # reconciliation.plan and preview: no lock, the evidence in table order
+    "SELECT count(*) FROM awa_cron_owners",
+    "SELECT count(*) FROM awa_runtime_instances",
+    "SELECT count(*) FROM awa_cron_declarations",
+    "SELECT count(*) FROM awa_cron_manifests",
     "SELECT count(*) FROM awa_cron_jobs",
 ]
 FIRE = [
@@ -157,7 +165,7 @@ def test_migrations__every_one_both_ways_beside_live_processes_never_deadlocks(
     longest: dict[str, float] = {}
     threads = [
         threading.Thread(target=_writer, args=(own_database, statements, stop, errors))
-        for statements in (RECONCILE, RECONCILE, FIRE, CLAIM)
+        for statements in (RECONCILE, RECONCILE, PLAN, FIRE, CLAIM)
     ]
     threads.append(threading.Thread(target=_watch_waits, args=(own_database, stop, longest)))
     outputs: list[str] = []
