@@ -118,7 +118,7 @@ def _watch_waits(database: str, stop: threading.Event, longest: dict[str, float]
                 longest[key] = max(longest.get(key, 0.0), float(seconds))
 
 
-def _migrate(database: str, *target: str) -> str:
+def _migrate(database: str, *target: str) -> tuple[int, str]:
     """``migrate awa_django [TARGET]``: each migration in its own transaction, one after another."""
     done = manage_with(
         {"DATABASE_URL": _url(database), "PGAPPNAME": MIGRATOR, "AWA_LOCK_TIMEOUT": str(LOCK_TIMEOUT)},
@@ -129,8 +129,11 @@ def _migrate(database: str, *target: str) -> str:
         "0",
         timeout=300,
     )
-    assert done.returncode == 0, f"migrate {target or 'latest'}: {done.stdout}{done.stderr}"
-    return done.stdout + done.stderr
+    return done.returncode, f"migrate {' '.join(target) or 'to the latest'}: {done.stdout}{done.stderr}"
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def _deadlocks(database: str) -> int:
@@ -168,37 +171,48 @@ def test_migrations__every_one_both_ways_beside_live_processes_never_deadlocks(
         for statements in (RECONCILE, RECONCILE, PLAN, FIRE, CLAIM)
     ]
     threads.append(threading.Thread(target=_watch_waits, args=(own_database, stop, longest)))
-    outputs: list[str] = []
+    outputs: list[tuple[int, str]] = []
     try:
         for thread in threads:
             thread.start()
-        for _ in range(2):
-            outputs.append(_migrate(own_database, "zero"))
-            outputs.append(_migrate(own_database))
+        outputs.append(_migrate(own_database, "zero"))
+        outputs.append(_migrate(own_database))
         # Back at the latest schema (awa_jobs made anew), the live processes go
         # on firing and running jobs.
-        with psycopg.connect(_url(own_database), autocommit=True) as conn:
-            wait_for(
-                lambda: (
-                    conn.execute("SELECT count(*) FROM awa_jobs WHERE state = 'completed'").fetchone()[0] > 0
-                ),
-                timeout=120,
-            )
+        migrated = all(code == 0 for code, _ in outputs)
+        if migrated:  # else the deadlock (or other) failure is reported below
+            with psycopg.connect(_url(own_database), autocommit=True) as conn:
+                wait_for(
+                    lambda: (
+                        conn.execute("SELECT count(*) FROM awa_jobs WHERE state = 'completed'").fetchone()[0]
+                        > 0
+                    ),
+                    timeout=120,
+                )
     finally:
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
-    assert leader.proc.poll() is None and worker.proc.poll() is None
+    for proc in (leader, worker):
+        assert proc.proc.poll() is None, f"{proc.command} exited:\n{_tail(proc.output())}"
     for proc in (leader, worker):
         proc.signal(signal.SIGTERM)
         proc.wait(timeout=120)
 
-    logs = {"runcron": leader.output(), "runtasks": worker.output(), "migrate": "\n".join(outputs)}
+    logs = {
+        "runcron": leader.output(),
+        "runtasks": worker.output(),
+        "migrate": "\n".join(text for _, text in outputs),
+    }
     logs["writers"] = "\n".join(errors)
     deadlocked = [
-        f"{who}: {line}" for who, text in logs.items() for line in text.splitlines() if "deadlock" in line
+        f"{who}: {line}"
+        for who, text in logs.items()
+        for line in text.splitlines()
+        if "deadlock detected" in line
     ]
     assert deadlocked == []
+    assert [text for code, text in outputs if code != 0] == []
     assert _deadlocks(own_database) == 0
     too_long = {k: round(v, 1) for k, v in longest.items() if v > LOCK_TIMEOUT + SLACK}
     assert too_long == {}
