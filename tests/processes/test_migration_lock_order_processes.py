@@ -143,6 +143,19 @@ def _deadlocks(database: str) -> int:
     return int(row[0]) if row else 0
 
 
+def _wait_for_a_completed_job(database: str, *procs: Any) -> None:
+    """A job completes on the schema made anew: the live processes went on."""
+    with psycopg.connect(_url(database), autocommit=True) as conn:
+        try:
+            wait_for(
+                lambda: conn.execute("SELECT count(*) FROM awa_jobs WHERE state = 'completed'").fetchone()[0],
+                timeout=120,
+            )
+        except AssertionError:
+            logs = "\n".join(f"{p.command}:\n{_tail(p.output())}" for p in procs)
+            raise AssertionError(f"no job completed after the migrations:\n{logs}") from None
+
+
 def test_migrations__every_one_both_ways_beside_live_processes_never_deadlocks(
     own_database: str, runcron: Callable[..., Any], runtasks: Callable[..., Any]
 ) -> None:
@@ -181,14 +194,7 @@ def test_migrations__every_one_both_ways_beside_live_processes_never_deadlocks(
         # on firing and running jobs.
         migrated = all(code == 0 for code, _ in outputs)
         if migrated:  # else the deadlock (or other) failure is reported below
-            with psycopg.connect(_url(own_database), autocommit=True) as conn:
-                wait_for(
-                    lambda: (
-                        conn.execute("SELECT count(*) FROM awa_jobs WHERE state = 'completed'").fetchone()[0]
-                        > 0
-                    ),
-                    timeout=120,
-                )
+            _wait_for_a_completed_job(own_database, leader, worker)
     finally:
         stop.set()
         for thread in threads:
