@@ -181,7 +181,7 @@ class LockOrder(Operation):
                         ATTEMPTS,
                         self._what(),
                         exc,
-                        extra={"event": "migration.lock_timeout"},
+                        extra={"event": "migration.lock_retry"},
                     )
                     continue
                 cursor.execute("RELEASE SAVEPOINT awa_lock_order")
