@@ -25,6 +25,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from awa_django import metrics
+from awa_django.actions import history
 from awa_django.db.lock_order import ATTEMPTS, PROTOCOL_LOCK_KEY, LockOrder, lock_sql
 from tests.helpers.database import database_url, raw_connection
 from tests.helpers.processes import ROOT
@@ -250,3 +252,66 @@ def test_lock_order__the_victim_of_a_deadlock_with_a_writer_outside_the_protocol
             migrator.communicate()
         legacy.close()
         observer.close()
+
+
+def waits_for_a_lock(observer: psycopg.Connection[Any], pid: int) -> bool:
+    row = observer.execute(
+        "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", [pid]
+    ).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.parametrize(
+    ("reader", "held"),
+    [
+        # The leader's slot history trim: the migration waits for awa_jobs
+        # holding awa_cron_jobs; the trim must not hold a slot table by then.
+        (history._TRIM % {"kept": 100}, "awa_jobs"),
+        # The metrics exporter's gauges: the migration waits for awa_cron_jobs
+        # holding awa_runtime_instances; the gauges must not hold awa_jobs by then.
+        (metrics.DATABASE_GAUGES, "awa_cron_jobs"),
+    ],
+    ids=["slot_history_trim", "metrics_gauges"],
+)
+def test_live_readers__read_in_the_lock_order_so_migrating_0018_back_never_deadlocks_them(
+    reader: str, held: str, current_schema_afterwards: None
+) -> None:
+    call_command("migrate", "awa_django", "0018", verbosity=0)
+    blocker = raw_connection(autocommit=False)
+    observer = raw_connection()
+    session = raw_connection()
+    outcome: list[str] = []
+    migrator: subprocess.Popen[str] | None = None
+    try:
+        blocker.execute(f"LOCK TABLE {held} IN ACCESS SHARE MODE")
+        # The reader's deadlock check runs first: it is the victim of a cycle.
+        migrator = start_migrate("0017", PGOPTIONS="-c deadlock_timeout=60s", AWA_LOCK_TIMEOUT="60")
+        wait_for(
+            lambda: observer.execute(
+                "SELECT 1 FROM pg_locks WHERE NOT granted AND relation = %s::regclass AND pid <> %s",
+                [held, blocker.info.backend_pid],
+            ).fetchone(),
+            timeout=60,
+        )
+
+        def read() -> None:
+            try:
+                session.execute(reader)
+                outcome.append("read")
+            except psycopg.Error as exc:  # the tables may be gone by then: not a deadlock
+                outcome.append(str(exc))
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        wait_for(lambda: waits_for_a_lock(observer, session.info.backend_pid) or outcome, timeout=60)
+        blocker.rollback()
+        thread.join(timeout=120)
+        output, _ = migrator.communicate(timeout=120)
+        assert outcome and "deadlock" not in outcome[0], outcome
+        assert migrator.returncode == 0, output
+    finally:
+        if migrator is not None and migrator.poll() is None:
+            migrator.kill()
+            migrator.communicate()
+        for conn in (blocker, observer, session):
+            conn.close()
