@@ -58,12 +58,20 @@ except ImportError:  # the optional extra is not installed
 AVAILABLE = prometheus_client is not None
 MISSING = "Prometheus metrics need the optional extra: pip install 'awa-django[metrics]'"
 
-# One query for every database gauge (kind, label 1, label 2, value). Each arm
+# One query for every database gauge (kind, label 1, label 2, value). Its arms
+# read the tables in the lock order of awa_django.db.lock_order (PostgreSQL
+# locks them as it parses the statement, arm by arm), so a migration holding
+# some of them never waits for it while it waits for the migration. Each arm
 # is cheap: awa_cron_jobs is small and indexed on next_fire_at, runtime rows
 # are few; the jobs arm is one aggregate over awa_jobs, which pruning keeps
 # bounded (AWA_JOB_RETENTION), and the statement timeout bounds it anyway.
 DATABASE_GAUGES = """
-    SELECT 'jobs', queue, state, count(*)::float8 FROM awa_jobs GROUP BY queue, state
+    SELECT 'runtimes', role, CASE WHEN leader THEN 'leader' ELSE '' END, count(*)::float8
+      FROM awa_runtime_instances
+     WHERE NOT shutting_down
+       AND last_seen_at + make_interval(secs => GREATEST(30.0, snapshot_interval_ms * 0.003))
+           > clock_timestamp()
+     GROUP BY 2, 3
     UNION ALL
     SELECT 'schedules',
            CASE WHEN retired_at IS NOT NULL THEN 'retired'
@@ -83,14 +91,9 @@ DATABASE_GAUGES = """
     SELECT 'parked', '', '', count(*)::float8 FROM awa_cron_jobs
      WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at >= '9999-12-31T00:00:00+00:00'
     UNION ALL
-    SELECT 'skipped', reason, '', sum(count)::float8 FROM awa_cron_slot_counts GROUP BY reason
+    SELECT 'jobs', queue, state, count(*)::float8 FROM awa_jobs GROUP BY queue, state
     UNION ALL
-    SELECT 'runtimes', role, CASE WHEN leader THEN 'leader' ELSE '' END, count(*)::float8
-      FROM awa_runtime_instances
-     WHERE NOT shutting_down
-       AND last_seen_at + make_interval(secs => GREATEST(30.0, snapshot_interval_ms * 0.003))
-           > clock_timestamp()
-     GROUP BY 2, 3
+    SELECT 'skipped', reason, '', sum(count)::float8 FROM awa_cron_slot_counts GROUP BY reason
 """
 
 DEFAULT_HOST = "127.0.0.1"

@@ -10,12 +10,16 @@
  * Lock kinds:
  *   protocol  pg_advisory_xact_lock(awa_cron_protocol_lock key), exclusive
  *   owner     the awa_cron_owners row of "billing", FOR UPDATE
- *   CRON/JOBS table locks on awa_cron_jobs / awa_jobs: a weak mode (AccessShare,
- *             RowShare, RowExclusive -- mutually compatible) or ACCESS EXCLUSIVE
+ *   RUNTIME/CRON/JOBS table locks on awa_runtime_instances / awa_cron_jobs /
+ *             awa_jobs: a weak mode (AccessShare, RowShare, RowExclusive --
+ *             mutually compatible) or ACCESS EXCLUSIVE
  *   row[A|B]  awa_cron_jobs rows "a" < "b": FOR UPDATE (exclusive) or FOR SHARE
  *
  * Broken variants (refuted by make verify):
  *   -DMIGRATION_WRONG_ORDER  a migration locking awa_jobs before awa_cron_jobs
+ *   -DMIGRATION_NO_PROTOCOL  a migration altering awa_cron_jobs and then
+ *                            awa_runtime_instances without the protocol lock
+ *                            (0018_execution_policies before in_lock_order)
  *   -DFIRE_UNORDERED         the second leader locks rows b, a (awa_cron_fire_v1:
  *                            row order left to the planner)
  *   -DOPERATOR_ROWS_FIRST    an operator action locking rows before the protocol lock
@@ -28,13 +32,15 @@
 
 byte protocol = FREE;           /* advisory xact lock holder (pid) */
 byte owner = FREE;              /* owner row holder */
-byte cron_ae = FREE, jobs_ae = FREE;     /* ACCESS EXCLUSIVE holder */
-int  cron_weak = 0, jobs_weak = 0;       /* weak-mode holders, one bit per pid */
+byte runtime_ae = FREE, cron_ae = FREE, jobs_ae = FREE;  /* ACCESS EXCLUSIVE holder */
+int  runtime_weak = 0, cron_weak = 0, jobs_weak = 0;      /* weak-mode holders, one bit per pid */
 byte rowx[2];                   /* FOR UPDATE holder of row a, b */
 int  rows[2];                    /* FOR SHARE holders of row a, b (bits) */
 
 inline lock_protocol()  { atomic { protocol == FREE -> protocol = _pid } }
 inline lock_owner()     { atomic { owner == FREE -> owner = _pid } }
+inline weak_runtime()   { atomic { runtime_ae == FREE || runtime_ae == _pid -> runtime_weak = runtime_weak | BIT(_pid) } }
+inline exclusive_runtime() { atomic { (runtime_ae == FREE || runtime_ae == _pid) && (runtime_weak & ~BIT(_pid)) == 0 -> runtime_ae = _pid } }
 inline weak_cron()      { atomic { cron_ae == FREE || cron_ae == _pid -> cron_weak = cron_weak | BIT(_pid) } }
 inline weak_jobs()      { atomic { jobs_ae == FREE || jobs_ae == _pid -> jobs_weak = jobs_weak | BIT(_pid) } }
 inline exclusive_cron() { atomic { (cron_ae == FREE || cron_ae == _pid) && (cron_weak & ~BIT(_pid)) == 0 -> cron_ae = _pid } }
@@ -48,8 +54,10 @@ inline commit()
     atomic {
         if :: protocol == _pid -> protocol = FREE :: else -> skip fi;
         if :: owner == _pid -> owner = FREE :: else -> skip fi;
+        if :: runtime_ae == _pid -> runtime_ae = FREE :: else -> skip fi;
         if :: cron_ae == _pid -> cron_ae = FREE :: else -> skip fi;
         if :: jobs_ae == _pid -> jobs_ae = FREE :: else -> skip fi;
+        runtime_weak = runtime_weak & ~BIT(_pid);
         cron_weak = cron_weak & ~BIT(_pid);
         jobs_weak = jobs_weak & ~BIT(_pid);
         if :: rowx[A] == _pid -> rowx[A] = FREE :: else -> skip fi;
@@ -75,15 +83,24 @@ proctype Fire(bool reversed)
     commit()
 }
 
-/* A migration touching both tables (0004_reconciliation's LOCK TABLE
-   awa_cron_jobs IN ACCESS EXCLUSIVE MODE, then DDL), and one touching only
-   awa_jobs (0003_worker, 0007_release_and_prune_index). */
+/* A migration altering several tables (in_lock_order, as 0018_execution_policies:
+   the protocol lock, then LOCK TABLE awa_runtime_instances, awa_cron_jobs,
+   awa_jobs IN ACCESS EXCLUSIVE MODE, then DDL), and one touching only awa_jobs
+   (0007_release_and_prune_index). */
 proctype MigrationBoth()
 {
-#ifdef MIGRATION_WRONG_ORDER
+#if defined(MIGRATION_WRONG_ORDER)
+    lock_protocol();
+    exclusive_runtime();
     exclusive_jobs();
     exclusive_cron();
+#elif defined(MIGRATION_NO_PROTOCOL)
+    exclusive_cron();
+    exclusive_runtime();
+    exclusive_jobs();
 #else
+    lock_protocol();
+    exclusive_runtime();
     exclusive_cron();
     exclusive_jobs();
 #endif
@@ -97,11 +114,12 @@ proctype MigrationJobsOnly()
 }
 
 /* RuntimeReporter.write -> publish -> evaluate_locked -> sync_definitions:
-   protocol lock, INSERT of new names, the owner row FOR UPDATE, the upsert of
-   owned rows in name order. */
+   protocol lock, the runtime snapshot upsert, INSERT of new names, the owner
+   row FOR UPDATE, the upsert of owned rows in name order. */
 proctype Publication()
 {
     lock_protocol();
+    weak_runtime();
     weak_cron();
     lock_owner();
     row_update(A);
@@ -110,7 +128,8 @@ proctype Publication()
 }
 
 /* ownership.operate(apply=True), e.g. retire_owner; reconcile() is the same
-   shape: protocol lock, owner rows, schedule rows ORDER BY name FOR UPDATE. */
+   shape: protocol lock, owner rows, (reconcile) the fleet's runtime rows,
+   schedule rows ORDER BY name FOR UPDATE. */
 proctype OperatorAction()
 {
 #ifdef OPERATOR_ROWS_FIRST
@@ -122,6 +141,7 @@ proctype OperatorAction()
 #else
     lock_protocol();
     lock_owner();
+    weak_runtime();
     weak_cron();
     row_update(A);
     row_update(B);

@@ -168,6 +168,13 @@ CHECKS = [
     ),
     Check(
         "lock_order.pml",
+        ("MIGRATION_NO_PROTOCOL",),
+        None,
+        False,
+        "BROKEN migration altering awa_cron_jobs, then awa_runtime_instances, without the protocol lock",
+    ),
+    Check(
+        "lock_order.pml",
         ("FIRE_UNORDERED",),
         None,
         False,

@@ -6,6 +6,8 @@ import django.db.models.functions.text
 import django.db.models.lookups
 from django.db import migrations, models
 
+from ..db.lock_order import in_lock_order
+
 
 class Migration(migrations.Migration):
 
@@ -14,7 +16,9 @@ class Migration(migrations.Migration):
     dependencies = [
     ]
 
-    operations = [
+    operations = in_lock_order(
+        ["awa_cron_jobs", "awa_jobs", "awa_queue_meta"],
+        [
         migrations.CreateModel(
             name='QueueMeta',
             fields=[
@@ -86,4 +90,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.CheckConstraint(condition=models.Q(('state__in', ['available', 'scheduled', 'running', 'completed', 'retryable', 'failed', 'cancelled'])), name='awa_jobs_state_check')],
             },
         ),
-    ]
+        ],
+    )

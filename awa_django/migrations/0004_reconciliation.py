@@ -6,12 +6,15 @@ import django.db.models.functions.text
 import django.db.models.lookups
 from django.db import migrations, models
 
+from ..db.lock_order import in_lock_order
 from ..db.sqlfiles import run_sql_file
 
-# Lock order (ADR-007 "Consequences"): the fire statement locks an awa_cron_jobs
-# row and then inserts into awa_jobs, so a migration must take awa_cron_jobs
-# before anything else, in both directions, or it can deadlock with a fire.
-LOCK_CRON_FIRST = "LOCK TABLE awa_cron_jobs IN ACCESS EXCLUSIVE MODE"
+# Lock order (ADR-007 "Consequences", awa_django.db.lock_order): the fire
+# statement locks an awa_cron_jobs row and then inserts into awa_jobs, and
+# snapshot writers take the protocol lock and then the runtime tables, so the
+# migration takes the protocol lock and then the tables it alters, in that
+# order, before anything else, in both directions. (Applied forwards, only
+# awa_cron_jobs exists yet.)
 
 
 class Migration(migrations.Migration):
@@ -20,8 +23,9 @@ class Migration(migrations.Migration):
         ('awa_django', '0003_worker'),
     ]
 
-    operations = [
-        migrations.RunSQL(LOCK_CRON_FIRST, reverse_sql=migrations.RunSQL.noop),
+    operations = in_lock_order(
+        ["awa_cron_owners", "awa_runtime_instances", "awa_cron_declarations", "awa_cron_manifests", "awa_cron_jobs"],
+        [
         migrations.CreateModel(
             name='RuntimeInstance',
             fields=[
@@ -107,5 +111,5 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(condition=models.Q(('grace_ms__gte', 0)), name='awa_cron_declarations_grace_check'),
         ),
         run_sql_file("0004_reconciliation"),
-        migrations.RunSQL(migrations.RunSQL.noop, reverse_sql=LOCK_CRON_FIRST),
-    ]
+        ],
+    )

@@ -4,6 +4,7 @@ the slot accounting tables, the fence v3 and awa_cron_fire_v5
 
 from django.db import migrations, models
 
+from ..db.lock_order import in_lock_order
 from ..db.sqlfiles import run_sql_file
 
 
@@ -13,7 +14,11 @@ class Migration(migrations.Migration):
         ('awa_django', '0017_flow_control'),
     ]
 
-    operations = [
+    # It alters awa_cron_jobs, awa_runtime_instances and awa_jobs (and, backwards,
+    # drops the slot tables): the lock order first (awa_django.db.lock_order).
+    operations = in_lock_order(
+        ["awa_runtime_instances", "awa_cron_jobs", "awa_jobs", "awa_cron_slot_outcomes", "awa_cron_slot_counts"],
+        [
         migrations.AddField(
             model_name='cronjob',
             name='jitter',
@@ -47,4 +52,5 @@ class Migration(migrations.Migration):
             field=models.IntegerField(blank=True, null=True),
         ),
         run_sql_file("0018_execution_policies"),
-    ]
+        ],
+    )
