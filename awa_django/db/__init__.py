@@ -11,4 +11,13 @@ and their hashes; ``migration_state`` says whether the database is migrated;
 processes (``in_lock_order``).
 """
 
-__all__ = ["aliases", "guards", "jsonb", "lock_order", "migration_state", "sessions", "sqlfiles", "timestamps"]
+__all__ = [
+    "aliases",
+    "guards",
+    "jsonb",
+    "lock_order",
+    "migration_state",
+    "sessions",
+    "sqlfiles",
+    "timestamps",
+]

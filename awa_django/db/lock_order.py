@@ -48,7 +48,7 @@ from django.db.migrations.state import ProjectState
 from ..conf import conf
 from .guards import _milliseconds, lock_wait_timed_out
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("awa_django.db")
 
 # awa_cron_protocol_lock() is pg_advisory_xact_lock() on this key (the bytes
 # "AWADJPRT"); taken directly, so the preamble also works on a schema in which
