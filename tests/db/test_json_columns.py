@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
 from awa_django import cli
+from awa_django.actions import runtime_schedules
+from awa_django.exceptions import OperationRefused
 from awa_django.models import CronJob, CronManifest, RuntimeInstance
 from awa_django.reconciliation import persistence
 from awa_django.reconciliation.snapshots import RuntimeReporter
@@ -142,3 +144,18 @@ def test_cli_cron_plan__manifest_file_over_the_cap_or_too_deep_is_refused(tmp_pa
     binary.write_bytes(b"[\xff]")
     with pytest.raises(CommandError, match="not UTF-8 text"):
         awa("cron", "plan", "billing", "--manifest", str(binary))
+
+
+def test_runtime_schedule__deep_stored_args_refuse_edit_naming_schedule_and_column() -> None:
+    runtime_schedules.create_schedule("poll", "* * * * *", "tests.testapp.tasks.record", actor="alice")
+    # Raw SQL, as the runtime owner's writes do (the fence passes them).
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('awa.cron_owner', 'awa:runtime', true)")
+        cursor.execute("UPDATE awa_cron_jobs SET args = %s::jsonb WHERE name = 'poll'", [DEEP])
+        assert cursor.rowcount == 1
+    refusal = r"schedule 'poll': stored args is nested deeper than 32 levels .*delete the schedule"
+    with pytest.raises(OperationRefused, match=refusal):
+        runtime_schedules.runtime_definition("poll")
+    with pytest.raises(OperationRefused, match=refusal):
+        runtime_schedules.update_schedule("poll", actor="alice", priority=3)
+    assert CronJob.objects.get(name="poll").priority != 3
