@@ -322,7 +322,7 @@ class QueueMeta(models.Model):
         verbose_name = "queue"
 
     def __str__(self) -> str:
-        return self.queue
+        return printable(self.queue)
 
 
 class RuntimeInstance(models.Model):
@@ -359,7 +359,7 @@ class RuntimeInstance(models.Model):
         indexes = [models.Index(fields=["-last_seen_at"], name="awa_runtime_last_seen")]
 
     def __str__(self) -> str:
-        return f"{self.role}@{self.hostname}:{self.pid}"
+        return printable(f"{self.role}@{self.hostname}:{self.pid}")
 
 
 class CronOwner(models.Model):
@@ -384,7 +384,7 @@ class CronOwner(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.owner_id
+        return printable(self.owner_id)
 
 
 class CronManifest(models.Model):
@@ -456,4 +456,4 @@ class Queue(models.Model):
         permissions = [("pause_queue", "Can pause and resume queues")]
 
     def __str__(self) -> str:
-        return self.queue
+        return printable(self.queue)

@@ -35,6 +35,7 @@ from .common import (
     pretty_json,
     run_each,
     shown_name,
+    text,
     utc,
     when,
 )
@@ -130,7 +131,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
                     ("task", "queue_name", "priority", "max_attempts"),
                     ("overlap", "starting_deadline", "jitter"),
                     "arguments",
-                    ("tags", "meta"),
+                    ("tags_shown", "meta"),
                 ]
             },
         ),
@@ -140,15 +141,20 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             {
                 "fields": [
                     ("last_enqueued_at_shown", "next_fire_at_shown"),
-                    ("paused_at_shown", "paused_by"),
-                    ("retired_at_shown", "retired_by", "retired_revision"),
-                    ("parked_at_shown", "parked_reason"),
+                    ("paused_at_shown", "paused_by_shown"),
+                    ("retired_at_shown", "retired_by_shown", "retired_revision_shown"),
+                    ("parked_at_shown", "parked_reason_shown"),
                     ("created_at_shown", "updated_at_shown"),
                 ]
             },
         ),
     ]
     readonly_fields = [
+        "tags_shown",
+        "paused_by_shown",
+        "retired_by_shown",
+        "retired_revision_shown",
+        "parked_reason_shown",
         "slot_outcomes",
         "description",
         "declared_in",
@@ -167,6 +173,12 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         "queue_name",
     ]
 
+    # Stored text (raw SQL may write control characters): shown escaped.
+    tags_shown = text("tags")
+    paused_by_shown = text("paused_by", "paused by")
+    retired_by_shown = text("retired_by", "retired by")
+    retired_revision_shown = text("retired_revision", "retired revision")
+    parked_reason_shown = text("parked_reason", "parked reason")
     last_enqueued_at_shown = schedule_time("last_enqueued_at", "last enqueued at")
     next_fire_at_shown = schedule_time("next_fire_at", "next fire at (stored)")
     paused_at_shown = schedule_time("paused_at", "paused at")
