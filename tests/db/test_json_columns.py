@@ -24,6 +24,7 @@ from django.urls import reverse
 
 from awa_django import cli
 from awa_django.actions import runtime_schedules
+from awa_django.db import sessions
 from awa_django.exceptions import OperationRefused
 from awa_django.models import CronJob, CronManifest, RuntimeInstance
 from awa_django.reconciliation import persistence
@@ -159,3 +160,12 @@ def test_runtime_schedule__deep_stored_args_refuse_edit_naming_schedule_and_colu
     with pytest.raises(OperationRefused, match=refusal):
         runtime_schedules.update_schedule("poll", actor="alice", priority=3)
     assert CronJob.objects.get(name="poll").priority != 3
+
+
+def test_dedicated_connection__hands_back_json_as_text_for_the_guarded_decoder() -> None:
+    conn = sessions.dedicated_connection("default", "test")
+    try:
+        row = conn.execute("SELECT %s::jsonb, %s::json", [DEEP, '{"a": 1}']).fetchone()
+    finally:
+        conn.close()
+    assert row is not None and row[0].startswith("[[[") and row[1] == '{"a": 1}'

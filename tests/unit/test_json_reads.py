@@ -17,6 +17,9 @@ source of ``awa_django`` (migrations excepted):
    (``::json``, ``to_json``, ``row_to_json``, ``json_agg``, ``json_build_*``):
    psycopg decodes it itself, unbounded. Read jsonb as text (Django's connections
    do) and decode it with ``jsonb.decode``.
+4. A psycopg connection of awa_django's own (not Django's) is opened only by
+   ``db.sessions.dedicated_connection``, which makes it hand back json and jsonb as
+   text too, or by the modules of :data:`RAW_CONNECTIONS`, which read no table.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ NOT_A_COLUMN = {
     ("tasks/payloads.py", "payload_problem"): "a round trip of json.dumps output, depth checked first",
     ("reconciliation/manifest.py", "build_manifest"): "a round trip of canonical_json of a declared entry",
 }
+
+# Modules opening psycopg connections that read no table (server probes, PgBouncer's console).
+RAW_CONNECTIONS = {"db/sessions.py", "db/aliases.py", "checks.py"}
 
 DECODING_CALLS = {"loads", "load", "JSONDecoder", "raw_decode"}
 JSON_SQL = re.compile(
@@ -155,6 +161,23 @@ def test_json_columns__are_decoded_only_by_the_guarded_decoder(path: Path) -> No
     )
     sql = json_typed_sql(path)
     assert not sql, f"{', '.join(sql)}: PostgreSQL's json type is decoded by psycopg, unbounded; {RULE_2}"
+
+
+def test_raw_connections__are_opened_only_where_json_comes_back_as_text() -> None:
+    opened = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in _sources()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and _called_name(node) == "connect"
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "psycopg"
+    }
+    assert opened <= RAW_CONNECTIONS, (
+        f"{sorted(opened - RAW_CONNECTIONS)}: open awa_django's own connections with "
+        "db.sessions.dedicated_connection (json and jsonb come back as text, decoded by db.jsonb)"
+    )
 
 
 def test_json_columns__every_json_model_field_is_guarded() -> None:
