@@ -68,9 +68,7 @@ class Worker:
         if not isinstance(backend_obj, AwaBackend):
             raise ValueError(f"task backend {backend!r} is not an awa_django.backend.AwaBackend")
         self.backend: AwaBackend = backend_obj
-        # Validated where used: an invalid QUEUE_LIMITS stops this worker here,
-        # named, even when the system checks were skipped.
-        require_limits(self.backend.options.get("QUEUE_LIMITS"), backend)
+        require_limits(self.backend.options.get("QUEUE_LIMITS"), backend)  # even if E032 was skipped
         self.using = self.backend.database
         self.shutdown_timeout = float(conf.SHUTDOWN_TIMEOUT) if shutdown_timeout is None else shutdown_timeout
         if worker_id is not None and (not worker_id.strip() or len(worker_id) > 200 or "\x00" in worker_id):
