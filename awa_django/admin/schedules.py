@@ -126,10 +126,10 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             {
                 "fields": [
                     ("schedule_name", "owner", "declared_in"),
-                    ("cron_expr", "every_seconds", "anchor", "description"),
-                    ("timezone", "missed_fire_policy"),
+                    ("cron_expr_shown", "every_seconds", "anchor", "description"),
+                    ("timezone_shown", "missed_fire_policy_shown"),
                     ("task", "queue_name", "priority", "max_attempts"),
-                    ("overlap", "starting_deadline", "jitter"),
+                    ("overlap_shown", "starting_deadline", "jitter"),
                     "arguments",
                     ("tags_shown", "meta"),
                 ]
@@ -150,6 +150,10 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         ),
     ]
     readonly_fields = [
+        "cron_expr_shown",
+        "timezone_shown",
+        "missed_fire_policy_shown",
+        "overlap_shown",
         "tags_shown",
         "paused_by_shown",
         "retired_by_shown",
@@ -175,6 +179,10 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
 
     # Stored text (raw SQL may write control characters): shown escaped.
     tags_shown = text("tags")
+    cron_expr_shown = text("cron_expr", "cron expression")
+    timezone_shown = text("timezone")
+    missed_fire_policy_shown = text("missed_fire_policy", "missed fire policy")
+    overlap_shown = text("overlap")
     paused_by_shown = text("paused_by", "paused by")
     retired_by_shown = text("retired_by", "retired by")
     retired_revision_shown = text("retired_revision", "retired revision")
@@ -229,8 +237,8 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     def expression(self, row: CronJob) -> SafeString:
         return format_html(
             '<code>{}</code><br><span class="awa-describe">{}</span>',
-            row.timing_text,
-            describe_schedule(row.cron_expr, row.every_seconds),
+            printable(row.timing_text),
+            printable(describe_schedule(row.cron_expr, row.every_seconds)),
         )
 
     @admin.display(description="slot outcomes (newest first)")
@@ -265,11 +273,11 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
 
     @admin.display(description="description")
     def description(self, row: CronJob) -> str:
-        return describe_schedule(row.cron_expr, row.every_seconds)
+        return printable(describe_schedule(row.cron_expr, row.every_seconds))
 
     @admin.display(description="time zone", ordering="timezone")
     def zone(self, row: CronJob) -> str:
-        return row.timezone
+        return printable(row.timezone)
 
     @admin.display(description="next fire (local / UTC)")
     def next_fire(self, row: CronJob) -> SafeString | str:
@@ -358,7 +366,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         if row.owner_id == RUNTIME_OWNER:
             return "at runtime (no code): editable here, with manage.py awa cron edit, or the API"
         if row.owner_id:
-            return f"not in this process's code; owned by {row.owner_id}"
+            return printable(f"not in this process's code; owned by {row.owner_id}")
         return "not declared in this process's code"
 
     # -- pages -----------------------------------------------------------------
@@ -388,7 +396,10 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             context.update(
                 awa_row=row,
                 awa_badges=self._badges(row, info),
-                awa_description=describe_schedule(row.cron_expr, row.every_seconds),
+                awa_description=printable(describe_schedule(row.cron_expr, row.every_seconds)),
+                # Stored text the page's headings show: escaped, as in the list.
+                awa_timing=printable(row.cron_expr),
+                awa_zone=printable(row.timezone),
                 awa_next_fires=dst_marked_fires(row, info.now),
                 awa_last_fires=last_fires(row),
                 awa_actions=self._detail_actions(request, row),

@@ -113,7 +113,8 @@ def test_jobs__error_traceback_worker_and_queue_are_escaped_lines_kept(admin_cli
 
 def test_schedules_queues_and_owners__every_stored_text_is_escaped(admin_client: Client) -> None:
     CronJobFactory(name="plain", tags=["t" + HOSTILE])
-    set_every_text("awa_cron_jobs", "name LIKE 'plain%'")
+    written = set_every_text("awa_cron_jobs", "name LIKE 'plain%%'")
+    assert {"name", "timezone", "paused_by", "parked_reason", "retired_by"} <= set(written), written
     JobFactory(queue="q")
     with connection.cursor() as cursor:
         cursor.execute("UPDATE awa_jobs SET queue = %s", ["q" + HOSTILE])
