@@ -6,10 +6,11 @@ rendering then overflow the interpreter's stack) or many megabytes large.
 Every reader (the leader's fire rows, the worker's claim and rescue,
 reconciliation's manifests, the models behind the admin and the CLI: every
 JSON model field is a :class:`GuardedJSONField`) decodes through
-:func:`decode`, which
-checks size and depth on the text first, without recursion, and hands back
-an :class:`Undecodable` naming the column and the limit instead of raising:
-the row's owner fails or parks that row alone, every other row is served.
+:func:`decode`, which checks size and depth on the text first, without
+recursion, and hands back an :class:`Undecodable` naming the column and the
+limit instead of raising: the row's owner fails or parks that row alone, every
+other row is served. awa_django's own psycopg connections hand json back as
+text too (:func:`awa_django.db.sessions.dedicated_connection`).
 
 The limits are the ones declarations, ``enqueue()`` and task results are held
 to (``AWA_MAX_ARGS_BYTES``, ``AWA_MAX_JSON_DEPTH``); depth counts the arrays
