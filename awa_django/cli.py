@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,7 @@ from . import health
 from .actions import schedules
 from .conf import MAX_RETENTION, conf
 from .cron.describe import describe_schedule
+from .db import jsonb
 from .db.guards import lock_wait_timed_out, privilege_error
 from .db.jsonb import Undecodable
 from .db.migration_state import require_migrated
@@ -25,6 +27,10 @@ from .schedules import validation
 from .schedules.ranges import RANGES
 from .schedules.shape import DEFINITION_KEYS, SETTINGS_KEYS
 from .terminal import printable
+
+# The most a ``cron plan --manifest FILE`` reads: far above any real
+# deployment's manifest, and a device or endless pipe ends with an error.
+MAX_MANIFEST_FILE_BYTES = 16 * 1024 * 1024
 
 # The definition (as in a manifest), then the state columns.
 ROW_FIELDS = (
@@ -457,7 +463,8 @@ def add_lifecycle_verbs(verbs: Any) -> None:
     plan.add_argument(
         "--manifest",
         metavar="FILE",
-        help="preview this JSON list of schedule definitions instead of the published one",
+        help="preview this JSON list of schedule definitions instead of the published one "
+        f"(at most {MAX_MANIFEST_FILE_BYTES // (1024 * 1024)} MiB)",
     )
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     owners = verbs.add_parser("owners", help="List owners with their live plan summary.")
@@ -560,3 +567,30 @@ def add_import_celery_beat(groups: Any) -> None:
     )
     add_actor(sub)
     sub.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def read_manifest_file(path: str) -> Any:
+    """The JSON in the manifest file ``path``, read up to :data:`MAX_MANIFEST_FILE_BYTES`.
+
+    Raises ValueError naming the file: unreadable, too large (a device such as
+    ``/dev/urandom`` included: it is never read to its end), not UTF-8, or
+    nested deeper than a manifest may be (checked before decoding).
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_MANIFEST_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read manifest {path}: {exc}") from exc
+    if len(data) > MAX_MANIFEST_FILE_BYTES:
+        raise ValueError(
+            f"cannot read manifest {path}: larger than {MAX_MANIFEST_FILE_BYTES} bytes, "
+            "the most `cron plan --manifest` reads"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"cannot read manifest {path}: not UTF-8 text: {exc}") from None
+    value = jsonb.decode(text, "file", wraps=jsonb.MANIFEST_WRAPS, size_limit=sys.maxsize)
+    if isinstance(value, Undecodable):
+        raise ValueError(f"cannot read manifest {path}: the file {value.reason}")
+    return value

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.db import DatabaseError, InterfaceError, connections, transaction
+from django.db.models import BooleanField, ExpressionWrapper, Q
 
 from .conf import conf
 from .terminal import printable
@@ -249,14 +250,20 @@ def _declarations_check(undeclared: list[Any]) -> Check:
 
     if not undeclared:
         return Check("declarations", True, "every schedule of this deployment is declared in its code")
-    shown = "; ".join(f"{row.name} (run `{undeclared_remedy(row)}`)" for row in undeclared[:10])
+    # Only an active row that is not parked fires: a parked or paused one says so.
+    groups: dict[str, list[str]] = {"still firing": [], "parked, not firing": [], "paused, not firing": []}
+    for row in undeclared[:10]:
+        state = (
+            "paused, not firing"
+            if getattr(row, "awa_paused", False)
+            else "parked, not firing"
+            if getattr(row, "awa_parked", False)
+            else "still firing"
+        )
+        groups[state].append(f"{row.name} (run `{undeclared_remedy(row)}`)")
+    shown = "; ".join(f"{state}: {'; '.join(rows)}" for state, rows in groups.items() if rows)
     more = " and more" if len(undeclared) > 10 else ""
-    return Check(
-        "declarations",
-        True,
-        f"no longer declared in this code, still firing: {shown}{more}",
-        warning=True,
-    )
+    return Check("declarations", True, f"no longer declared in this code, {shown}{more}", warning=True)
 
 
 def probe(
@@ -313,7 +320,12 @@ def probe(
 def _undeclared(using: str) -> list[Any]:
     from .actions.declarations import undeclared_rows
 
-    return list(undeclared_rows(using=using).only("name", "owner_id")[:11])
+    # Booleans computed in SQL: a raw 'infinity' timestamp never reaches Python.
+    flags = {
+        "awa_parked": ExpressionWrapper(Q(parked_at__isnull=False), output_field=BooleanField()),
+        "awa_paused": ExpressionWrapper(Q(paused_at__isnull=False), output_field=BooleanField()),
+    }
+    return list(undeclared_rows(using=using).annotate(**flags).only("name", "owner_id")[:11])
 
 
 def render(report: HealthReport) -> str:

@@ -41,6 +41,7 @@ from django.db import DatabaseError, InterfaceError, connections, transaction
 
 from .conf import conf
 from .db import sessions
+from .terminal import printable
 
 if TYPE_CHECKING:
     from django.http import HttpRequest, HttpResponse
@@ -98,6 +99,14 @@ DATABASE_GAUGES = """
 
 DEFAULT_HOST = "127.0.0.1"
 Rows = list[tuple[str, str, str, float]]
+
+
+def label(value: Any) -> str:
+    """A label value as every metric carries it: control, bidi and separator
+    characters written out (``\\x1b``, ``\\u202e``), as ``manage.py awa``
+    prints them. Schedule and queue names come from raw SQL too; raw, an ESC or
+    a U+202E would reach every dashboard and alert that shows the label."""
+    return printable(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +353,8 @@ def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Any]
     per_role: dict[str, float] = {"runcron": 0.0, "runtasks": 0.0}
     leading = 0.0
     per_state = {"active": 0.0, "paused": 0.0, "retired": 0.0}
-    for kind, first, second, value in rows:
+    for kind, raw_first, raw_second, value in rows:
+        first, second = label(raw_first), label(raw_second)
         if kind == "jobs":
             jobs.add_metric([first, second], value)
         elif kind == "schedules":
@@ -390,7 +400,7 @@ def observe_fires(jobs: Sequence[dict[str, Any]]) -> None:
         return
     for job in jobs:
         meta = job.get("metadata") or {}
-        FIRES.labels(str(meta.get("cron_name", ""))).inc()
+        FIRES.labels(label(meta.get("cron_name", ""))).inc()
         created, fire_at = job.get("created_at"), meta.get("cron_fire_at")
         if isinstance(created, datetime) and isinstance(fire_at, str):
             FIRE_LATENESS.observe(max(0.0, (created - datetime.fromisoformat(fire_at)).total_seconds()))
@@ -402,7 +412,7 @@ def observe_claimed(rows: Sequence[dict[str, Any]]) -> None:
         return
     per_queue: dict[str, int] = {}
     for row in rows:
-        queue = str(row.get("queue", ""))
+        queue = label(row.get("queue", ""))
         per_queue[queue] = per_queue.get(queue, 0) + 1
     for queue, count in per_queue.items():
         _child(CLAIMED, queue).inc(count)
@@ -411,7 +421,7 @@ def observe_claimed(rows: Sequence[dict[str, Any]]) -> None:
 def observe_finished(row: dict[str, Any], outcome: str) -> None:
     """The worker recorded an attempt's outcome (completed, retryable, failed, released)."""
     if prometheus_client is not None:
-        _child(FINISHED, str(row.get("queue", "")), outcome).inc()
+        _child(FINISHED, label(row.get("queue", "")), label(outcome)).inc()
 
 
 # The labelled children of the worker's per-job counters: ``labels()`` once
@@ -430,7 +440,7 @@ def _child(metric: Any, *labels: str) -> Any:
 def observe_rescued(state: str) -> None:
     """The worker's rescue sweep returned a stale attempt to ``state``."""
     if prometheus_client is not None:
-        RESCUED.labels(str(state)).inc()
+        RESCUED.labels(label(state)).inc()
 
 
 # -- serving -------------------------------------------------------------------

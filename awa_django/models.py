@@ -9,6 +9,7 @@ the columns.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.db import models
@@ -16,7 +17,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
-from .db.jsonb import GuardedJSONField
+from .db.jsonb import MANIFEST_WRAPS, GuardedJSONField
 from .schedules.ranges import MAX_DURATION
 from .terminal import printable
 
@@ -333,7 +334,7 @@ class QueueMeta(models.Model):
         verbose_name = "queue"
 
     def __str__(self) -> str:
-        return self.queue
+        return printable(self.queue)
 
 
 class RuntimeInstance(models.Model):
@@ -351,7 +352,7 @@ class RuntimeInstance(models.Model):
     last_seen_at = models.DateTimeField(db_default=Now())
     snapshot_interval_ms = models.BigIntegerField()
     leader = models.BooleanField(default=False)
-    queues = models.JSONField(default=list, db_default=[])
+    queues = GuardedJSONField(default=list, db_default=[])
     shutting_down = models.BooleanField(default=False)
     # NULL for writers that predate the reconciliation protocol.
     cron_protocol = models.IntegerField(null=True, blank=True)
@@ -370,7 +371,7 @@ class RuntimeInstance(models.Model):
         indexes = [models.Index(fields=["-last_seen_at"], name="awa_runtime_last_seen")]
 
     def __str__(self) -> str:
-        return f"{self.role}@{self.hostname}:{self.pid}"
+        return printable(f"{self.role}@{self.hostname}:{self.pid}")
 
 
 class CronOwner(models.Model):
@@ -395,7 +396,7 @@ class CronOwner(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.owner_id
+        return printable(self.owner_id)
 
 
 class CronManifest(models.Model):
@@ -404,7 +405,10 @@ class CronManifest(models.Model):
     pk = models.CompositePrimaryKey("owner", "desired_hash")
     owner = models.ForeignKey(CronOwner, on_delete=models.PROTECT, db_column="owner_id")
     desired_hash = models.TextField()
-    manifest = models.JSONField()
+    # A list of definitions (objects holding args and metadata): two levels of
+    # its own around values held to AWA_MAX_JSON_DEPTH; as large as the owner's
+    # schedules make it.
+    manifest = GuardedJSONField(wraps=MANIFEST_WRAPS, size_limit=sys.maxsize)
 
     class Meta:
         db_table = "awa_cron_manifests"
@@ -464,4 +468,4 @@ class Queue(models.Model):
         permissions = [("pause_queue", "Can pause and resume queues")]
 
     def __str__(self) -> str:
-        return self.queue
+        return printable(self.queue)

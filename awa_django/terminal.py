@@ -30,3 +30,9 @@ def printable(value: Any) -> str:
         c if unicodedata.category(c) not in _UNPRINTABLE else c.encode("unicode_escape").decode("ascii")
         for c in text
     )
+
+
+def printable_lines(value: Any) -> str:
+    """:func:`printable` line by line: the line breaks stay (a traceback keeps
+    its shape in a ``<pre>``), every other control character is written out."""
+    return "\n".join(printable(line) for line in str(value).split("\n"))

@@ -14,7 +14,6 @@ when an import runs, so awa_django never needs the package.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ from django.db import transaction
 
 from ..cron import search
 from ..cron.interval import describe_every
-from ..db import sessions
+from ..db import jsonb, sessions
 from ..exceptions import InvalidSchedule, OperationRefused
 from ..models import CronJob
 from ..schedules import validation
@@ -275,13 +274,9 @@ def _call_arguments(source: Any, row: ImportRow) -> None:
     """``args`` and ``kwargs`` (JSON text in the source row) into ``row.options``."""
     for key, empty, kind in (("args", "[]", list), ("kwargs", "{}", dict)):
         text = getattr(source, key) or empty
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            row.reasons.append(f"{key} is not JSON ({exc})")
-            continue
-        except RecursionError:
-            row.reasons.append(f"{key} is nested too deeply to read")
+        value = jsonb.decode(text, key)  # bounded: the source row is any text
+        if isinstance(value, jsonb.Undecodable):
+            row.reasons.append(f"{key} {value.reason}")
             continue
         if not isinstance(value, kind):
             row.reasons.append(f"{key} is not a JSON {'list' if kind is list else 'object'}: {text[:80]!r}")

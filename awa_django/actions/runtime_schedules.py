@@ -34,7 +34,7 @@ from typing import Any, NoReturn
 
 from django.db import connections, transaction
 
-from ..db import sessions
+from ..db import jsonb, sessions
 from ..db.guards import bound_transaction_waits
 from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
 from ..schedules.declaration import name_identity
@@ -128,11 +128,22 @@ def _locked_row(cursor: Any, name: str) -> tuple[dict[str, Any], str | None, boo
 
 
 def _definition(row: Any) -> dict[str, Any]:
-    """The definition columns of a row read by ``_SELECT_ROW``, jsonb decoded."""
+    """The definition columns of a row read by ``_SELECT_ROW``, jsonb decoded.
+
+    A stored value that cannot be decoded (raw SQL nested it too deep, see
+    :mod:`awa_django.db.jsonb`) refuses the operation, naming the schedule and
+    the column: nothing is rewritten from a value that was never read.
+    """
     definition = dict(zip(DEFINITION_KEYS, row[: len(DEFINITION_KEYS)], strict=True))
     for item in FIELDS:
         if item.sql_type == "jsonb" and isinstance(definition[item.key], str):
-            definition[item.key] = json.loads(definition[item.key])  # Django reads jsonb as text
+            value = jsonb.decode(definition[item.key], item.key)  # Django reads jsonb as text
+            if isinstance(value, jsonb.Undecodable):
+                raise OperationRefused(
+                    f"schedule {definition['name']!r}: stored {item.key} {value.reason}; "
+                    "delete the schedule and create it again"
+                )
+            definition[item.key] = value
     return definition
 
 

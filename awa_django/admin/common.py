@@ -208,6 +208,30 @@ def timestamp(column: str, description: str | None = None) -> Callable[[Any, Any
     return show
 
 
+def text(column: str, description: str | None = None) -> Callable[[Any, Any], str]:
+    """An admin column or read-only field showing the stored text (or list of
+    texts) ``column`` with control, bidi and separator characters written out
+    (:func:`~awa_django.terminal.printable`): Django's own rendering escapes
+    HTML only, so an ESC or a U+202E from raw SQL would reach the page."""
+
+    @admin.display(description=description or column.replace("_", " "), ordering=column)
+    def show(model_admin: Any, obj: Any) -> str:
+        return shown_text(getattr(obj, column))
+
+    return show
+
+
+def shown_text(value: Any) -> str:
+    """A stored value as :func:`text` shows it: "-" for none, a list joined by commas."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, Undecodable):
+        return printable(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(printable(item if isinstance(item, str) else json.dumps(item)) for item in value)
+    return printable(value if isinstance(value, str) else json.dumps(value))
+
+
 def seconds(value: float | None) -> str:
     """A duration as every page shows it."""
     if value is None:

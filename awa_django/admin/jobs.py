@@ -28,7 +28,7 @@ from ..db import jsonb
 from ..db.timestamps import TIMESTAMP_HIGH, TIMESTAMP_LOW, with_safe_timestamps
 from ..db.timestamps import shown as invalid_shown
 from ..models import CronJob, Job, JobState, QueueMeta
-from ..terminal import printable
+from ..terminal import printable, printable_lines
 from .common import (
     ReadOnlyAdmin,
     actor,
@@ -39,6 +39,7 @@ from .common import (
     run_each,
     seconds,
     shown_name,
+    text,
     timestamp,
     when,
 )
@@ -239,8 +240,8 @@ class JobAdmin(ReadOnlyAdmin):
     actions = ["cancel_jobs", "retry_jobs"]
     fieldsets = [
         (None, {"fields": [("id", "state", "attempts", "queue_name", "priority"), ("task", "schedule")]}),
-        ("Outcome", {"fields": ["attempt_errors", "outcome", "worker_ids"]}),
-        ("Input", {"fields": ["arguments", "tags", "meta"]}),
+        ("Outcome", {"fields": ["attempt_errors", "outcome", "worker_ids_shown"]}),
+        ("Input", {"fields": ["arguments", "tags_shown", "meta"]}),
         (
             "Times",
             {
@@ -252,6 +253,8 @@ class JobAdmin(ReadOnlyAdmin):
         ),
     ]
     readonly_fields = [
+        "worker_ids_shown",
+        "tags_shown",
         "schedule",
         "attempts",
         "arguments",
@@ -272,6 +275,9 @@ class JobAdmin(ReadOnlyAdmin):
     attempted_at_shown = timestamp("attempted_at", "attempted at")
     finished_at_shown = timestamp("finished_at", "finished at")
     heartbeat_at_shown = timestamp("heartbeat_at", "heartbeat at")
+    # Stored text shown escaped (raw SQL may write control characters).
+    worker_ids_shown = text("worker_ids", "worker ids")
+    tags_shown = text("tags")
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "cancel_job")
@@ -401,11 +407,11 @@ class JobAdmin(ReadOnlyAdmin):
             "",
             '<div class="awa-error"><b>attempt {}</b> {} <code>{}</code><pre>{}</pre></div>',
             (
-                (
-                    e.get("attempt", "?"),
-                    f"worker {e['worker_id']}" if e.get("worker_id") else "",
-                    e.get("exception_class_path", ""),
-                    e.get("traceback", ""),
+                (  # raw SQL may store any text: escaped, the traceback's lines kept
+                    printable(e.get("attempt", "?")),
+                    printable(f"worker {e['worker_id']}") if e.get("worker_id") else "",
+                    printable(e.get("exception_class_path", "")),
+                    printable_lines(e.get("traceback", "")),
                 )
                 for e in errors
                 if isinstance(e, dict)

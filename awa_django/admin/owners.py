@@ -24,6 +24,7 @@ from ..models import CronJob, CronOwner
 from ..reconciliation import persistence
 from ..schedules.runtime import RUNTIME_OWNER
 from ..schedules.validation import validate_label
+from ..terminal import printable
 from .common import (
     OPERATOR_ERRORS,
     ReadOnlyAdmin,
@@ -33,6 +34,8 @@ from .common import (
     confirmation,
     has_awa_perm,
     log_changes,
+    shown_name,
+    text,
     timestamp,
     utc,
 )
@@ -76,6 +79,26 @@ def plan_status(plan: persistence.Plan | str) -> SafeString | str:
     return format_html_join(" ", "{}", ((badge(b, "paused"),) for b in plan.blockers))
 
 
+def plan_text(plan: persistence.Plan) -> dict[str, str]:
+    """The plan's names and hashes as the owner page shows them: escaped, joined."""
+    return {
+        "desired_hash": printable(plan.desired_hash or "-"),
+        **{
+            key: printable(", ".join(getattr(plan, key))) or "-"
+            for key in ("retirements", "additions", "updates", "blocking_instances")
+        },
+        "conflicts": printable("; ".join(plan.conflicts)) or "-",
+    }
+
+
+def shown_declaration(declaration: dict[str, Any]) -> dict[str, Any]:
+    """A live declaration with its runtime, revision and hash escaped (raw SQL may write any text)."""
+    return {
+        **declaration,
+        **{key: printable(declaration.get(key, "")) for key in ("instance_id", "revision", "desired_hash")},
+    }
+
+
 def _plan_of(owner: CronOwner) -> persistence.Plan | str:
     """The plan :class:`OwnerChangeList` attached to a listed owner."""
     plan: persistence.Plan | str = vars(owner)["_awa_plan"]
@@ -96,16 +119,35 @@ class AdoptForm(forms.Form):
 
 @admin.register(CronOwner)
 class CronOwnerAdmin(ReadOnlyAdmin):
-    list_display = ["owner_id", "status", "grace_left", "would_retire", "declarations", "schedules"]
+    list_display = ["owner_name", "status", "grace_left", "would_retire", "declarations", "schedules"]
     search_fields = ["owner_id"]
     list_per_page = 20
     change_form_template = "admin/awa_django/cronowner/change_form.html"
     change_list_template = "admin/awa_django/cronowner/change_list.html"
-    fields = ["owner_id", "synced_hash", "agreed_hash", "agreed_since_shown", "evidence_until_shown"]
-    readonly_fields = ["agreed_since_shown", "evidence_until_shown"]
+    fields = [
+        "owner_name",
+        "synced_hash_shown",
+        "agreed_hash_shown",
+        "agreed_since_shown",
+        "evidence_until_shown",
+    ]
+    readonly_fields = [
+        "owner_name",
+        "synced_hash_shown",
+        "agreed_hash_shown",
+        "agreed_since_shown",
+        "evidence_until_shown",
+    ]
 
     agreed_since_shown = timestamp("agreed_since", "agreed since")
     evidence_until_shown = timestamp("evidence_until", "evidence until")
+    # Any text raw SQL stored: shown escaped.
+    synced_hash_shown = text("synced_hash", "synced hash")
+    agreed_hash_shown = text("agreed_hash", "agreed hash")
+
+    @admin.display(description="owner id", ordering="owner_id")
+    def owner_name(self, owner: CronOwner) -> SafeString:
+        return shown_name(owner.owner_id)
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return OwnerChangeList
@@ -140,7 +182,7 @@ class CronOwnerAdmin(ReadOnlyAdmin):
     @admin.display(description="would retire")
     def would_retire(self, owner: CronOwner) -> str:
         plan = _plan_of(owner)
-        return "-" if isinstance(plan, str) else ", ".join(plan.retirements) or "-"
+        return "-" if isinstance(plan, str) else printable(", ".join(plan.retirements)) or "-"
 
     @admin.display(description="live declarations")
     def declarations(self, owner: CronOwner) -> str:
@@ -193,7 +235,8 @@ class CronOwnerAdmin(ReadOnlyAdmin):
                 awa_agreed_since=utc(plan.agreed_since) if not isinstance(plan, str) else "-",
                 awa_declarations=[]
                 if isinstance(plan, str)
-                else [(d, utc(d.get("expires_at"))) for d in plan.declarations],
+                else [(shown_declaration(d), utc(d.get("expires_at"))) for d in plan.declarations],
+                awa_plan_text={} if isinstance(plan, str) else plan_text(plan),
                 awa_status=plan_status(plan),
                 awa_retire_url=reverse("admin:awa_django_cronowner_retire", args=[quote(owner.owner_id)])
                 if may

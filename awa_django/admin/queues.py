@@ -14,13 +14,14 @@ from django.utils.safestring import SafeString
 from ..actions import queues
 from ..models import Queue
 from ..tasks.limits import limit_label
-from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, timestamp, utc
+from ..terminal import printable
+from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, shown_name, text, timestamp, utc
 
 
 @admin.register(Queue)
 class QueueAdmin(ReadOnlyAdmin):
     list_display = [
-        "queue",
+        "queue_name",
         "status",
         "limits",
         "available",
@@ -35,10 +36,10 @@ class QueueAdmin(ReadOnlyAdmin):
     list_per_page = 100
     actions = ["pause_queues", "resume_queues"]
     fields = [
-        "queue",
+        "queue_name",
         "status",
         "paused_at_shown",
-        "paused_by",
+        "paused_by_shown",
         "limits",
         "available",
         "scheduled",
@@ -49,9 +50,14 @@ class QueueAdmin(ReadOnlyAdmin):
         "cancelled",
         "links",
     ]
-    readonly_fields = ["status", "limits", "links", "paused_at_shown"]
+    readonly_fields = ["queue_name", "status", "limits", "links", "paused_at_shown", "paused_by_shown"]
 
     paused_at_shown = timestamp("paused_at", "paused at")
+    paused_by_shown = text("paused_by", "paused by")
+
+    @admin.display(description="queue", ordering="queue")
+    def queue_name(self, row: Queue) -> SafeString:
+        return shown_name(row.queue)
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return has_awa_perm(request, "pause_queue")
@@ -61,7 +67,7 @@ class QueueAdmin(ReadOnlyAdmin):
         if row.paused_at is None:
             return badge("active", "active")
         return badge(
-            f"paused by {row.paused_by}",
+            printable(f"paused by {row.paused_by}"),
             "paused",
             f"since {utc(row.paused_at)}; workers claim nothing, enqueue continues",
         )

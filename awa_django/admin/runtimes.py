@@ -10,7 +10,7 @@ from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 
 from ..models import RuntimeInstance
-from .common import ReadOnlyAdmin, badge, timestamp, utc
+from .common import EscapedValuesFilter, ReadOnlyAdmin, badge, text, timestamp, utc
 
 # The freshness rule reconciliation uses (reconciliation.FRESH_FOR): a row
 # counts for max(30 s, 3 x its snapshot interval).
@@ -51,10 +51,10 @@ class FreshFilter(admin.SimpleListFilter):
 @admin.register(RuntimeInstance)
 class RuntimeInstanceAdmin(ReadOnlyAdmin):
     list_display = [
-        "hostname",
+        "hostname_shown",
         "pid",
-        "role",
-        "version",
+        "role_shown",
+        "version_shown",
         "leader_badge",
         "cron_protocol",
         "freshness",
@@ -62,19 +62,34 @@ class RuntimeInstanceAdmin(ReadOnlyAdmin):
         "started_shown",
         "instance_id",
     ]
-    list_filter = ["role", "leader", FreshFilter, StoppedFilter]
+    list_filter = [("role", EscapedValuesFilter), "leader", FreshFilter, StoppedFilter]
     ordering = ["-last_seen_at"]
     list_per_page = 100
     # "shutting_down" is shown as "stopped" by ``freshness``: the raw flag would
     # read "shutting down" for a process that has exited.
     fields = [
-        ("instance_id", "hostname", "pid"),
-        ("role", "version", "cron_protocol"),
+        ("instance_id", "hostname_shown", "pid"),
+        ("role_shown", "version_shown", "cron_protocol"),
         ("leader", "freshness"),
         ("started_shown", "last_seen_shown", "last_pass_shown"),
-        ("snapshot_interval_ms", "queues"),
+        ("snapshot_interval_ms", "queues_shown"),
     ]
-    readonly_fields = ["freshness", "started_shown", "last_seen_shown", "last_pass_shown"]
+    readonly_fields = [
+        "freshness",
+        "started_shown",
+        "last_seen_shown",
+        "last_pass_shown",
+        "hostname_shown",
+        "role_shown",
+        "version_shown",
+        "queues_shown",
+    ]
+
+    # Written by every runtime, and by raw SQL: shown escaped.
+    hostname_shown = text("hostname")
+    role_shown = text("role")
+    version_shown = text("version")
+    queues_shown = text("queues")
 
     started_shown = timestamp("started_at", "started at")
     last_seen_shown = timestamp("last_seen_at", "last seen at")

@@ -35,6 +35,7 @@ from .common import (
     pretty_json,
     run_each,
     shown_name,
+    text,
     utc,
     when,
 )
@@ -125,12 +126,12 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             {
                 "fields": [
                     ("schedule_name", "owner", "declared_in"),
-                    ("cron_expr", "every_seconds", "anchor", "description"),
-                    ("timezone", "missed_fire_policy"),
+                    ("cron_expr_shown", "every_seconds", "anchor", "description"),
+                    ("timezone_shown", "missed_fire_policy_shown"),
                     ("task", "queue_name", "priority", "max_attempts"),
-                    ("overlap", "starting_deadline", "jitter"),
+                    ("overlap_shown", "starting_deadline", "jitter"),
                     "arguments",
-                    ("tags", "meta"),
+                    ("tags_shown", "meta"),
                 ]
             },
         ),
@@ -140,15 +141,24 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             {
                 "fields": [
                     ("last_enqueued_at_shown", "next_fire_at_shown"),
-                    ("paused_at_shown", "paused_by"),
-                    ("retired_at_shown", "retired_by", "retired_revision"),
-                    ("parked_at_shown", "parked_reason"),
+                    ("paused_at_shown", "paused_by_shown"),
+                    ("retired_at_shown", "retired_by_shown", "retired_revision_shown"),
+                    ("parked_at_shown", "parked_reason_shown"),
                     ("created_at_shown", "updated_at_shown"),
                 ]
             },
         ),
     ]
     readonly_fields = [
+        "cron_expr_shown",
+        "timezone_shown",
+        "missed_fire_policy_shown",
+        "overlap_shown",
+        "tags_shown",
+        "paused_by_shown",
+        "retired_by_shown",
+        "retired_revision_shown",
+        "parked_reason_shown",
         "slot_outcomes",
         "description",
         "declared_in",
@@ -167,6 +177,16 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         "queue_name",
     ]
 
+    # Stored text (raw SQL may write control characters): shown escaped.
+    tags_shown = text("tags")
+    cron_expr_shown = text("cron_expr", "cron expression")
+    timezone_shown = text("timezone")
+    missed_fire_policy_shown = text("missed_fire_policy", "missed fire policy")
+    overlap_shown = text("overlap")
+    paused_by_shown = text("paused_by", "paused by")
+    retired_by_shown = text("retired_by", "retired by")
+    retired_revision_shown = text("retired_revision", "retired revision")
+    parked_reason_shown = text("parked_reason", "parked reason")
     last_enqueued_at_shown = schedule_time("last_enqueued_at", "last enqueued at")
     next_fire_at_shown = schedule_time("next_fire_at", "next fire at (stored)")
     paused_at_shown = schedule_time("paused_at", "paused at")
@@ -217,8 +237,8 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     def expression(self, row: CronJob) -> SafeString:
         return format_html(
             '<code>{}</code><br><span class="awa-describe">{}</span>',
-            row.timing_text,
-            describe_schedule(row.cron_expr, row.every_seconds),
+            printable(row.timing_text),
+            printable(describe_schedule(row.cron_expr, row.every_seconds)),
         )
 
     @admin.display(description="slot outcomes (newest first)")
@@ -253,11 +273,11 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
 
     @admin.display(description="description")
     def description(self, row: CronJob) -> str:
-        return describe_schedule(row.cron_expr, row.every_seconds)
+        return printable(describe_schedule(row.cron_expr, row.every_seconds))
 
     @admin.display(description="time zone", ordering="timezone")
     def zone(self, row: CronJob) -> str:
-        return row.timezone
+        return printable(row.timezone)
 
     @admin.display(description="next fire (local / UTC)")
     def next_fire(self, row: CronJob) -> SafeString | str:
@@ -348,7 +368,7 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
         if row.owner_id == RUNTIME_OWNER:
             return "at runtime (no code): editable here, with manage.py awa cron edit, or the API"
         if row.owner_id:
-            return f"not in this process's code; owned by {row.owner_id}"
+            return printable(f"not in this process's code; owned by {row.owner_id}")
         return "not declared in this process's code"
 
     # -- pages -----------------------------------------------------------------
@@ -378,7 +398,10 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
             context.update(
                 awa_row=row,
                 awa_badges=self._badges(row, info),
-                awa_description=describe_schedule(row.cron_expr, row.every_seconds),
+                awa_description=printable(describe_schedule(row.cron_expr, row.every_seconds)),
+                # Stored text the page's headings show: escaped, as in the list.
+                awa_timing=printable(row.cron_expr),
+                awa_zone=printable(row.timezone),
                 awa_next_fires=dst_marked_fires(row, info.now),
                 awa_last_fires=last_fires(row),
                 awa_actions=self._detail_actions(request, row),

@@ -1,17 +1,24 @@
-"""Reading jsonb columns of ``awa_cron_jobs`` and ``awa_jobs`` defensively.
+"""Reading the jsonb columns of every ``awa_*`` table defensively.
 
 Raw SQL (or an older writer) can store JSON no declaration or ``enqueue()``
 would accept: nested thousands of levels deep (``json.loads`` and the admin's
 rendering then overflow the interpreter's stack) or many megabytes large.
-Every reader (the leader's fire rows, the worker's claim and rescue, the
-models behind the admin and the CLI) decodes through :func:`decode`, which
-checks size and depth on the text first, without recursion, and hands back
-an :class:`Undecodable` naming the column and the limit instead of raising:
-the row's owner fails or parks that row alone, every other row is served.
+Every reader (the leader's fire rows, the worker's claim and rescue,
+reconciliation's manifests, the models behind the admin and the CLI: every
+JSON model field is a :class:`GuardedJSONField`) decodes through
+:func:`decode`, which checks size and depth on the text first, without
+recursion, and hands back an :class:`Undecodable` naming the column and the
+limit instead of raising: the row's owner fails or parks that row alone, every
+other row is served. awa_django's own psycopg connections hand json back as
+text too (:func:`awa_django.db.sessions.dedicated_connection`).
 
 The limits are the ones declarations, ``enqueue()`` and task results are held
 to (``AWA_MAX_ARGS_BYTES``, ``AWA_MAX_JSON_DEPTH``); depth counts the arrays
-and objects nested within one another (``[]`` is 1, ``[[1]]`` is 2).
+and objects nested within one another (``[]`` is 1, ``[[1]]`` is 2). A column
+holding such values inside levels of its own (a manifest: a list of
+definitions, each an object holding args) allows those ``wraps`` levels more,
+and may be unbounded in size (``size_limit``): it holds many payloads.
+``tests/unit/test_json_reads.py`` fails on a JSON column read any other way.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from ..conf import DEFAULTS, Kind, conf
 from ..schedules.validation import depth_problem, size_problem
 
 __all__ = [
+    "MANIFEST_WRAPS",
     "GuardedJSONField",
     "Undecodable",
     "decode",
@@ -35,6 +43,10 @@ __all__ = [
     "text_depth",
     "type_name",
 ]
+
+# The levels a manifest adds around each definition's args and metadata: the
+# list of definitions, then the definition object.
+MANIFEST_WRAPS = 2
 
 # A JSON string (its escapes included): brackets inside one are text, not nesting.
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -123,11 +135,24 @@ class Undecodable:
         return hash((self.column, self.reason))
 
 
-def decode(text: str, column: str) -> Any:
-    """JSON ``text`` of ``column`` decoded, or an :class:`Undecodable` saying why not."""
+def decode(text: str, column: str, *, wraps: int = 0, size_limit: int | None = None) -> Any:
+    """JSON ``text`` of ``column`` decoded, or an :class:`Undecodable` saying why not.
+
+    ``wraps``: levels the column adds around values held to ``AWA_MAX_JSON_DEPTH``;
+    ``size_limit``: bytes allowed (``AWA_MAX_ARGS_BYTES`` when None).
+    """
     if text in ("{}", "[]"):  # jsonb prints an empty object or array exactly so
         return {} if text == "{}" else []
-    problem = nesting_problem(text)
+    if wraps:
+        depth_limit = max_depth() + wraps
+        problem = size_problem(len(text.encode("utf-8", "surrogatepass")), size_limit or max_bytes())
+        if not problem and text_depth(text, depth_limit) > depth_limit:
+            problem = (
+                f"is nested deeper than {depth_limit} levels "
+                f"(AWA_MAX_JSON_DEPTH={max_depth()} within {wraps} levels of its own)"
+            )
+    else:
+        problem = nesting_problem(text, size_limit)
     if problem:
         return Undecodable(column, problem)
     try:
@@ -143,11 +168,17 @@ class GuardedJSONField(models.JSONField):
     CLI show its reason), never as an exception failing the whole page or
     listing; writing one back is refused, so it can never replace the stored
     value. Migrations see a plain ``JSONField`` (same column, same behaviour).
+    ``wraps`` and ``size_limit`` are :func:`decode`'s.
     """
+
+    def __init__(self, *args: Any, wraps: int = 0, size_limit: int | None = None, **kwargs: Any) -> None:
+        self.wraps = wraps
+        self.size_limit = size_limit
+        super().__init__(*args, **kwargs)
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if isinstance(value, str):
-            return decode(value, self.name)
+            return decode(value, self.name, wraps=self.wraps, size_limit=self.size_limit)
         return super().from_db_value(value, expression, connection)
 
     def get_prep_value(self, value: Any) -> Any:

@@ -34,6 +34,7 @@ from typing import Any
 
 import psycopg
 from django.db import DatabaseError, InterfaceError, connections, transaction
+from psycopg.types.string import TextLoader
 
 logger = logging.getLogger("awa_django.db")
 
@@ -76,7 +77,12 @@ def dedicated_connection(alias: str, role: str) -> psycopg.Connection[Any]:
     for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
         params.pop(key, None)
     params["application_name"] = f"awa_django {role} pid={os.getpid()}"
-    return psycopg.connect(autocommit=True, **params)
+    conn = psycopg.connect(autocommit=True, **params)
+    # json and jsonb come back as text, as on Django's connections: psycopg's
+    # own loaders would decode them unbounded (see awa_django.db.jsonb).
+    for json_type in ("json", "jsonb"):
+        conn.adapters.register_loader(json_type, TextLoader)
+    return conn
 
 
 class Listener:

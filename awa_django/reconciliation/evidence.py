@@ -7,12 +7,13 @@ reconciliation (then the owner row is read ``FOR UPDATE``).
 
 from __future__ import annotations
 
-import json
+import sys
 from datetime import datetime
 from typing import Any
 
 from django.db import connections
 
+from ..db import jsonb
 from ..schedules.shape import POLICY_DEFAULTS, REQUIRED_KEYS
 from .decision import Agreement, Declaration, Evidence, StoredRow
 
@@ -80,14 +81,46 @@ def fleet(cursor: Any, owner: str, now: datetime, *, lock: bool) -> Evidence:
     return Evidence(owner, state, blocking_instances(cursor, now), declarations(cursor, owner, now))
 
 
+class UnreadableManifest(ValueError):
+    """A stored manifest that cannot be decoded or is not a list of definitions.
+
+    Raw SQL (or a damaged row) wrote it: the owner's reconciliation fails,
+    named, and every other owner reconciles.
+    """
+
+    def __init__(self, owner: str, desired_hash: str, reason: str) -> None:
+        self.owner = owner
+        self.desired_hash = desired_hash
+        self.reason = reason
+        super().__init__(
+            f"owner {owner!r}: stored manifest {desired_hash[:12]!r} cannot be read: "
+            f"awa_cron_manifests.manifest {reason}"
+        )
+
+
 def published_manifest(cursor: Any, owner: str, desired_hash: str) -> tuple[dict[str, Any], ...]:
-    """The entries of the manifest ``desired_hash`` of ``owner`` (empty if unknown)."""
+    """The entries of the manifest ``desired_hash`` of ``owner`` (empty if unknown).
+
+    Raises :class:`UnreadableManifest` for a manifest too deep to decode or
+    not shaped as one (a list of objects, each with a string ``name``).
+    """
     rows = _fetch(
         cursor,
         "SELECT manifest::text FROM awa_cron_manifests WHERE owner_id = %s AND desired_hash = %s",
         [owner, desired_hash],
     )
-    return tuple(json.loads(rows[0][0])) if rows else ()
+    if not rows:
+        return ()
+    value = jsonb.decode(rows[0][0], "manifest", wraps=jsonb.MANIFEST_WRAPS, size_limit=sys.maxsize)
+    if isinstance(value, jsonb.Undecodable):
+        raise UnreadableManifest(owner, desired_hash, value.reason)
+    if not isinstance(value, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) for e in value
+    ):
+        raise UnreadableManifest(
+            owner, desired_hash, f"is {jsonb.type_name(value)}, not a list of schedule definitions"
+        )
+    return tuple(value)
 
 
 # The definition of a stored row as one JSON object, built in SQL: only text,
@@ -114,9 +147,16 @@ def stored_rows(owner: str, names: list[str], using: str) -> tuple[StoredRow, ..
             [owner, list(names)],
         )
     return tuple(
-        StoredRow(name, owner_id, retired, json.loads(definition))
+        StoredRow(name, owner_id, retired, _stored_definition(definition))
         for name, owner_id, retired, definition in rows
     )
+
+
+def _stored_definition(text: str) -> dict[str, Any]:
+    """A row's definition decoded; ``{}`` (differs from any manifest entry, so the
+    agreed manifest rewrites it) when its args or metadata cannot be decoded."""
+    value = jsonb.decode(text, "definition", wraps=1, size_limit=sys.maxsize)
+    return value if isinstance(value, dict) else {}
 
 
 def conflict_scan(cursor: Any, owner: str, desired_hash: str) -> tuple[tuple[str, str | None], ...]:

@@ -34,7 +34,7 @@ from ..schedules.runtime import RUNTIME_OWNER, is_reserved_owner
 from ..schedules.validation import validate_label
 from . import evidence
 from .decision import Blocker, Evidence, Plan, decide, evidence_until, retirement_revisions, single_hash
-from .evidence import FRESH_FOR
+from .evidence import FRESH_FOR, UnreadableManifest
 from .manifest import Manifest, build_manifest
 
 logger = logging.getLogger("awa_django.reconciliation")
@@ -47,6 +47,7 @@ __all__ = [
     "Plan",
     "ReconciliationConfig",
     "RegistrationConflict",
+    "UnreadableManifest",
     "check_registration",
     "configured",
     "owners",
@@ -298,22 +299,36 @@ def reconcile(owner: str, using: str = "default") -> Plan:
     return result
 
 
-def reconcile_all(using: str = "default") -> list[Plan]:
+def reconcile_all(using: str = "default", reported: dict[str, str] | None = None) -> list[Plan]:
     """The leader's pass: reconcile every owner; one owner's error does not stop others.
 
     The runtime owner is never reconciled: no deployment declares its
-    schedules, so none is ever absent from a manifest.
+    schedules, so none is ever absent from a manifest. An owner whose stored
+    manifest cannot be read (:class:`UnreadableManifest`) is logged as an error
+    once per reason while the leader's ``reported`` holds it, then at DEBUG.
     """
+    reported = {} if reported is None else reported
     plans = []
     for owner in owners(using):
         if owner == RUNTIME_OWNER:
             continue
         try:
             plans.append(reconcile(owner, using))
+        except UnreadableManifest as exc:
+            level = logging.DEBUG if reported.get(owner) == str(exc) else logging.ERROR
+            reported[owner] = str(exc)
+            logger.log(
+                level,
+                "reconciliation failed: %s",
+                exc,
+                extra={"event": "cron.error", "owner": owner, "desired_hash": exc.desired_hash},
+            )
         except Exception:
             logger.exception(
                 "owner %s: reconciliation failed", owner, extra={"event": "cron.error", "owner": owner}
             )
+        else:
+            reported.pop(owner, None)
     return plans
 
 

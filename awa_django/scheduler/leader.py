@@ -98,6 +98,8 @@ class Leader:
         self.schedules = list(declared_schedules() if schedules is None else schedules)
         # Ownership conflicts logged already: each once per process.
         self.reported_conflicts: set[str] = set()
+        # Owners whose stored manifest cannot be read, and why: each logged once.
+        self.reported_manifests: dict[str, str] = {}
         # Authoritative deployments publish their schedules as a manifest (see
         # reconciliation.snapshots); only additive ones upsert them directly.
         self.authoritative = configured() is not None
@@ -261,7 +263,7 @@ class Leader:
             ("sync", self.sync),
             # After the sync, so a definition it just fixed is evaluated anyway.
             ("re-evaluation of parked rows", lambda: reevaluate_parked(using=self.using)),
-            ("reconciliation", lambda: reconcile_all(using=self.using)),
+            ("reconciliation", lambda: reconcile_all(using=self.using, reported=self.reported_manifests)),
             ("snapshot cleanup", lambda: cleanup_snapshots(using=self.using)),
             ("pruning", lambda: prune_jobs(using=self.using)),
             ("catch-up vacuum", lambda: jobs_vacuum.catch_up(using=self.using)),

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from django.apps import apps
-from django.core.checks import CheckMessage, Error
+from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections, transaction
 from django.db.models.base import ModelState
 
@@ -39,7 +39,7 @@ from .compat import (
     TaskResultStatus,
     task_enqueued,
 )
-from .limits import claim_limits, queue_limits_problems
+from .limits import claim_limits, queue_limits_problems, unlisted_queues
 from .paths import require_runnable_here, resolve_task
 from .payloads import call_parts, checked_payload, enqueue_calls, naming_call
 
@@ -276,6 +276,18 @@ class AwaBackend(BaseTaskBackend):
             # row stays readable, with the task as declared.
             return task
 
+    def _unlisted_limit_warnings(self) -> list[CheckMessage]:
+        """W105: a ``QUEUE_LIMITS`` queue that ``QUEUES`` does not list never applies."""
+        return [
+            Warning(
+                f"task backend {self.alias!r}: QUEUE_LIMITS queue {queue!r} is not in its QUEUES",
+                hint=f"No task can use that queue, so its limits never apply: fix the name, or add it "
+                f"to QUEUES ({', '.join(sorted(map(repr, self.queues)))}).",
+                id="awa_django.W105",
+            )
+            for queue in unlisted_queues(self.options.get("QUEUE_LIMITS"), self.queues)
+        ]
+
     def check(self, **kwargs: Any) -> list[CheckMessage]:
         """The backend's database must be PostgreSQL; MAX_ATTEMPTS must be 1-1000."""
         messages: list[CheckMessage] = list(super().check(**kwargs))
@@ -310,6 +322,7 @@ class AwaBackend(BaseTaskBackend):
             )
             for problem in queue_limits_problems(self.options.get("QUEUE_LIMITS"))
         ]
+        messages += self._unlisted_limit_warnings()
         if self.database not in connections.settings:
             messages.append(
                 Error(

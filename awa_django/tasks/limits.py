@@ -16,7 +16,14 @@ from typing import Any
 
 from ..schedules.validation import queue_problem
 
-__all__ = ["RATE", "claim_limits", "limit_label", "queue_limits_problems"]
+__all__ = [
+    "RATE",
+    "claim_limits",
+    "limit_label",
+    "queue_limits_problems",
+    "require_limits",
+    "unlisted_queues",
+]
 
 RATE = re.compile(r"([1-9][0-9]{0,8})/([1-9][0-9]{0,5})?(s|m|h|d)")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -68,6 +75,28 @@ def queue_limits_problems(value: Any) -> list[str]:
                     f"{where}['concurrency'] must be a whole number 1-{MAX_CONCURRENCY}, got {n!r:.100}"
                 )
     return problems
+
+
+def unlisted_queues(value: Any, queues: Any) -> list[str]:
+    """Queues ``QUEUE_LIMITS`` names that the backend's ``QUEUES`` does not list
+    (none when ``QUEUES`` is empty: every queue is allowed). No task can be
+    enqueued to them, so their limits never apply: a typo, most likely (W105)."""
+    if not isinstance(value, dict) or not queues:
+        return []
+    return sorted(str(queue) for queue in value if queue not in queues)
+
+
+def require_limits(value: Any, alias: str) -> dict[str, dict[str, int]]:
+    """:func:`claim_limits` for a worker that is about to claim: an invalid
+    ``QUEUE_LIMITS`` raises ValueError naming the queue and the value, so no
+    worker runs a limited queue unlimited (``--skip-checks`` skips E032, not this)."""
+    problems = queue_limits_problems(value)
+    if problems:
+        raise ValueError(
+            f"task backend {alias!r}: OPTIONS {'; '.join(problems)}; not starting, "
+            "as the queues would run without their limits (see check awa_django.E032)"
+        )
+    return claim_limits(value)
 
 
 def claim_limits(value: Any) -> dict[str, dict[str, int]]:

@@ -33,6 +33,7 @@ from ..shutdown import install_two_stage_shutdown
 from . import jobs
 from .backend import AwaBackend
 from .compat import task_backends
+from .limits import require_limits
 from .outcomes import Outcomes, ReportAbandoned, Success, error_entry, retry_delay
 from .runner import Attempt, Runner, drop_unusable_connections, run_attempt
 
@@ -67,6 +68,7 @@ class Worker:
         if not isinstance(backend_obj, AwaBackend):
             raise ValueError(f"task backend {backend!r} is not an awa_django.backend.AwaBackend")
         self.backend: AwaBackend = backend_obj
+        require_limits(self.backend.options.get("QUEUE_LIMITS"), backend)  # even if E032 was skipped
         self.using = self.backend.database
         self.shutdown_timeout = float(conf.SHUTDOWN_TIMEOUT) if shutdown_timeout is None else shutdown_timeout
         if worker_id is not None and (not worker_id.strip() or len(worker_id) > 200 or "\x00" in worker_id):

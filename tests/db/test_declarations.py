@@ -14,6 +14,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client, override_settings
 from django.urls import reverse
 
@@ -118,3 +119,23 @@ def test_declarations__while_one_is_invalid_no_row_is_called_undeclared(
     assert list(admin_client.get(SCHEDULES + "?declared=no").context["cl"].result_list) == []
     detail = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["gone"])).content.decode()
     assert "unknown: a declaration of this code is invalid (see manage.py check)" in detail
+
+
+@override_settings(AWA_SCHEDULES=DECLARED)
+def test_health__a_parked_or_paused_undeclared_schedule_is_not_said_to_fire(gone: None) -> None:
+    CronJobFactory(name="stuck")
+    CronJobFactory(name="held")
+    # Raw SQL, as the leader parks a row it cannot evaluate, and an 'infinity' no datetime holds.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET parked_at = 'infinity', parked_reason = 'bad' WHERE name = 'stuck'"
+        )
+        cursor.execute("UPDATE awa_cron_jobs SET paused_at = now(), paused_by = 'ops' WHERE name = 'held'")
+    add_runtime(leader=True, pass_ago=1)
+    check = by_name(probe("cron", hostname=HOST))["declarations"]
+    assert check.ok and check.warning
+    assert check.detail == (
+        "no longer declared in this code, still firing: gone (run `manage.py awa cron remove gone`); "
+        "parked, not firing: stuck (run `manage.py awa cron remove stuck`); "
+        "paused, not firing: held (run `manage.py awa cron remove held`)"
+    )

@@ -341,10 +341,9 @@ class Command(BaseCommand):
             return
         if options["manifest"]:
             try:
-                with open(options["manifest"], encoding="utf-8") as handle:
-                    definitions = json.load(handle)
-            except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
-                raise CommandError(f"cannot read manifest {options['manifest']}: {exc}") from exc
+                definitions = cli.read_manifest_file(options["manifest"])
+            except ValueError as exc:
+                raise CommandError(printable(exc)) from exc
             if not isinstance(definitions, list):
                 raise CommandError("a manifest file holds a JSON list of schedule definitions")
             for index, entry in enumerate(definitions):
@@ -381,16 +380,26 @@ class Command(BaseCommand):
         self.emit(options, data, "\n".join(printable(line) for line in lines))
 
     def cron_owners(self, options: dict[str, Any]) -> None:
-        plans = [persistence.plan(owner) for owner in persistence.owners() if owner != RUNTIME_OWNER]
-        data = [p.as_json() for p in plans]
-        lines = [
-            printable(
-                f"{p.owner_id}: "
-                + (", ".join(p.blockers) or "converged")
-                + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "")
+        data: list[dict[str, Any]] = []
+        lines = []
+        for owner in persistence.owners():
+            if owner == RUNTIME_OWNER:
+                continue
+            try:
+                p = persistence.plan(owner)
+            except persistence.UnreadableManifest as exc:
+                # One owner's unreadable manifest: named in its line, the others listed.
+                data.append({"owner_id": owner, "error": str(exc)})
+                lines.append(printable(f"{owner}: error: {exc}"))
+                continue
+            data.append(p.as_json())
+            lines.append(
+                printable(
+                    f"{p.owner_id}: "
+                    + (", ".join(p.blockers) or "converged")
+                    + (f"; would retire {', '.join(p.retirements)}" if p.retirements else "")
+                )
             )
-            for p in plans
-        ]
         runtime = persistence.runtime_schedule_names()
         if runtime or RUNTIME_OWNER in persistence.owners():
             entry, line = self._runtime_owner(runtime)
