@@ -1,4 +1,4 @@
-"""The fire statement: one call of ``awa_cron_fire_v7`` per batch of plan entries.
+"""The fire statement: one call of ``awa_cron_fire_v8`` per batch of plan entries.
 
 The evaluator (:mod:`.evaluator`) reads due rows and plans their fires; this
 module sends a plan to the database, isolates a row whose values the
@@ -24,7 +24,7 @@ from ..tasks import tracing
 
 logger = logging.getLogger("awa_django.evaluator")
 
-FIRE = "SELECT * FROM awa_cron_fire_v7(%s::jsonb)"
+FIRE = "SELECT * FROM awa_cron_fire_v8(%s::jsonb)"
 # Errors a value in one row can cause (constraint, bad data, a trigger's
 # RAISE); anything else is not a row's fault.
 ROW_FAULTS = (IntegrityError, DataError, InternalError)
@@ -47,7 +47,7 @@ FIRE_AT_SLOT = """
             SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s) AS fresh FROM waited)
     SELECT checked.fresh, j.*
       FROM checked
-      LEFT JOIN LATERAL awa_cron_fire_v7(CASE WHEN checked.fresh THEN %(plan)s::jsonb
+      LEFT JOIN LATERAL awa_cron_fire_v8(CASE WHEN checked.fresh THEN %(plan)s::jsonb
                                               ELSE '[]'::jsonb END) AS j ON true
 """
 # The same wait and freshness check alone, before a batch of such a plan is

@@ -12,7 +12,7 @@ round trip to the leader, instead of a read and the Python planning of every
 row.
 
 Nothing here weakens a guarantee: each entry is the usual compare-and-swap of
-``awa_cron_fire_v7``, re-checked when it runs, so a row paused, retired,
+``awa_cron_fire_v8``, re-checked when it runs, so a row paused, retired,
 changed or fired by someone else since it was read is simply not fired (and is
 evaluated again by the next ordinary pass); no fire function runs before the
 slot; and a plan that reaches the database more than ``STALE_AFTER`` seconds
