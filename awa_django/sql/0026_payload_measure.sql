@@ -243,12 +243,16 @@ BEGIN
         -- Slots the policy let through that inserted no job: a unique key an
         -- unfinished job holds refused them (ON CONFLICT DO NOTHING). A slot
         -- whose job is in the ledger already (awa_jobs_cron_slot) is not one.
+        -- The holder: the oldest unfinished job with the key, committed before
+        -- this statement or inserted by it (an earlier slot of the same row).
         SELECT s.name, s.fire_at,
-               (SELECT min(h.id) FROM awa_jobs AS h
-                 WHERE h.unique_key = awa_flow_key_v1(s.metadata -> 'awa_flow' ->> 'unique_key', s.name,
-                                                      awa_format_fire_at(s.fire_at))
-                   AND h.state IN ('available', 'scheduled', 'running', 'retryable')) AS holder
+               least((SELECT min(h.id) FROM awa_jobs AS h
+                       WHERE h.unique_key = k.key
+                         AND h.state IN ('available', 'scheduled', 'running', 'retryable')),
+                     (SELECT min(i.id) FROM inserted AS i WHERE i.unique_key = k.key)) AS holder
           FROM slots AS s
+         CROSS JOIN LATERAL (SELECT awa_flow_key_v1(s.metadata -> 'awa_flow' ->> 'unique_key', s.name,
+                                                    awa_format_fire_at(s.fire_at)) AS key) AS k
          WHERE s.n <= s.capacity
            AND jsonb_typeof(s.metadata -> 'awa_flow' -> 'unique_key') = 'string'
            AND NOT EXISTS (SELECT 1 FROM inserted AS i
