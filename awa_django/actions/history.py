@@ -17,7 +17,16 @@ from typing import Any
 
 from django.db import connections
 
-__all__ = ["HISTORY_KEPT", "OUTCOMES", "SKIP_REASONS", "SlotOutcome", "slot_history", "skip_counts", "skip_totals", "trim"]
+__all__ = [
+    "HISTORY_KEPT",
+    "OUTCOMES",
+    "SKIP_REASONS",
+    "SlotOutcome",
+    "slot_history",
+    "skip_counts",
+    "skip_totals",
+    "trim",
+]
 
 # Skipped and missed slots kept per schedule (the counters keep counting).
 HISTORY_KEPT = 1000

@@ -3,7 +3,9 @@
 Each example writes, by raw SQL, a schedule row and a job row whose JSON
 columns hold any JSON type, deep nesting or large values, whose names hold
 control, bidi and zero-width characters, and whose timestamps sit at the edges
-PostgreSQL accepts; then one leader pass, one worker claim-and-rescue, the
+PostgreSQL accepts, and whose payload measures (``args_bytes``, ``args_depth``,
+``metadata_bytes``, ``metadata_depth``) are the trigger's or any forged with
+triggers off; then one leader pass, one worker claim-and-rescue, the
 admin lists and ``awa cron list`` / ``awa jobs list`` run over them, beside a
 healthy schedule and a healthy job.
 """
@@ -73,6 +75,12 @@ NAME = st.text(
     min_size=1,
     max_size=200,
 ).filter(lambda n: n != "healthy")
+# The payload measures a row keeps (sql/0026_payload_measure.sql): None for the
+# trigger's own, else values forged with triggers off (a replica, a bulk load),
+# NULL and out-of-range ones included.
+INT4 = st.none() | st.integers(-(2**31), 2**31 - 1)
+INT2 = st.none() | st.integers(-(2**15), 2**15 - 1)
+MEASURES = st.none() | st.tuples(INT4, INT2, INT4, INT2)
 EDGE_TIMESTAMP = st.sampled_from(
     [None, "infinity", "-infinity", "0001-01-01 00:00+00", "4713-01-01 00:00+00 BC", "9999-12-31 23:59:59+00",
      "1970-01-01 00:00+00", "294276-12-31 23:59:59+00"]
@@ -107,6 +115,7 @@ def admin_user() -> User:
     errors=JSON_TEXT,
     result=JSON_TEXT,
     queue=NAME,
+    measures=MEASURES,
 )
 @settings(
     max_examples=10,
@@ -129,6 +138,7 @@ def test_hostile_rows__leader_worker_admin_and_cli_serve_the_healthy_rows(
     errors: str,
     result: str,
     queue: str,
+    measures: tuple[int | None, int | None, int | None, int | None] | None,
 ) -> None:
     sql("TRUNCATE awa_cron_jobs, awa_jobs")
     sql(
@@ -140,6 +150,26 @@ def test_hostile_rows__leader_worker_admin_and_cli_serve_the_healthy_rows(
         "  'coalesce', ARRAY[%s], %s::timestamptz, now(), %s::timestamptz)",
         [name, queue, args, metadata, name, created, last_enqueued],
     )
+    measured = (
+        "SELECT args_bytes, args_depth, metadata_bytes, metadata_depth FROM awa_cron_jobs WHERE name = %s"
+    )
+    if measures is None:  # the trigger's: the jsonb text's bytes, the depth up to 201
+        ((args_bytes, _, metadata_bytes, _),) = sql(measured, [name])
+        assert (args_bytes, metadata_bytes) == sql(
+            "SELECT octet_length(args::text), octet_length(metadata::text) FROM awa_cron_jobs WHERE name = %s",
+            [name],
+        )[0]
+    else:
+        sql("SET session_replication_role = replica")
+        try:
+            sql(
+                "UPDATE awa_cron_jobs SET args_bytes = %s, args_depth = %s, metadata_bytes = %s,"
+                " metadata_depth = %s WHERE name = %s",
+                [*measures, name],
+            )
+        finally:
+            sql("SET session_replication_role = origin")
+        assert sql(measured, [name]) == [measures]
     with override_settings(**LIMITS):
         healthy = tasks.record.enqueue("healthy")
         sql(

@@ -237,9 +237,7 @@ def test_schedule_keys__the_runtime_api_refuses_a_template_past_the_limit() -> N
 def test_schedule_keys__a_hand_written_template_past_the_limit_keeps_its_slots_apart() -> None:
     """A row written by raw SQL is not validated: its keys past 500 characters
     are hashed, not cut, so each slot still gets its own key and its own job."""
-    row = CronJobFactory(
-        name=LONG_NAME, metadata={"awa_flow": {"unique_key": "{name}{name}{name}{slot}"}}
-    )
+    row = CronJobFactory(name=LONG_NAME, metadata={"awa_flow": {"unique_key": "{name}{name}{name}{slot}"}})
     with transaction.atomic(), connection.cursor() as cursor:
         jobs = firing.fire_plan(cursor, [plan_entry(row, [T0.replace(minute=m) for m in range(13)])])
     keys = [j["unique_key"] for j in jobs]
@@ -260,7 +258,9 @@ def test_schedule_keys__a_slot_a_held_unique_key_refuses_is_recorded_and_counted
     row = declare(unique_key="{name}")
     jobs = fire(row, 3)  # the first slot's job holds the key; the other two are refused
     assert len(jobs) == 1
-    outcomes = [(o.slot, o.outcome, o.blocked_by) for o in history.slot_history("nightly") if o.job_id is None]
+    outcomes = [
+        (o.slot, o.outcome, o.blocked_by) for o in history.slot_history("nightly") if o.job_id is None
+    ]
     assert outcomes == [(T0.replace(minute=m), "skipped_unique", jobs[0]["id"]) for m in (2, 1)]
     assert history.skip_counts("nightly") == {"unique": 2}
     assert history.skip_totals()["unique"] == 2
