@@ -26,6 +26,7 @@ from ..conf import DEFAULTS, Kind, conf
 from ..schedules.validation import depth_problem, size_problem
 
 __all__ = [
+    "Deferred",
     "GuardedJSONField",
     "Undecodable",
     "decode",
@@ -150,6 +151,28 @@ class Undecodable:
 
     def __hash__(self) -> int:
         return hash((self.column, self.reason))
+
+
+class Deferred:
+    """A stored JSON value read as text and decoded only when asked (:meth:`value`).
+
+    The leader's fire statement returns each fired job, args included, but
+    only announcing a job (``task_enqueued``, on the announcer's thread) reads
+    its args: a megabyte of args decoded on the firing thread would delay the
+    next batch of every schedule by the time it takes."""
+
+    __slots__ = ("column", "text")
+
+    def __init__(self, text: str, column: str) -> None:
+        self.text = text
+        self.column = column
+
+    def value(self) -> Any:
+        """The value, decoded through :func:`decode` (an :class:`Undecodable` when it cannot be)."""
+        return decode(self.text, self.column)
+
+    def __repr__(self) -> str:
+        return f"<{self.column}: {len(self.text)} characters of JSON, not decoded yet>"
 
 
 def decode(text: str, column: str) -> Any:

@@ -32,7 +32,7 @@ from ..cron import search
 from ..db import jsonb
 from ..db.sessions import dict_rows
 from . import policies
-from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
+from .firing import FIRE, ROW_FAULTS, decode_args, fire_plan, job_row, log_fired
 from .pipeline import FirePipeline
 from .row_checks import PARSE_CACHE_SIZE, TIMESTAMP_HIGH, TIMESTAMP_LOW, max_args_bytes, row_problem
 
@@ -364,6 +364,8 @@ def evaluate(
     With ``on_fired``, each batch's jobs are handed to it as soon as the
     batch's fire statement has run (committed, in autocommit) and are not kept
     in the result: a pass over 100,000 due rows holds one batch, not all jobs.
+    Their ``args`` are then not decoded yet (``firing.decode_args`` does it):
+    the firing thread's time does not grow with payload sizes.
     With ``pipelined`` too (the leader, in autocommit), the fire statements
     from the second batch on run on a second connection while the next batch
     is read and planned (see :mod:`.pipeline`).
@@ -376,7 +378,7 @@ def evaluate(
     def fired(jobs: list[dict[str, Any]]) -> None:
         log_fired(jobs)
         if on_fired is None:
-            result.jobs.extend(jobs)
+            result.jobs.extend(decode_args(jobs))
         else:
             on_fired(jobs)
 

@@ -1,5 +1,8 @@
 """The fire statement: one call of ``awa_cron_fire_v8`` per batch of plan entries.
 
+The jobs it returns carry their ``args`` undecoded (:class:`~awa_django.db.jsonb.Deferred`)
+until :func:`decode_args`: the firing thread never decodes a payload.
+
 The evaluator (:mod:`.evaluator`) reads due rows and plans their fires; this
 module sends a plan to the database, isolates a row whose values the
 statement rejects anyway, and turns the returned ``awa_jobs`` rows into dicts.
@@ -81,7 +84,7 @@ class SerializedPlan(list[dict[str, Any]]):
         self.at_slot = at_slot
 
 
-def job_row(columns: list[str], values: Any) -> dict[str, Any]:
+def job_row(columns: list[str], values: Any, defer_args: bool = False) -> dict[str, Any]:
     """A raw ``awa_jobs`` row as a dict, with JSON columns decoded.
 
     Django's psycopg adapters hand jsonb to Python as text (JSONField decodes it
@@ -90,13 +93,16 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
     :class:`~awa_django.db.jsonb.Undecodable` naming the column (the worker
     fails such a job with that reason); so does a ``metadata`` that is not an
     object or ``errors`` not an array, which then read as empty, so the row's
-    other readers go on.
+    other readers go on. With ``defer_args``, ``args`` stays a
+    :class:`~awa_django.db.jsonb.Deferred` (see :func:`decode_args`).
     """
     job = dict(zip(columns, values, strict=True))
     for key in _JSON_COLUMNS:
         value = job.get(key)
         if isinstance(value, str):
-            job[key] = jsonb.decode(value, key)
+            job[key] = (
+                jsonb.Deferred(value, key) if defer_args and key == "args" else jsonb.decode(value, key)
+            )
     for key, empty in _EMPTY.items():
         value = job.get(key)
         if key in job and value is not None and not isinstance(value, (type(empty), jsonb.Undecodable)):
@@ -106,6 +112,15 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
             if not isinstance(job.get("args"), jsonb.Undecodable):
                 job["args"] = value
     return job
+
+
+def decode_args(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``jobs`` with their deferred ``args`` decoded (in place; returned for chaining)."""
+    for job in jobs:
+        args = job.get("args")
+        if isinstance(args, jsonb.Deferred):
+            job["args"] = args.value()
+    return jobs
 
 
 # The lock_timeout (ms) set on each fire connection, by its psycopg connection.
@@ -143,14 +158,14 @@ def _send(cursor: Any, plan: list[dict[str, Any]], made: SerializedPlan | None) 
     if made is None or made.at_slot is None:
         cursor.execute(FIRE, [text])
         columns = [c.name for c in cursor.description]
-        return [job_row(columns, r) for r in cursor.fetchall()]
+        return [job_row(columns, r, defer_args=True) for r in cursor.fetchall()]
     at = made.at_slot
     cursor.execute(FIRE_AT_SLOT, {"slot": at.slot, "stale": at.stale, "plan": text})
     columns = [c.name for c in cursor.description][1:]
     rows = cursor.fetchall()
     if rows and not rows[0][0]:
         at.stale_seen = True
-    return [job_row(columns, r[1:]) for r in rows if r[1] is not None]
+    return [job_row(columns, r[1:], defer_args=True) for r in rows if r[1] is not None]
 
 
 def _slot_passed(cursor: Any, plan: list[dict[str, Any]]) -> bool:

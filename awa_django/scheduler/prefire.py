@@ -35,7 +35,7 @@ from ..conf import conf
 from ..db import jsonb
 from ..db.sessions import dict_rows
 from . import evaluator
-from .firing import AtSlot, SerializedPlan, log_fired
+from .firing import AtSlot, SerializedPlan, decode_args, log_fired
 from .pipeline import FirePipeline, finish_all
 
 # How long before a slot its rows are read and planned: enough for a few
@@ -176,7 +176,7 @@ def fire_prepared(
         result.fired += len(jobs)
         log_fired(jobs)
         if on_fired is None:
-            result.jobs.extend(jobs)
+            result.jobs.extend(decode_args(jobs))
         else:
             on_fired(jobs)
     return result

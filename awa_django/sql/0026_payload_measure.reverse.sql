@@ -21,6 +21,12 @@ CREATE TRIGGER awa_jobs_flow_keys
     EXECUTE FUNCTION awa_jobs_flow_keys_v1();
 DROP FUNCTION awa_jobs_flow_keys_v2();
 DROP FUNCTION awa_flow_key_v1(text, text, text);
+DROP TRIGGER awa_cron_schedule_fence_payload ON awa_cron_jobs;
+DROP TRIGGER awa_cron_schedule_fence ON awa_cron_jobs;
+CREATE TRIGGER awa_cron_schedule_fence
+    BEFORE UPDATE OR DELETE ON awa_cron_jobs
+    FOR EACH ROW EXECUTE FUNCTION awa_cron_schedule_fence_v3();
+DROP FUNCTION awa_cron_schedule_fence_v4();
 DROP TRIGGER awa_cron_jobs_measure ON awa_cron_jobs;
 DROP FUNCTION awa_cron_jobs_measure_v1();
 ALTER TABLE awa_cron_jobs
