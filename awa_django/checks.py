@@ -52,6 +52,13 @@ _INTERVAL = (
 _DATA = ("awa_django.E009", "args must be a list, kwargs/metadata dicts, all JSON-serialisable.")
 # The field of an invalid AWA_SCHEDULES entry -> (check id, hint). One id per kind of
 # mistake, so operators can silence or grep them precisely.
+# Flow-control options: a key template that can render past a key's 500
+# characters would be cut, losing what tells slots apart.
+_FLOW = (
+    "awa_django.E091",
+    "unique_key/concurrency_key: {name} and {slot} only, rendering at most 500 characters; "
+    "concurrency_limit 1-1000000 with a concurrency_key.",
+)
 FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "AWA_SCHEDULES": (
@@ -81,6 +88,9 @@ FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
         "jitter": ("awa_django.E015", "jitter is a timedelta or seconds >= 0, below the shortest gap."),
         "every": _INTERVAL,
         "anchor": _INTERVAL,
+        "unique_key": _FLOW,
+        "concurrency_key": _FLOW,
+        "concurrency_limit": _FLOW,
     }
 )
 # An option the schedule validator does not know (or a field without its own id).

@@ -45,6 +45,10 @@ HINTS = {
     "awa_django.E041": "Authoritative mode needs AWA_REVISION (a deploy label, e.g. a git SHA).",
     "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
     "awa_django.E090": "The admin marks a schedule overdue when its next fire is this far in the past.",
+    "awa_django.E091": (
+        "unique_key/concurrency_key: {name} and {slot} only, rendering at most 500 characters; "
+        "concurrency_limit 1-1000000 with a concurrency_key."
+    ),
 }
 
 
@@ -139,6 +143,9 @@ def test_schedule_error__each_field_has_its_id_and_hint() -> None:
             ("jitter", "awa_django.E015"),
             ("every", "awa_django.E016"),
             ("anchor", "awa_django.E016"),
+            ("unique_key", "awa_django.E091"),
+            ("concurrency_key", "awa_django.E091"),
+            ("concurrency_limit", "awa_django.E091"),
         )
     }
     assert ("awa_django.E012", HINTS["awa_django.E012"]) == checks.UNKNOWN_OPTION

@@ -223,7 +223,8 @@ def test_schedule_keys__a_declared_template_past_the_limit_is_a_check_error_nami
     declared = {LONG_NAME: {"cron": "0 * * * *", "task": TASK, "unique_key": "{name}{name}{name}{slot}"}}
     with override_settings(AWA_SCHEDULES=declared):
         errors = [m for m in run_checks() if m.id and m.id.startswith("awa_django.E")]
-    assert errors and all("unique_key" in m.msg and LONG_NAME[:40] in m.msg for m in errors)
+    assert [m.id for m in errors] == ["awa_django.E091"]
+    assert "unique_key" in errors[0].msg and LONG_NAME[:40] in errors[0].msg
 
 
 def test_schedule_keys__the_runtime_api_refuses_a_template_past_the_limit() -> None:
