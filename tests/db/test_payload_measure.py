@@ -172,3 +172,25 @@ def test_create_schedule__refuses_args_over_the_limit_as_the_leader_measures_the
         evaluate()
         assert parked("wide") == (False, None)
         assert fired("wide") == 1
+
+
+@pytest.mark.parametrize(
+    ("assignment", "changes"),
+    [
+        ('args = \'{"args": [1], "kwargs": {}}\'', False),
+        ('metadata = \'{"team": "x"}\'', False),
+        ("queue = 'other'", False),
+        ("next_fire_at = now()", True),
+    ],
+)
+def test_fence__an_owned_row_keeps_its_payload_and_definition_from_other_writers(
+    assignment: str, changes: bool
+) -> None:
+    """The fence compares an owned row without printing its payload, and
+    compares the payload itself only when a statement writes it: both still
+    keep a writer that is not the row's manager out."""
+    CronJobFactory(name="owned", owner_id="app", args={"args": [], "kwargs": {}}, metadata={})
+    before = sql("SELECT args, metadata, queue, next_fire_at FROM awa_cron_jobs WHERE name = 'owned'")
+    sql(f"UPDATE awa_cron_jobs SET {assignment} WHERE name = 'owned'")
+    after = sql("SELECT args, metadata, queue, next_fire_at FROM awa_cron_jobs WHERE name = 'owned'")
+    assert (after != before) is changes
