@@ -50,13 +50,16 @@ _INTERVAL = (
     "awa_django.E016",
     "every: a timedelta or whole seconds >= 1 instead of cron; anchor: aware, whole second.",
 )
-_FLOW = (
-    "awa_django.E078",
-    "unique_key/concurrency_key: text templates over {name} and {slot}; concurrency_limit: 1-1000000.",
-)
 _DATA = ("awa_django.E009", "args must be a list, kwargs/metadata dicts, all JSON-serialisable.")
 # The field of an invalid AWA_SCHEDULES entry -> (check id, hint). One id per kind of
 # mistake, so operators can silence or grep them precisely.
+# Flow-control options: a key template that can render past a key's 500
+# characters would be cut, losing what tells slots apart.
+_FLOW = (
+    "awa_django.E078",
+    "unique_key/concurrency_key: {name} and {slot} only, rendering at most 500 characters; "
+    "concurrency_limit 1-1000000 with a concurrency_key.",
+)
 FIELD_CHECKS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "AWA_SCHEDULES": (

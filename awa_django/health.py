@@ -90,10 +90,11 @@ SELECT_OVERDUE = """
 """
 
 ROLES = {"cron": "runcron", "tasks": "runtasks"}
-# The fire statement version this release runs (awa_cron_fire_v7: v6's
-# contract, which knows interval schedules, with a cheaper overlap check;
-# awa_django.scheduler.firing.FIRE calls it). Runtime snapshots carry theirs.
-FIRE_STATEMENT_VERSION = 7
+# The fire statement version this release runs (awa_cron_fire_v8: v7's
+# contract, which knows interval schedules and probes the overlap check, and
+# records a slot a unique key refused; awa_django.scheduler.firing.FIRE calls
+# it). Runtime snapshots carry theirs.
+FIRE_STATEMENT_VERSION = 8
 # The first version that knows the execution policies (awa_cron_fire_v5).
 POLICIES_FIRE_VERSION = 5
 

@@ -345,10 +345,11 @@ def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Any]
     # Durable, fleet-wide (awa_cron_slot_counts): the same from every process.
     skipped = CounterMetricFamily(
         "awa_cron_slots_skipped",
-        "Slots not enqueued because of a schedule's execution policy, by reason (overlap, deadline).",
+        "Slots not enqueued because of a schedule's execution policy or unique key, by reason "
+        "(overlap, unique, deadline).",
         labels=["reason"],
     )
-    per_reason = {"overlap": 0.0, "deadline": 0.0}
+    per_reason = {"overlap": 0.0, "unique": 0.0, "deadline": 0.0}
     values = {"due": 0.0, "due_age": 0.0, "parked": 0.0}
     per_role: dict[str, float] = {"runcron": 0.0, "runtasks": 0.0}
     leading = 0.0

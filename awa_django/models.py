@@ -80,7 +80,7 @@ class CronJob(models.Model):
         default=MissedFirePolicy.COALESCE,
         db_default=MissedFirePolicy.COALESCE,
     )
-    # Execution policies, decided by the fire statement (awa_cron_fire_v7).
+    # Execution policies, decided by the fire statement (awa_cron_fire_v8).
     overlap = models.TextField(
         choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW, db_default=OverlapPolicy.ALLOW
     )
@@ -359,7 +359,8 @@ class RuntimeInstance(models.Model):
     # The version of the fire statement the process runs (5: awa_cron_fire_v5,
     # which knows the execution policies; 6: awa_cron_fire_v6, which knows
     # interval schedules; 7: awa_cron_fire_v7, v6 with a cheaper overlap
-    # check); NULL for writers that predate it.
+    # check; 8: awa_cron_fire_v8, v7 recording unique-key skips); NULL for
+    # writers that predate it.
     cron_fire_version = models.IntegerField(null=True, blank=True)
     # When the process last made progress (leader: last evaluation pass); see
     # awa_django/health.py. NULL for writers that predate it.

@@ -1,7 +1,8 @@
 """What became of a schedule's slots: enqueued, triggered, skipped or missed.
 
 Enqueued slots and manual triggers are their jobs in ``awa_jobs`` (kept for
-``AWA_JOB_RETENTION``); slots not enqueued because of an execution policy are
+``AWA_JOB_RETENTION``); slots not enqueued because of an execution policy or of a unique key
+an unfinished job held are
 rows of ``awa_cron_slot_outcomes`` (written by the fire statement under the
 compare-and-swap, capped per schedule by the leader's maintenance) and are
 counted, never trimmed, in ``awa_cron_slot_counts``. The CLI (``manage.py awa
@@ -18,11 +19,22 @@ from django.db import connections
 
 from ..db.timestamps import TIMESTAMP_HIGH, TIMESTAMP_LOW
 
-__all__ = ["HISTORY_KEPT", "OUTCOMES", "SlotOutcome", "slot_history", "skip_counts", "skip_totals", "trim"]
+__all__ = [
+    "HISTORY_KEPT",
+    "OUTCOMES",
+    "SKIP_REASONS",
+    "SlotOutcome",
+    "slot_history",
+    "skip_counts",
+    "skip_totals",
+    "trim",
+]
 
 # Skipped and missed slots kept per schedule (the counters keep counting).
 HISTORY_KEPT = 1000
-OUTCOMES = ("enqueued", "triggered", "skipped_overlap", "missed_deadline")
+OUTCOMES = ("enqueued", "triggered", "skipped_overlap", "skipped_unique", "missed_deadline")
+# The reasons a slot was not enqueued, as awa_cron_slot_counts counts them.
+SKIP_REASONS = ("overlap", "unique", "deadline")
 
 # The most recent outcomes of one schedule, newest first. A job's slot is its
 # cron_fire_at (the form the fire statement writes; anything else, written
@@ -60,7 +72,8 @@ class SlotOutcome:
     slot: datetime
     outcome: str  # one of OUTCOMES
     job_id: int | None = None  # the slot's job (enqueued, triggered)
-    blocked_by: int | None = None  # skipped_overlap: the unfinished job then
+    # skipped_overlap: the unfinished job then; skipped_unique: the job holding the key.
+    blocked_by: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -79,7 +92,7 @@ def slot_history(name: str, limit: int = 50, using: str = "default") -> list[Slo
 
 
 def skip_counts(name: str, using: str = "default") -> dict[str, int]:
-    """Slots of ``name`` not enqueued, ever, by reason (``overlap``, ``deadline``)."""
+    """Slots of ``name`` not enqueued, ever, by reason (``overlap``, ``unique``, ``deadline``)."""
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT reason, count FROM awa_cron_slot_counts WHERE name = %s", [name])
         return {reason: int(count) for reason, count in cursor.fetchall()}
@@ -90,7 +103,7 @@ def skip_totals(using: str = "default") -> dict[str, int]:
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT reason, sum(count) FROM awa_cron_slot_counts GROUP BY reason")
         totals = {reason: int(count) for reason, count in cursor.fetchall()}
-    return {reason: totals.get(reason, 0) for reason in ("overlap", "deadline")}
+    return {reason: totals.get(reason, 0) for reason in SKIP_REASONS}
 
 
 # Rows beyond the newest HISTORY_KEPT of their schedule, or of a schedule that

@@ -245,8 +245,9 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     def slot_outcomes(self, row: CronJob) -> SafeString:
         counts = history.skip_counts(row.name)
         summary = format_html(
-            "Never enqueued: {} for overlap, {} past the starting deadline.",
+            "Never enqueued: {} for overlap, {} for a held unique key, {} past the starting deadline.",
             counts.get("overlap", 0),
+            counts.get("unique", 0),
             counts.get("deadline", 0),
         )
         rows = format_html_join(

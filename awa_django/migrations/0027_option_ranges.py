@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ('awa_django', '0025_bounded_errors'),
+        ('awa_django', '0026_payload_measure'),
     ]
 
     operations = [

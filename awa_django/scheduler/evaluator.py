@@ -4,14 +4,16 @@
 with skewed clocks agree. Only rows whose stored ``next_fire_at`` is due (or
 NULL, meaning "recompute") are read, through a partial index: an idle pass is
 O(due), not O(all schedules). The due rows are read and planned in batches
-of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v7`` (see
+of ``FIRE_BATCH_SIZE``, each fired by one call of ``awa_cron_fire_v8`` (see
 :mod:`.firing`), which keeps the per-row compare-and-swap; the leader has the
 calls run on a second connection while the next batch is planned
 (:mod:`.pipeline`), and fires the rows of the next slot planned ahead (:mod:`.prefire`).
 
 A row the evaluator cannot handle (a value written by raw SQL or an old
 writer) is parked alone, with its reason in ``parked_reason``; the leader
-re-evaluates parked rows at every maintenance run (``reevaluate_parked``).
+re-evaluates parked rows at every maintenance run (``reevaluate_parked``),
+except those whose stored payload measures are still over the limits: those
+are evaluated again when their payload changes (the measure trigger).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..cron import search
 from ..db import jsonb
 from ..db.sessions import dict_rows
 from . import policies
-from .firing import FIRE, ROW_FAULTS, fire_plan, job_row, log_fired
+from .firing import FIRE, ROW_FAULTS, decode_args, fire_plan, job_row, log_fired
 from .pipeline import FirePipeline
 from .row_checks import PARSE_CACHE_SIZE, TIMESTAMP_HIGH, TIMESTAMP_LOW, max_args_bytes, row_problem
 
@@ -73,13 +75,17 @@ _DUE_COLUMNS = """
     jsonb_typeof(args -> 'kwargs') AS args_kwargs_type,
     (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(
         CASE WHEN jsonb_typeof(args) = 'object' THEN args ELSE '{{}}' END) AS k) AS args_keys,
-    octet_length(args::text) AS args_bytes,
+    -- Size and depth as measured when the payload was written (columns kept by
+    -- the trigger awa_cron_jobs_measure, sql/0026_payload_measure.sql): a pass
+    -- costs the same whatever the payloads' sizes. Measured here only for a
+    -- row written with triggers disabled (its measures NULL).
+    COALESCE(args_bytes, octet_length(args::text)) AS args_bytes,
     jsonb_typeof(metadata) AS metadata_type,
-    octet_length(metadata::text) AS metadata_bytes,
-    -- Nesting depth up to %(max_depth)s + 1: a value with no more opening
-    -- brackets than the limit cannot be deeper (the common case, no call).
-    {depth_args} AS args_depth,
-    {depth_metadata} AS metadata_depth,
+    COALESCE(metadata_bytes, octet_length(metadata::text)) AS metadata_bytes,
+    -- Nesting depth up to %(max_depth)s + 1 when measured here: a value with no
+    -- more opening brackets than the limit cannot be deeper (no call then).
+    COALESCE(args_depth, {depth_args}) AS args_depth,
+    COALESCE(metadata_depth, {depth_metadata}) AS metadata_depth,
     statement_timestamp() AS now
 """
 
@@ -358,6 +364,8 @@ def evaluate(
     With ``on_fired``, each batch's jobs are handed to it as soon as the
     batch's fire statement has run (committed, in autocommit) and are not kept
     in the result: a pass over 100,000 due rows holds one batch, not all jobs.
+    Their ``args`` are then not decoded yet (``firing.decode_args`` does it):
+    the firing thread's time does not grow with payload sizes.
     With ``pipelined`` too (the leader, in autocommit), the fire statements
     from the second batch on run on a second connection while the next batch
     is read and planned (see :mod:`.pipeline`).
@@ -370,7 +378,7 @@ def evaluate(
     def fired(jobs: list[dict[str, Any]]) -> None:
         log_fired(jobs)
         if on_fired is None:
-            result.jobs.extend(jobs)
+            result.jobs.extend(decode_args(jobs))
         else:
             on_fired(jobs)
 
@@ -415,11 +423,15 @@ def _fire_batch(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def reevaluate_parked(using: str = "default") -> int:
-    """Queue every parked active row for evaluation again; return how many.
+    """Queue parked active rows for evaluation again; return how many.
 
     A row may be parked by one process only (a leader whose tz database
     lacks the row's zone); the leader calls this at election and every
     ``AWA_SYNC_INTERVAL``, so the next leader that can evaluate it does.
+    A row whose stored measures put its payload over ``AWA_MAX_ARGS_BYTES``
+    or ``AWA_MAX_JSON_DEPTH`` stays parked: the measures only change with the
+    payload, and a changed payload queues the row itself (the trigger
+    awa_cron_jobs_measure); re-reading it every sync would cost a pass its size.
     """
     with connections[using].cursor() as cursor:
         # Rows another session holds are skipped (next time), never waited for.
@@ -428,7 +440,10 @@ def reevaluate_parked(using: str = "default") -> int:
             " SELECT name FROM awa_cron_jobs"
             "  WHERE parked_at IS NOT NULL AND next_fire_at IS NOT NULL"
             "    AND paused_at IS NULL AND retired_at IS NULL"
-            "  ORDER BY name FOR UPDATE SKIP LOCKED)"
+            "    AND COALESCE(args_bytes <= %(bytes)s AND metadata_bytes <= %(bytes)s"
+            "                 AND args_depth <= %(depth)s AND metadata_depth <= %(depth)s, true)"
+            "  ORDER BY name FOR UPDATE SKIP LOCKED)",
+            {"bytes": max_args_bytes(), "depth": jsonb.max_depth()},
         )
         count: int = cursor.rowcount
     return count

@@ -1,4 +1,7 @@
-"""The fire statement: one call of ``awa_cron_fire_v7`` per batch of plan entries.
+"""The fire statement: one call of ``awa_cron_fire_v8`` per batch of plan entries.
+
+The jobs it returns carry their ``args`` undecoded (:class:`~awa_django.db.jsonb.Deferred`)
+until :func:`decode_args`: the firing thread never decodes a payload.
 
 The evaluator (:mod:`.evaluator`) reads due rows and plans their fires; this
 module sends a plan to the database, isolates a row whose values the
@@ -25,7 +28,7 @@ from ..tasks import tracing
 
 logger = logging.getLogger("awa_django.evaluator")
 
-FIRE = "SELECT * FROM awa_cron_fire_v7(%s::jsonb)"
+FIRE = "SELECT * FROM awa_cron_fire_v8(%s::jsonb)"
 # Errors a value in one row can cause (constraint, bad data, a trigger's
 # RAISE); anything else is not a row's fault.
 ROW_FAULTS = (IntegrityError, DataError, InternalError)
@@ -52,7 +55,7 @@ FIRE_AT_SLOT = """
             SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s) AS fresh FROM waited)
     SELECT checked.fresh, j.*
       FROM checked
-      LEFT JOIN LATERAL awa_cron_fire_v7(CASE WHEN checked.fresh THEN %(plan)s::jsonb
+      LEFT JOIN LATERAL awa_cron_fire_v8(CASE WHEN checked.fresh THEN %(plan)s::jsonb
                                               ELSE '[]'::jsonb END) AS j ON true
 """
 # The same wait and freshness check alone, before a batch of such a plan is
@@ -111,7 +114,7 @@ def _finite_or_text(value: Any) -> Any:
     return value
 
 
-def job_row(columns: list[str], values: Any) -> dict[str, Any]:
+def job_row(columns: list[str], values: Any, defer_args: bool = False) -> dict[str, Any]:
     """A raw ``awa_jobs`` row as a dict, with JSON columns decoded.
 
     Django's psycopg adapters hand jsonb to Python as text (JSONField decodes it
@@ -121,13 +124,17 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
     fails such a job with that reason); so does a ``metadata`` that is not an
     object, which then reads as empty, so the row's other readers go on.
     ``errors`` that cannot be read (not an array, too deep, too large) read as
-    empty and do not stop the job: the next attempt always runs.
+    empty and do not stop the job: the next attempt always runs. With
+    ``defer_args``, ``args`` stays a :class:`~awa_django.db.jsonb.Deferred`
+    (see :func:`decode_args`).
     """
     job = dict(zip(columns, values, strict=True))
     for key in _JSON_COLUMNS:
         value = job.get(key)
         if isinstance(value, str):
-            job[key] = jsonb.decode(value, key)
+            job[key] = (
+                jsonb.Deferred(value, key) if defer_args and key == "args" else jsonb.decode(value, key)
+            )
     for key, empty in _EMPTY.items():
         value = job.get(key)
         if key in job and value is not None and not isinstance(value, (type(empty), jsonb.Undecodable)):
@@ -137,6 +144,15 @@ def job_row(columns: list[str], values: Any) -> dict[str, Any]:
             if key not in _RECORD_ONLY and not isinstance(job.get("args"), jsonb.Undecodable):
                 job["args"] = value
     return job
+
+
+def decode_args(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``jobs`` with their deferred ``args`` decoded (in place; returned for chaining)."""
+    for job in jobs:
+        args = job.get("args")
+        if isinstance(args, jsonb.Deferred):
+            job["args"] = args.value()
+    return jobs
 
 
 # The lock_timeout (ms) set on each fire connection, by its psycopg connection.
@@ -174,14 +190,14 @@ def _send(cursor: Any, plan: list[dict[str, Any]], made: SerializedPlan | None) 
     if made is None or made.at_slot is None:
         cursor.execute(FIRE, [text])
         columns = [c.name for c in cursor.description]
-        return [job_row(columns, r) for r in cursor.fetchall()]
+        return [job_row(columns, r, defer_args=True) for r in cursor.fetchall()]
     at = made.at_slot
     cursor.execute(FIRE_AT_SLOT, {"slot": at.slot, "stale": at.stale, "plan": text})
     columns = [c.name for c in cursor.description][1:]
     rows = cursor.fetchall()
     if rows and not rows[0][0]:
         at.stale_seen = True
-    return [job_row(columns, r[1:]) for r in rows if r[1] is not None]
+    return [job_row(columns, r[1:], defer_args=True) for r in rows if r[1] is not None]
 
 
 def _slot_passed(cursor: Any, plan: list[dict[str, Any]]) -> bool:

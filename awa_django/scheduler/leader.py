@@ -41,6 +41,7 @@ from . import election, index_upkeep, jobs_vacuum, pipeline, prefire, vacuum
 from .announcer import Announcer
 from .election import LEADER_LOCK_KEY
 from .evaluator import PassResult, evaluate, reevaluate_parked
+from .firing import decode_args
 
 logger = logging.getLogger("awa_django.leader")
 
@@ -71,7 +72,8 @@ def announce_each(jobs: Sequence[dict[str, Any]], send: Callable[..., Any] | Non
     """
     for job in jobs:
         try:
-            announce_fires([job], send)
+            # Decoded here, on the announcer's thread, not on the firing one.
+            announce_fires(decode_args([job]), send)
         except Exception as exc:  # one job's module must not stop the leader
             logger.error(
                 "cannot announce job %s (%s): %s",

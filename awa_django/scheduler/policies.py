@@ -2,7 +2,7 @@
 
 The planner (:mod:`.evaluator`) splits each row's due slots into those it
 fires and those it reaches too late (``starting_deadline``); the fire
-statement (``awa_cron_fire_v7``) applies ``overlap`` and ``jitter`` under the
+statement (``awa_cron_fire_v8``) applies ``overlap`` and ``jitter`` under the
 row's lock. Pure: no database, no settings.
 """
 

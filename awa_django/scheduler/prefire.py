@@ -12,7 +12,7 @@ round trip to the leader, instead of a read and the Python planning of every
 row.
 
 Nothing here weakens a guarantee: each entry is the usual compare-and-swap of
-``awa_cron_fire_v7``, re-checked when it runs, so a row paused, retired,
+``awa_cron_fire_v8``, re-checked when it runs, so a row paused, retired,
 changed or fired by someone else since it was read is simply not fired (and is
 evaluated again by the next ordinary pass); no fire function runs before the
 slot; and a plan that reaches the database more than ``STALE_AFTER`` seconds
@@ -35,7 +35,7 @@ from ..conf import conf
 from ..db import jsonb
 from ..db.sessions import dict_rows
 from . import evaluator
-from .firing import AtSlot, SerializedPlan, log_fired
+from .firing import AtSlot, SerializedPlan, decode_args, log_fired
 from .pipeline import FirePipeline, finish_all
 
 # How long before a slot its rows are read and planned: enough for a few
@@ -176,7 +176,7 @@ def fire_prepared(
         result.fired += len(jobs)
         log_fired(jobs)
         if on_fired is None:
-            result.jobs.extend(jobs)
+            result.jobs.extend(decode_args(jobs))
         else:
             on_fired(jobs)
     return result

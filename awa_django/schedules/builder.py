@@ -69,8 +69,11 @@ def _refuse(name: str, field_name: str, problem: str | None) -> None:
 
 
 def _json_size(value: Any) -> int:
-    """Bytes of ``value`` as stored (compact JSON, UTF-8)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    """Bytes of ``value`` as PostgreSQL prints it from jsonb (``", "`` and
+    ``": "`` between items, UTF-8): the measure the stored row keeps
+    (awa_cron_jobs.args_bytes) and the leader holds to AWA_MAX_ARGS_BYTES, so
+    what is accepted here is never parked there for its size."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(", ", ": ")).encode("utf-8"))
 
 
 def _max_args_bytes(name: str) -> int:

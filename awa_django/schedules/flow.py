@@ -6,7 +6,14 @@ an operator's trigger). They are stored in the schedule's metadata under
 ``awa_flow``; a trigger on ``awa_jobs`` (sql/0017_flow_control.sql) renders
 them into the fired job's ``unique_key`` / ``concurrency_key`` columns. A fire
 whose unique key an unfinished job holds inserts nothing (the fire statement's
-``ON CONFLICT DO NOTHING``): the slot is skipped, as an overlap.
+``ON CONFLICT DO NOTHING``): the slot is skipped, recorded in the slot
+history as ``skipped_unique`` and counted, as an overlap skip is.
+
+A template that could render past the 500 characters of a key is refused
+here, naming the schedule and the option: cutting the key (as the database
+did) could drop the ``{slot}`` that tells slots apart, merging them. A row
+written by hand with such a template gets a hashed key instead (the trigger's
+``awa_flow_key_v1``): never two renderings as one key.
 """
 
 from __future__ import annotations
@@ -19,7 +26,11 @@ from ..exceptions import InvalidSchedule
 FLOW_METADATA_KEY = "awa_flow"
 # The options, as AWA_SCHEDULES keys and periodic() arguments.
 FLOW_OPTIONS = frozenset({"unique_key", "concurrency_key", "concurrency_limit"})
-MAX_TEMPLATE_LENGTH = 250  # rendered with a name of <= 200 and a slot: under the 500 of a key
+MAX_TEMPLATE_LENGTH = 250
+# A rendered key's limit (awa_jobs' check), and the longest {slot}: a fire's
+# "YYYY-MM-DDTHH:MM:SS+00:00" (25) or a trigger's "manual:<job id>" (7 + 19).
+MAX_KEY_LENGTH = 500
+MAX_SLOT_LENGTH = 26
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_LIMIT = 1_000_000
 
@@ -34,7 +45,22 @@ def _template(name: str, field_name: str, value: Any) -> str:
         raise InvalidSchedule(
             name, field_name, f"may use only the placeholders {{name}} and {{slot}}, got {value!r:.100}"
         )
+    longest = rendered_length(value, name)
+    if longest > MAX_KEY_LENGTH:
+        raise InvalidSchedule(
+            name,
+            field_name,
+            f"renders up to {longest} characters with this schedule's name; a key holds "
+            f"{MAX_KEY_LENGTH} (use {{name}} and {{slot}} once each, or a shorter template)",
+        )
     return value
+
+
+def rendered_length(template: str, name: str) -> int:
+    """The longest key ``template`` renders to for schedule ``name``, replacing
+    as the database does (sql/0026_payload_measure.sql, awa_flow_key_v1):
+    ``{name}`` first, then ``{slot}`` (any in the name too) at its longest."""
+    return len(template.replace("{name}", name).replace("{slot}", "0" * MAX_SLOT_LENGTH))
 
 
 def split_flow(metadata: Any) -> tuple[Any, dict[str, Any]]:

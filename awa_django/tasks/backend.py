@@ -236,8 +236,10 @@ class AwaBackend(BaseTaskBackend):
             started_at=row["started_at"],
             finished_at=row["finished_at"],
             last_attempted_at=row["attempted_at"],
-            args=list(args.get("args", [])),
-            kwargs=dict(args.get("kwargs", {})),
+            # Set below: normalize_json (TaskResult's own) would walk the
+            # decoded JSON again in Python, seconds for a megabyte of args.
+            args=[],
+            kwargs={},
             backend=self.alias,
             errors=[
                 TaskError(
@@ -249,6 +251,10 @@ class AwaBackend(BaseTaskBackend):
             ],
             worker_ids=list(row["worker_ids"] or []),
         )
+        # Decoded from jsonb: lists, dicts, strings, numbers, booleans and None
+        # already, which is what normalize_json would make of them.
+        object.__setattr__(result, "args", list(args.get("args", [])))
+        object.__setattr__(result, "kwargs", dict(args.get("kwargs", {})))
         if state == JobState.COMPLETED:
             object.__setattr__(result, "_return_value", row["result"])
         return result

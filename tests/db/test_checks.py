@@ -38,9 +38,6 @@ HINTS = {
     "awa_django.E014": "starting_deadline is a timedelta or seconds > 0, at most 100 years (None: no deadline).",
     "awa_django.E015": "jitter is a timedelta or seconds >= 0, below the shortest gap.",
     "awa_django.E016": "every: a timedelta or whole seconds >= 1 instead of cron; anchor: aware, whole second.",
-    "awa_django.E078": (
-        "unique_key/concurrency_key: text templates over {name} and {slot}; concurrency_limit: 1-1000000."
-    ),
     "awa_django.E020": "Seconds: intervals > 0, other durations >= 0; counts: see the reference.",
     "awa_django.E021": "awa_django stores timestamptz; set USE_TZ = True.",
     "awa_django.E022": "awa_django needs a PostgreSQL database.",
@@ -48,6 +45,10 @@ HINTS = {
     "awa_django.E041": "Authoritative mode needs AWA_REVISION (a deploy label, e.g. a git SHA).",
     "awa_django.E042": "AWA_AUTHORITATIVE is True or False.",
     "awa_django.E090": "The admin marks a schedule overdue when its next fire is this far in the past.",
+    "awa_django.E078": (
+        "unique_key/concurrency_key: {name} and {slot} only, rendering at most 500 characters; "
+        "concurrency_limit 1-1000000 with a concurrency_key."
+    ),
 }
 
 

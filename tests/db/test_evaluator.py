@@ -146,7 +146,7 @@ def test_evaluate__one_fire_statement_per_pass_whatever_the_number_of_fires() ->
     # time, since a transaction's end would undo it).
     counted = [q for q in queries if "SAVEPOINT" not in q["sql"] and "'lock_timeout'" not in q["sql"]]
     assert len(counted) == 3
-    assert sum("awa_cron_fire_v7" in q["sql"] for q in queries) == 1
+    assert sum("awa_cron_fire_v8" in q["sql"] for q in queries) == 1
 
 
 def test_evaluate__bad_row_written_by_raw_sql_does_not_stop_others(caplog: pytest.LogCaptureFixture) -> None:
@@ -191,7 +191,7 @@ def test_evaluate__a_large_due_set_fires_in_bounded_batches(monkeypatch: pytest.
         make(f"batch-{i}", cron_expr="* * * * * *")
     with CaptureQueriesContext(connection) as queries:
         result = evaluate()
-    fire_statements = [q for q in queries.captured_queries if "awa_cron_fire_v7" in q["sql"]]
+    fire_statements = [q for q in queries.captured_queries if "awa_cron_fire_v8" in q["sql"]]
     assert result.evaluated == 5
     assert len(fire_statements) == 3  # 2 + 2 + 1 rows
     assert sorted(len(fired(f"batch-{i}")) for i in range(5)) == [1] * 5

@@ -260,7 +260,7 @@ def test_admin_detail__shows_the_policies_and_the_slot_outcomes(admin_client: An
     evaluate()
     page = admin_client.get(reverse("admin:awa_django_cronjob_change", args=["tidy"])).content.decode()
     assert "Skip (no slot while a job is unfinished)" in page and "90.0" in page and "1.5" in page
-    assert "Never enqueued: 1 for overlap, 0 past the starting deadline." in page
+    assert "Never enqueued: 1 for overlap, 0 for a held unique key, 0 past the starting deadline." in page
     assert f"skipped_overlap</td><td>#{blocker.pk} was unfinished" in page
 
 

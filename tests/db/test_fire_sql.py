@@ -25,7 +25,8 @@ pytestmark = pytest.mark.django_db
 
 # Every fire statement keeps the same contract: v2 adds name-ordered row
 # locking, v3 parking, v4 metadata for the fired jobs, v5 the execution
-# policies, v6 interval schedules, v7 (used by the evaluator) a cheaper overlap check; v1 stays installed for older writers.
+# policies, v6 interval schedules, v7 a cheaper overlap check, v8 (used by the
+# evaluator) records unique-key skips; v1 stays installed for older writers.
 FIRE_FUNCTIONS = [
     "awa_cron_fire_v1",
     "awa_cron_fire_v2",
@@ -34,6 +35,7 @@ FIRE_FUNCTIONS = [
     "awa_cron_fire_v5",
     "awa_cron_fire_v6",
     "awa_cron_fire_v7",
+    "awa_cron_fire_v8",
 ]
 
 

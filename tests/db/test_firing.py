@@ -77,9 +77,26 @@ def test_fire_plan__enqueues_every_fire_and_moves_the_clock() -> None:
         [("a", plan[0]["fires"][0]), ("a", plan[0]["fires"][1]), ("b", plan[1]["fires"][0])]
     )
     assert {j["queue"] for j in jobs if j["metadata"]["cron_name"] == "a"} == {"mail"}
-    assert isinstance(jobs[0]["args"], dict)  # decoded
+    # Not decoded on the firing thread; decode_args (the announcer's) decodes it.
+    assert isinstance(jobs[0]["args"], jsonb.Deferred)
+    assert firing.decode_args(jobs)[0]["args"] == {"args": [], "kwargs": {}}
     last = CronJob.objects.get(name="a").last_enqueued_at
     assert last == datetime.fromisoformat(plan[0]["fires"][1])
+
+
+def test_evaluate__the_jobs_it_keeps_and_the_leaders_announcements_have_their_args_decoded() -> None:
+    from awa_django.scheduler import leader
+
+    CronJobFactory(name="a", cron_expr="* * * * * *", args={"args": [[1]], "kwargs": {"k": "v"}})
+    assert [j["args"] for j in evaluator.evaluate().jobs] == [{"args": [[1]], "kwargs": {"k": "v"}}]
+    handed: list[dict[str, Any]] = []
+    Job.objects.all().delete()
+    CronJob.objects.filter(name="a").update(last_enqueued_at=None)
+    evaluator.evaluate(on_fired=handed.extend)
+    assert [type(j["args"]) for j in handed] == [jsonb.Deferred]
+    announced: list[Any] = []
+    leader.announce_each(handed, lambda signal, sender, **named: announced.append(named["task_result"]))
+    assert [(r.args, r.kwargs) for r in announced] == [([[1]], {"k": "v"})]
 
 
 def test_fire_plan__the_same_plan_sent_twice_enqueues_once() -> None:

@@ -10,6 +10,9 @@ The job row's timestamps and state are generated too: the check
 ``awa_jobs_timestamps_check`` refuses an unfinished job whose timestamp no
 datetime holds, and with the check dropped (a database where such a row was
 stored before it) that job fails alone and every view lists it.
+The schedule row's payload measures (``args_bytes``, ``args_depth``,
+``metadata_bytes``, ``metadata_depth``) are the trigger's or any forged with
+triggers off.
 """
 
 from __future__ import annotations
@@ -79,6 +82,12 @@ NAME = st.text(
     min_size=1,
     max_size=200,
 ).filter(lambda n: n != "healthy")
+# The payload measures a row keeps (sql/0026_payload_measure.sql): None for the
+# trigger's own, else values forged with triggers off (a replica, a bulk load),
+# NULL and out-of-range ones included.
+INT4 = st.none() | st.integers(-(2**31), 2**31 - 1)
+INT2 = st.none() | st.integers(-(2**15), 2**15 - 1)
+MEASURES = st.none() | st.tuples(INT4, INT2, INT4, INT2)
 EDGE_TIMESTAMP = st.sampled_from(
     [None, "infinity", "-infinity", "0001-01-01 00:00+00", "4713-01-01 00:00+00 BC", "9999-12-31 23:59:59+00",
      "1970-01-01 00:00+00", "294276-12-31 23:59:59+00"]
@@ -125,6 +134,7 @@ def admin_user() -> User:
         {"run_at": JOB_TIMESTAMP.filter(lambda t: t is not None), "created_at": JOB_TIMESTAMP.filter(bool)},
         optional={c: JOB_TIMESTAMP for c in ("attempted_at", "started_at", "heartbeat_at", "finished_at")},
     ),
+    measures=MEASURES,
 )
 @settings(
     max_examples=10,
@@ -149,12 +159,13 @@ def test_hostile_rows__leader_worker_admin_and_cli_serve_the_healthy_rows(
     queue: str,
     job_state: str,
     job_times: dict[str, str | None],
+    measures: tuple[int | None, int | None, int | None, int | None] | None,
 ) -> None:
     sql("TRUNCATE awa_cron_jobs, awa_jobs")
     with without_timestamp_check():
         serve_hostile_rows(
             admin_user, name, args, metadata, last_enqueued, created, job_args, job_metadata, errors, result,
-            queue, job_state, job_times,
+            queue, job_state, job_times, measures,
         )  # fmt: skip
 
 
@@ -197,6 +208,7 @@ def serve_hostile_rows(
     queue: str,
     job_state: str,
     job_times: dict[str, str | None],
+    measures: tuple[int | None, int | None, int | None, int | None] | None,
 ) -> None:
     sql(
         "INSERT INTO awa_cron_jobs (name, cron_expr, timezone, kind, queue, args, metadata, priority,"
@@ -207,6 +219,26 @@ def serve_hostile_rows(
         "  'coalesce', ARRAY[%s], %s::timestamptz, now(), %s::timestamptz)",
         [name, queue, args, metadata, name, created, last_enqueued],
     )
+    measured = (
+        "SELECT args_bytes, args_depth, metadata_bytes, metadata_depth FROM awa_cron_jobs WHERE name = %s"
+    )
+    if measures is None:  # the trigger's: the jsonb text's bytes, the depth up to 201
+        ((args_bytes, _, metadata_bytes, _),) = sql(measured, [name])
+        assert (args_bytes, metadata_bytes) == sql(
+            "SELECT octet_length(args::text), octet_length(metadata::text) FROM awa_cron_jobs WHERE name = %s",
+            [name],
+        )[0]
+    else:
+        sql("SET session_replication_role = replica")
+        try:
+            sql(
+                "UPDATE awa_cron_jobs SET args_bytes = %s, args_depth = %s, metadata_bytes = %s,"
+                " metadata_depth = %s WHERE name = %s",
+                [*measures, name],
+            )
+        finally:
+            sql("SET session_replication_role = origin")
+        assert sql(measured, [name]) == [measures]
     with override_settings(**LIMITS):
         healthy = tasks.record.enqueue("healthy")
         hostile = insert_hostile_job(

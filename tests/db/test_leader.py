@@ -210,13 +210,13 @@ def test_runcron_once__a_failed_pass_exits_non_zero() -> None:
 
     CronJobFactory(name="due", cron_expr="* * * * *")
     with connection.cursor() as cursor:
-        cursor.execute("ALTER FUNCTION awa_cron_fire_v7(jsonb) RENAME TO awa_cron_fire_v7_hidden")
+        cursor.execute("ALTER FUNCTION awa_cron_fire_v8(jsonb) RENAME TO awa_cron_fire_v8_hidden")
     try:
         with pytest.raises(CommandError, match="evaluation pass failed"):
             call_command("runcron", "--once")
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("ALTER FUNCTION awa_cron_fire_v7_hidden(jsonb) RENAME TO awa_cron_fire_v7")
+            cursor.execute("ALTER FUNCTION awa_cron_fire_v8_hidden(jsonb) RENAME TO awa_cron_fire_v8")
     assert Job.objects.count() == 0
 
 

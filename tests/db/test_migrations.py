@@ -175,3 +175,45 @@ def test_migration_0023__a_job_row_written_by_hand_cannot_break_what_enqueue_val
     with pytest.raises(IntegrityError, match=check), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"UPDATE awa_jobs SET {column} = %s WHERE id = %s", [value, int(result.id)])
     assert Job.objects.filter(id=int(result.id)).exists()
+
+
+def test_migration_0026__measures_the_rows_stored_before_it_and_reverses() -> None:
+    """Rows stored before 0026 (owned and retired ones too, which the fence
+    guards) get their payload measures from the migration itself; the reverse
+    drops the columns, the trigger and the unique-key history."""
+    call_command("migrate", "awa_django", "0023", verbosity=0)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO awa_cron_jobs (name, cron_expr, kind, args, metadata, owner_id, retired_at) VALUES"
+                " ('plain', '* * * * *', 'x.y', '{\"args\": [[1]], \"kwargs\": {}}', '{\"é\": 1}', NULL, NULL),"
+                " ('owned', '* * * * *', 'x.y', '{}', '{}', 'app', NULL),"
+                " ('retired', '* * * * *', 'x.y', '{}', '{}', NULL, now())"
+            )
+    finally:
+        call_command("migrate", "awa_django", verbosity=0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name, args_bytes = octet_length(args::text), args_depth,"
+            " metadata_bytes = octet_length(metadata::text), metadata_depth, last_enqueued_at, next_fire_at"
+            " FROM awa_cron_jobs ORDER BY name"
+        )
+        assert cursor.fetchall() == [
+            ("owned", True, 1, True, 1, None, None),
+            ("plain", True, 3, True, 1, None, None),
+            ("retired", True, 1, True, 1, None, None),
+        ]
+        cursor.execute("TRUNCATE awa_cron_jobs")  # tombstones and owned rows refuse DELETE
+        cursor.execute("INSERT INTO awa_cron_slot_counts (name, reason, count) VALUES ('gone', 'unique', 2)")
+    call_command("migrate", "awa_django", "0023", verbosity=0)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM information_schema.columns"
+                " WHERE table_name = 'awa_cron_jobs' AND column_name LIKE '%%\\_bytes'"
+            )
+            assert cursor.fetchone() == (0,)
+            cursor.execute("SELECT count(*) FROM awa_cron_slot_counts")
+            assert cursor.fetchone() == (0,)
+    finally:
+        call_command("migrate", "awa_django", verbosity=0)

@@ -1,5 +1,8 @@
-"""Schedules' flow-control options: validated at declaration, rendered into each
-fired job's keys; a fire whose unique key is held inserts nothing."""
+"""Schedules' flow-control options: validated at declaration (a key template
+that could render past a key's 500 characters is refused), rendered into each
+fired job's keys (hashed, never cut, past 500 for a row written by hand); a
+fire whose unique key is held inserts nothing, and its slot is recorded in the
+slot history and counted."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 import awa_django
+from awa_django.actions import history
 from awa_django.actions.runtime_schedules import update_schedule
 from awa_django.actions.schedules import trigger
 from awa_django.exceptions import InvalidSchedule, OperationRefused
@@ -196,3 +200,83 @@ def test_schedule_keys__outside_a_transaction_the_bound_is_set_once_and_holds_pa
         with connection.cursor() as cursor:
             cursor.execute("RESET lock_timeout")
         firing._bounded.clear()  # the session no longer has the bound
+
+
+LONG_NAME = "n" * 200
+
+
+@pytest.mark.parametrize("option", ["unique_key", "concurrency_key"])
+def test_schedule_keys__a_template_that_can_render_past_the_key_limit_is_refused(option: str) -> None:
+    """{name} three times with a 200-character name renders 626 characters: cut
+    to 500, the {slot} that tells slots apart would be gone."""
+    with pytest.raises(InvalidSchedule) as info:
+        build_schedule(LONG_NAME, "* * * * *", TASK, **{option: "{name}{name}{name}{slot}"})
+    assert (info.value.schedule, info.value.field) == (LONG_NAME, option)
+    assert "renders up to 626 characters" in str(info.value)
+    # At the limit exactly (two names, a slot at its longest, 74 more): accepted.
+    build_schedule(LONG_NAME, "* * * * *", TASK, **{option: "{name}{name}{slot}" + "x" * 74})
+
+
+def test_schedule_keys__a_declared_template_past_the_limit_is_a_check_error_naming_schedule_and_option() -> (
+    None
+):
+    declared = {LONG_NAME: {"cron": "0 * * * *", "task": TASK, "unique_key": "{name}{name}{name}{slot}"}}
+    with override_settings(AWA_SCHEDULES=declared):
+        errors = [m for m in run_checks() if m.id and m.id.startswith("awa_django.E")]
+    assert [m.id for m in errors] == ["awa_django.E078"]
+    assert "unique_key" in errors[0].msg and LONG_NAME[:40] in errors[0].msg
+
+
+def test_schedule_keys__the_runtime_api_refuses_a_template_past_the_limit() -> None:
+    from awa_django.actions.runtime_schedules import create_schedule
+
+    with pytest.raises(InvalidSchedule, match="unique_key"):
+        create_schedule(LONG_NAME, "* * * * *", TASK, unique_key="{name}{name}{name}{slot}", actor="alice")
+    assert not CronJob.objects.filter(name=LONG_NAME).exists()
+
+
+def test_schedule_keys__a_hand_written_template_past_the_limit_keeps_its_slots_apart() -> None:
+    """A row written by raw SQL is not validated: its keys past 500 characters
+    are hashed, not cut, so each slot still gets its own key and its own job."""
+    row = CronJobFactory(name=LONG_NAME, metadata={"awa_flow": {"unique_key": "{name}{name}{name}{slot}"}})
+    with transaction.atomic(), connection.cursor() as cursor:
+        jobs = firing.fire_plan(cursor, [plan_entry(row, [T0.replace(minute=m) for m in range(13)])])
+    keys = [j["unique_key"] for j in jobs]
+    assert len(jobs) == 13 and len(set(keys)) == 13
+    assert all(len(k) == 500 and k.startswith(LONG_NAME * 2) for k in keys)
+
+
+def test_schedule_keys__a_slot_a_held_unique_key_refuses_is_recorded_and_counted() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+    from prometheus_client import generate_latest
+
+    from awa_django import metrics
+    from awa_django.actions import history
+    from tests.helpers.metrics import parse, value
+
+    row = declare(unique_key="{name}")
+    jobs = fire(row, 3)  # the first slot's job holds the key; the other two are refused
+    assert len(jobs) == 1
+    outcomes = [
+        (o.slot, o.outcome, o.blocked_by) for o in history.slot_history("nightly") if o.job_id is None
+    ]
+    assert outcomes == [(T0.replace(minute=m), "skipped_unique", jobs[0]["id"]) for m in (2, 1)]
+    assert history.skip_counts("nightly") == {"unique": 2}
+    assert history.skip_totals()["unique"] == 2
+    out = StringIO()
+    call_command("awa", "cron", "history", "nightly", stdout=out)
+    assert "skipped_unique" in out.getvalue() and "2 for a held unique key" in out.getvalue()
+    samples = parse(generate_latest(metrics.REGISTRY).decode())
+    assert value(samples, "awa_cron_slots_skipped_total", reason="unique") == 2
+
+
+def test_schedule_keys__a_slot_already_in_the_ledger_is_not_a_unique_key_skip() -> None:
+    """A plan sent twice (a deposed leader's, late) meets its slot's own job:
+    that is the exactly-once ledger at work, not a key held by another job."""
+    row = declare(unique_key="{name}:{slot}")
+    assert len(fire(row, 1)) == 1
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert firing.fire_plan(cursor, [plan_entry(row, [T0], prev=None)]) == []
+    assert history.skip_counts("nightly") == {}

@@ -42,7 +42,7 @@ statement uses the test clock too.
 Two "instances" compete: each can read due rows and plan fires (the
 evaluator's own ``SELECT_DUE`` and ``plan_row``) and later send its possibly
 stale plan through the evaluator's own ``fire_plan``, i.e. to
-``awa_cron_fire_v7``, the statement the leader runs; a full ``evaluate()``
+``awa_cron_fire_v8``, the statement the leader runs; a full ``evaluate()``
 pass is a third kind of step. Profiles: ``ci`` (default, derandomized, bounded) and ``long``
 (``AWA_HYPOTHESIS_PROFILE=long``, by hand).
 """
@@ -249,7 +249,7 @@ class Model:
         return fires[:CATCH_UP_LIMIT] if d.missed_fire_policy == "catch_up" else fires[-1:]
 
     def fire(self, name: str, planned: PlannedRow) -> None:
-        """The compare-and-swap of awa_cron_fire_v7 for one (firing) plan entry."""
+        """The compare-and-swap of awa_cron_fire_v8 for one (firing) plan entry."""
         row = self.rows.get(name)
         seen = planned.row
         if (
@@ -414,7 +414,7 @@ class ScheduleMachine(RuleBasedStateMachine):
         self._fire("B")
 
     def _fire(self, instance: str) -> None:
-        """The second half: send the (possibly stale) plan to awa_cron_fire_v7,
+        """The second half: send the (possibly stale) plan to awa_cron_fire_v8,
         through the evaluator's own ``fire_plan`` as the leader does."""
         with connection.cursor() as cursor:
             fire_plan(cursor, self.plan_entries[instance])
@@ -725,8 +725,8 @@ def test_model_fires__lord_howe_dst_days() -> None:
     ) == [datetime(2026, 10, 3, 14, 30, tzinfo=UTC), datetime(2026, 10, 3, 16, 0, tzinfo=UTC)]
 
 
-FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0020_fire_policy_probe.sql"
-# Each guard of a firing entry in awa_cron_fire_v7, and what replaces it. The
+FIRE_SQL = Path(__file__).resolve().parents[2] / "awa_django" / "sql" / "0026_payload_measure.sql"
+# Each guard of a firing entry in awa_cron_fire_v8, and what replaces it. The
 # CAS and created_at guards sit in the CASE arm for a firing entry (no "AND"
 # before the first), so they become TRUE; the parking arm compares the text
 # read (prev_text, created_text) and is not exercised here: every row the
@@ -743,15 +743,15 @@ GUARDS = {
 
 
 def fire_statement_definition() -> str:
-    """``CREATE OR REPLACE FUNCTION awa_cron_fire_v7 ... $$;`` as shipped in FIRE_SQL."""
-    found = re.search(r"^CREATE FUNCTION awa_cron_fire_v7\(.*?^\$\$;$", FIRE_SQL.read_text(), re.M | re.S)
-    assert found, f"awa_cron_fire_v7 not found in {FIRE_SQL}"
+    """``CREATE OR REPLACE FUNCTION awa_cron_fire_v8 ... $$;`` as shipped in FIRE_SQL."""
+    found = re.search(r"^CREATE FUNCTION awa_cron_fire_v8\(.*?^\$\$;$", FIRE_SQL.read_text(), re.M | re.S)
+    assert found, f"awa_cron_fire_v8 not found in {FIRE_SQL}"
     return found.group(0).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
     """The guard test below strips guards from the statement the leader calls."""
-    assert "awa_cron_fire_v7(" in FIRE
+    assert "awa_cron_fire_v8(" in FIRE
     definition = fire_statement_definition()
     for guard, _replacement in GUARDS.values():
         assert definition.count(guard) == 1, guard
@@ -763,7 +763,7 @@ def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
 def test_schedules__the_machine_catches_a_fire_statement_without_each_guard(
     test_clock: Any, guard: str
 ) -> None:
-    """The property test can fail: with one guard of awa_cron_fire_v7 removed,
+    """The property test can fail: with one guard of awa_cron_fire_v8 removed,
     the seeded run (100 examples) must find a difference from the model. (The retired
     guard is not listed: the schedule fence alone already stops such a fire.
     Neither is SKIP LOCKED: one session never meets a row another holds.)"""

@@ -113,7 +113,7 @@ def test_runcron__first_signal_waits_for_the_pass_second_exits_at_once(runcron: 
         wait_for(
             lambda: observer.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock' AND query LIKE '%awa_cron_fire_v7%'"
+                "AND wait_event_type = 'Lock' AND query LIKE '%awa_cron_fire_v8%'"
             ).fetchone()[0],
             timeout=60,
         )

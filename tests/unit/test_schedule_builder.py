@@ -75,11 +75,12 @@ def test_build_schedule__args_and_kwargs_share_one_size_limit() -> None:
     assert "the limit is AWA_MAX_ARGS_BYTES=60" in str(info.value)
 
 
-def test_build_schedule__size_is_counted_in_utf8_bytes_of_compact_json() -> None:
-    # {"args":["é" * 30],"kwargs":{}}: 25 bytes of syntax + 60 bytes of text.
-    with override_settings(AWA_MAX_ARGS_BYTES=85):
+def test_build_schedule__size_is_counted_in_utf8_bytes_of_the_jsonb_text() -> None:
+    # {"args": ["é" * 30], "kwargs": {}} as PostgreSQL prints jsonb (a space
+    # after each comma and colon): 28 bytes of syntax + 60 bytes of text.
+    with override_settings(AWA_MAX_ARGS_BYTES=88):
         assert build(args=["é" * 30]).args == ["é" * 30]
-    with override_settings(AWA_MAX_ARGS_BYTES=84), pytest.raises(InvalidSchedule, match="is 85 bytes"):
+    with override_settings(AWA_MAX_ARGS_BYTES=87), pytest.raises(InvalidSchedule, match="is 88 bytes"):
         build(args=["é" * 30])
 
 

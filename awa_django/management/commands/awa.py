@@ -197,7 +197,8 @@ class Command(BaseCommand):
         counts = history.skip_counts(row.name)
         lines.append(
             printable(f"{row.name}: {len(outcomes)} slot(s) shown; never enqueued: ")
-            + f"{counts.get('overlap', 0)} for overlap, {counts.get('deadline', 0)} past the deadline."
+            + f"{counts.get('overlap', 0)} for overlap, {counts.get('unique', 0)} for a held unique key, "
+            + f"{counts.get('deadline', 0)} past the deadline."
         )
         self.emit(options, data, "\n".join(lines))
 
