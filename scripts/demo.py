@@ -20,6 +20,75 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# A stop request: SIGINT (Ctrl-C reaches the terminal's whole foreground group),
+# SIGTERM (a supervisor), SIGHUP (the terminal closed).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The longest wait for runcron, runtasks and the admin server to finish their graceful stop.
+STOP_TIMEOUT = 40.0
+
+
+class Stop:
+    """The demo's stop requests. The children run in process groups of their own,
+    so a Ctrl-C reaches only this script, which asks each child to stop exactly
+    once (their graceful stop); a second Ctrl-C is passed on as their second
+    signal (exit now). No signal raises here: no traceback on Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.requested = 0
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}  # by command name
+        self.killed: list[str] = []  # children that outlived STOP_TIMEOUT
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        self.requested += 1
+        if self.requested > 1:
+            self.signal_children(signal.SIGTERM)
+
+    def signal_children(self, signum: int) -> None:
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    def stop_children(self) -> None:
+        """Ask every running child to stop, once, and wait for it (bounded)."""
+        self.signal_children(signal.SIGTERM)
+        for name, proc in self.processes.items():
+            try:
+                proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                print(f"demo: {name} did not stop within {STOP_TIMEOUT:.0f} s; killed", file=sys.stderr)
+                proc.kill()
+                proc.wait()
+                self.killed.append(name)
+
+
+def start(stop: Stop, command: list[str]) -> None:
+    """Start ``command`` in a process group of its own (see ``Stop``)."""
+    stop.processes[command[2]] = subprocess.Popen(command, cwd=ROOT, process_group=0)
+
+
+def report_new_jobs(first_id: int, seen: int, ran: set[int]) -> tuple[int, int]:
+    """Print this run's fires (jobs after ``seen``) and its completed jobs (after
+    ``first_id``, the newest job when the demo started: an earlier run's jobs are
+    not this run's). Returns the newest job id seen and the number of new fires."""
+    from awa_django.models import Job
+
+    fired = 0
+    for job in Job.objects.filter(id__gt=seen).order_by("id"):
+        seen = job.id
+        fired += 1
+        meta = job.metadata
+        print(
+            f"demo: fired {meta.get('cron_name')} for {meta.get('cron_fire_at')} "
+            f"-> job {job.id} ({job.kind}, queue {job.queue})",
+            flush=True,
+        )
+    done = Job.objects.filter(id__gt=first_id, id__lte=seen, state="completed").exclude(id__in=ran)
+    for job in done.order_by("id"):
+        ran.add(job.id)
+        print(f"demo: job {job.id} completed, returned {job.result!r}", flush=True)
+    return seen, fired
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -34,29 +103,42 @@ def main() -> int:
     )
     args = parser.parse_args()
 
+    stop = Stop()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
     sys.path.insert(0, str(ROOT))
     manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--verbosity", "0"], check=True, cwd=ROOT)
+    if subprocess.run([*manage, "migrate", "--verbosity", "0"], cwd=ROOT).returncode:
+        return 1
+    if stop.requested:
+        return 0
 
     import django
 
     django.setup()
     from awa_django.models import Job
 
-    seen = Job.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    runcron = subprocess.Popen([*manage, "runcron"], cwd=ROOT)
-    runtasks = subprocess.Popen([*manage, "runtasks", "--concurrency", "2"], cwd=ROOT)
-    processes = [runcron, runtasks]
+    first_id = Job.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    try:
+        code = run(args, stop, manage, first_id)
+    finally:
+        stop.stop_children()  # at once when run() stopped them already
+    return 1 if stop.killed else code
+
+
+def run(args: argparse.Namespace, stop: Stop, manage: list[str], first_id: int) -> int:
+    """Start the processes, print what they do until a stop request (or the
+    deadline), then the run's summary."""
+    start(stop, [*manage, "runcron"])
+    start(stop, [*manage, "runtasks", "--concurrency", "2"])
     if args.admin:
         from django.contrib.auth.models import User
 
         if not User.objects.filter(username="admin").exists():
             # A throwaway demo database only: never do this in a real project.
             User.objects.create_superuser("admin", password="admin")
-        processes.append(
-            subprocess.Popen([*manage, "runserver", f"127.0.0.1:{args.admin}", "--noreload"], cwd=ROOT)
-        )
+        start(stop, [*manage, "runserver", f"127.0.0.1:{args.admin}", "--noreload"])
         print(
             f"demo: operators' console at http://127.0.0.1:{args.admin}/admin/ (user admin, password admin)",
             flush=True,
@@ -66,33 +148,19 @@ def main() -> int:
         flush=True,
     )
     deadline = time.monotonic() + args.seconds if args.seconds > 0 else None
-    fired = 0
+    seen, fired = first_id, 0
     ran: set[int] = set()
-    try:
-        while deadline is None or time.monotonic() < deadline:
-            time.sleep(0.5)
-            for job in Job.objects.filter(id__gt=seen).order_by("id"):
-                seen = job.id
-                fired += 1
-                meta = job.metadata
-                print(
-                    f"demo: fired {meta.get('cron_name')} for {meta.get('cron_fire_at')} "
-                    f"-> job {job.id} ({job.kind}, queue {job.queue})",
-                    flush=True,
-                )
-            for job in Job.objects.filter(state="completed").exclude(id__in=ran).order_by("id"):
-                ran.add(job.id)
-                print(f"demo: job {job.id} completed, returned {job.result!r}", flush=True)
-            if any(proc.poll() is not None for proc in processes):
-                print("demo: runcron, runtasks or the admin server exited unexpectedly", file=sys.stderr)
-                return 1
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for proc in processes:
-            proc.send_signal(signal.SIGTERM)
-        for proc in processes:
-            proc.wait(timeout=40)
+    while not stop.requested and (deadline is None or time.monotonic() < deadline):
+        time.sleep(0.5)
+        seen, new = report_new_jobs(first_id, seen, ran)
+        fired += new
+        if any(proc.poll() is not None for proc in stop.processes.values()):
+            print("demo: runcron, runtasks or the admin server exited unexpectedly", file=sys.stderr)
+            return 1
+    print("demo: stopping runcron and runtasks", flush=True)
+    stop.stop_children()
+    seen, new = report_new_jobs(first_id, seen, ran)
+    fired += new
     print(f"demo: {fired} fire(s) seen, {len(ran)} job(s) completed", flush=True)
     # A bounded run (CI) must have shown the whole path working.
     return 0 if deadline is None or (fired and ran) else 1

@@ -95,9 +95,12 @@ def main(argv: list[str]) -> int:
         )
     try:
         child = subprocess.Popen(argv, env=env)
-        # Forward termination signals so the child can shut down cleanly.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
+        # SIGTERM is sent to this process alone (make, a supervisor): pass it on so the
+        # child stops cleanly. SIGINT is not passed on: a Ctrl-C reaches the terminal's
+        # whole foreground group, the child included, and a second SIGINT would cut its
+        # graceful stop short. Either way this process waits for the child to end.
+        signal.signal(signal.SIGTERM, lambda signum, _frame: child.send_signal(signum))
+        signal.signal(signal.SIGINT, lambda _signum, _frame: None)
         while True:
             try:
                 return child.wait()
