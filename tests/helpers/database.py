@@ -39,14 +39,14 @@ def _connection_params() -> dict[str, Any]:
 def _same_server(params: dict[str, Any], started: datetime) -> str | None:
     """None when ``params`` reach the server that started at ``started``, else why not."""
     try:
-        with psycopg.connect(**params, connect_timeout=10) as conn:
+        with psycopg.connect(**{"connect_timeout": 10, **params}) as conn:
             row = conn.execute("SELECT pg_postmaster_start_time()").fetchone()
     except psycopg.Error as exc:
         return str(exc).strip().splitlines()[0]
     return None if row is not None and row[0] == started else "another server answers there"
 
 
-def _tcp_candidates(listen_addresses: str) -> list[str]:
+def tcp_candidates(listen_addresses: str) -> list[str]:
     """Where a client on this machine reaches a server listening on ``listen_addresses``."""
     wildcards = {"*": ["127.0.0.1", "::1"], "0.0.0.0": ["127.0.0.1"], "::": ["::1"]}
     hosts: list[str] = []
@@ -71,7 +71,7 @@ def _discovered_tcp_address(socket: str) -> tuple[str, int]:
         ).fetchone()
     assert row is not None
     listen, port, started = row
-    hosts = _tcp_candidates(listen)
+    hosts = tcp_candidates(listen)
     if not hosts:
         pytest.skip(
             f"the test server (Unix socket {socket or 'in the default directory'}) has no TCP "
