@@ -109,9 +109,11 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
     sys.path.insert(0, str(ROOT))
     manage = [sys.executable, str(ROOT / "manage.py")]
-    if subprocess.run([*manage, "migrate", "--verbosity", "0"], cwd=ROOT).returncode:
+    # In a group of its own too: a Ctrl-C while it runs lets it finish, then the demo ends.
+    if subprocess.run([*manage, "migrate", "--verbosity", "0"], cwd=ROOT, process_group=0).returncode:
         return 1
     if stop.requested:
+        print("demo: stopped after migrate, before starting runcron and runtasks", flush=True)
         return 0
 
     import django
