@@ -10,11 +10,13 @@ console at http://127.0.0.1:PORT/admin/ with a demo superuser admin/admin.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +61,56 @@ class Stop:
                 proc.kill()
                 proc.wait()
                 self.killed.append(name)
+
+
+def give_terminal(fd: int, pgrp: int) -> None:
+    """Make ``pgrp`` the foreground process group of the terminal ``fd``. SIGTTOU
+    is ignored meanwhile: a process outside the foreground group gets it otherwise."""
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(fd, pgrp)
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
+
+
+def suspend_refused(_signum: int, _frame: object) -> None:
+    os.write(2, b"demo: Ctrl-Z does not suspend the demo; Ctrl-C stops it\n")
+
+
+@contextlib.contextmanager
+def terminal_foreground() -> Iterator[None]:
+    """Run the demo as the terminal's foreground job, alone, as a job-control shell
+    runs a job. The terminal sends Ctrl-C to its whole foreground group: without
+    this it would reach make and with_db.py as well, and make, interrupted, exits
+    130 with "Interrupt" whatever the demo does. In a group of its own in the
+    foreground, the demo alone gets it; the previous foreground group gets the
+    terminal back when the demo ends, on every path. Nothing changes when stdin is
+    not the terminal, or the demo is not in its foreground group (``make demo &``)."""
+    fd = 0
+    try:
+        previous = os.getpgrp()
+        if not os.isatty(fd) or os.tcgetpgrp(fd) != previous:
+            yield
+            return
+        os.setpgid(0, 0)
+    except OSError:  # stdin closed, or a session leader (it cannot change group)
+        yield
+        return
+    try:
+        give_terminal(fd, os.getpgrp())
+    except OSError:
+        os.setpgid(0, previous)
+        yield
+        return
+    # A stopped demo would hold the terminal with nobody to resume it (the shell
+    # waits for make, which is not stopped): Ctrl-Z is refused instead.
+    suspend = signal.signal(signal.SIGTSTP, suspend_refused)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTSTP, suspend)
+        with contextlib.suppress(OSError):  # that group has gone (make was killed)
+            give_terminal(fd, previous)
 
 
 def start(stop: Stop, command: list[str]) -> None:
@@ -106,6 +158,12 @@ def main() -> int:
     stop = Stop()
     for signum in STOP_SIGNALS:
         signal.signal(signum, stop)
+    with terminal_foreground():
+        return demo(args, stop)
+
+
+def demo(args: argparse.Namespace, stop: Stop) -> int:
+    """Migrate, then run the processes until a stop request (see ``run``)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
     sys.path.insert(0, str(ROOT))
     manage = [sys.executable, str(ROOT / "manage.py")]

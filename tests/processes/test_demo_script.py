@@ -1,16 +1,20 @@
 """``make demo`` (scripts/demo.py under scripts/with_db.py) as a person runs it in a
 terminal: one Ctrl-C (SIGINT to the whole process group, as a terminal sends it)
 stops runcron and runtasks gracefully, each once, and the demo exits 0 with no
-traceback; a second run on the same database reports only its own fires and jobs.
+traceback; the real ``make demo`` on a pseudo-terminal, Ctrl-C typed into it,
+exits 0 as well (make is not interrupted); a second run on the same database
+reports only its own fires and jobs.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,6 +81,110 @@ def run_until_ctrl_c(url: str, log_path: Path) -> tuple[int, str]:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
     return code, log_path.read_text()
+
+
+# The session's first process: the pseudo-terminal on its stdin becomes its
+# controlling terminal, and the process (then make) leads the terminal's
+# foreground group, the group a typed Ctrl-C reaches, as a shell's foreground job.
+SESSION_LEADER = """
+import fcntl, os, sys, termios
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+os.execvp(sys.argv[1], sys.argv[1:])
+"""
+
+
+class Terminal:
+    """The master side of a pseudo-terminal: what was written to it, read as it comes."""
+
+    def __init__(self, master: int) -> None:
+        self.master = master
+        self.chunks: list[bytes] = []
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # EIO: every process holding the terminal has ended
+                return
+            if not chunk:
+                return
+            self.chunks.append(chunk)
+
+    @property
+    def output(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace").replace("\r\n", "\n")
+
+
+def make_demo_until_ctrl_c(url: str) -> tuple[int, str]:
+    """Run the real ``make demo`` on a pseudo-terminal (the installed venv step
+    skipped: ``-o`` its stamp, PY this interpreter); once it has shown a completed
+    job, type Ctrl-C into the terminal. Returns make's exit status and the output."""
+    make = shutil.which("make")
+    assert make, "GNU make is needed: apt-get install make"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DJANGO_SETTINGS_MODULE", "AWA_TEST_DATABASE_TCP")
+        and k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+    }
+    env.update(DATABASE_URL=url, PYTHONUNBUFFERED="1")
+    master, slave = os.openpty()
+    stamp = ".venv/.installed"
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SESSION_LEADER,
+                make,
+                "-o",
+                stamp,
+                "demo",
+                f"PY={sys.executable}",
+                "DEMO_SECONDS=0",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+    finally:
+        os.close(slave)
+    terminal = Terminal(master)
+    try:
+        wait_for(lambda: COMPLETED.search(terminal.output) or proc.poll() is not None, timeout=120)
+        os.write(master, b"\x03")
+        code = proc.wait(timeout=90)
+        terminal.reader.join(timeout=60)
+    finally:
+        if proc.poll() is None:
+            # A failed test: SIGTERM lets each process stop its children; then the session goes.
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            finally:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        os.close(master)
+    return code, terminal.output
+
+
+def test_make_demo__one_ctrl_c_in_a_terminal_exits_0(demo_url: str) -> None:
+    code, output = make_demo_until_ctrl_c(demo_url)
+    assert COMPLETED.search(output), output
+    assert code == 0, output
+    assert "Traceback" not in output, output
+    assert "Interrupt" not in output, output
+    assert "second signal" not in output, output
+    assert output.count("finishing the pass, then releasing leadership") == 1, output
+    assert output.count("no new claims, finishing running tasks") == 1, output
+    assert "runcron: stopped" in output, output
+    assert "runtasks: stopped after" in output, output
+    assert SUMMARY.search(output), output
 
 
 def test_demo__one_ctrl_c_stops_both_processes_gracefully(demo_url: str, tmp_path: Path) -> None:
