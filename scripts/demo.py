@@ -142,6 +142,9 @@ def report_new_jobs(first_id: int, seen: int, ran: set[int]) -> tuple[int, int]:
 
 
 def main() -> int:
+    stop = Stop()  # first: a Ctrl-C from here on is a stop request, never a traceback
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
         "--seconds", type=float, default=0, help="stop after this long (0 = run until Ctrl-C)"
@@ -154,10 +157,6 @@ def main() -> int:
         help="also serve the Django admin on 127.0.0.1:PORT (0 = no admin)",
     )
     args = parser.parse_args()
-
-    stop = Stop()
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, stop)
     with terminal_foreground():
         return demo(args, stop)
 
