@@ -83,13 +83,19 @@ def run_until_ctrl_c(url: str, log_path: Path) -> tuple[int, str]:
     return code, log_path.read_text()
 
 
-# The session's first process: the pseudo-terminal on its stdin becomes its
-# controlling terminal, and the process (then make) leads the terminal's
-# foreground group, the group a typed Ctrl-C reaches, as a shell's foreground job.
+# The session's first process, a shell without job control: the pseudo-terminal
+# on its stdin becomes its controlling terminal, and it runs make in its own
+# process group, the terminal's foreground group a typed Ctrl-C reaches. When make
+# has ended it says whether that group has the terminal back, and exits as a shell
+# does (128 + the signal that killed make).
 SESSION_LEADER = """
-import fcntl, os, sys, termios
+import fcntl, os, signal, subprocess, sys, termios
 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-os.execvp(sys.argv[1], sys.argv[1:])
+signal.signal(signal.SIGINT, lambda signum, frame: None)  # a handler: make gets the default
+code = subprocess.call(sys.argv[1:])
+restored = os.tcgetpgrp(0) == os.getpgrp()
+print("session: the terminal's foreground group is", "back" if restored else "lost", flush=True)
+sys.exit(128 - code if code < 0 else code)
 """
 
 
@@ -118,9 +124,10 @@ class Terminal:
 
 
 def make_demo_until_ctrl_c(url: str) -> tuple[int, str]:
-    """Run the real ``make demo`` on a pseudo-terminal (the installed venv step
-    skipped: ``-o`` its stamp, PY this interpreter); once it has shown a completed
-    job, type Ctrl-C into the terminal. Returns make's exit status and the output."""
+    """Run the real ``make demo`` on a pseudo-terminal (the venv step skipped:
+    ``-o`` its stamp, PY this interpreter); once it has shown a completed job, type
+    Ctrl-C into the terminal. Returns make's exit status, as a shell gives it, and
+    the output."""
     make = shutil.which("make")
     assert make, "GNU make is needed: apt-get install make"
     env = {
@@ -185,6 +192,7 @@ def test_make_demo__one_ctrl_c_in_a_terminal_exits_0(demo_url: str) -> None:
     assert "runcron: stopped" in output, output
     assert "runtasks: stopped after" in output, output
     assert SUMMARY.search(output), output
+    assert "session: the terminal's foreground group is back" in output, output
 
 
 def test_demo__one_ctrl_c_stops_both_processes_gracefully(demo_url: str, tmp_path: Path) -> None:
