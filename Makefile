@@ -10,6 +10,7 @@ DEMO_ADMIN ?= 0
 .PHONY: venv test test-oldest demo check lint clean conformance
 
 $(STAMP): pyproject.toml
+	@echo "make: building $(VENV): awa_django (editable) and its development tools, 1 to 3 minutes, quiet until done"
 	@test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e . --group dev
@@ -21,11 +22,13 @@ venv: $(STAMP)
 # (test_awa_gw0, ...): most tests wait on PostgreSQL or on subprocesses, so four
 # workers fit a 2-core machine; work stealing keeps them all busy to the end (the
 # long process tests no longer queue behind one worker). TEST_WORKERS=0 runs in one
-# process.
+# process. Each line of dots ends with [tests done/tests in all].
 TEST_WORKERS ?= 4
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
+PROGRESS = -o console_output_style=count
 test: $(STAMP)
-	$(PY) scripts/with_db.py $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	@echo "make test: pytest on real PostgreSQL (the whole suite: about 12 minutes on a busy 2-core machine); each line of dots ends with [tests done/tests in all]"
+	$(PY) scripts/with_db.py $(PY) -m pytest $(XDIST) $(PROGRESS) $(PYTEST_ARGS)
 
 # The unit tests only (tests/unit: no database is created or needed).
 .PHONY: test-fast
@@ -44,6 +47,7 @@ test-matrix: $(STAMP)
 # Django 6.0 (the oldest with django.tasks built in): keeps "<6.1 works too" honest.
 VENV_OLDEST := .venv-django60
 $(VENV_OLDEST)/.installed: pyproject.toml
+	@echo "make: building $(VENV_OLDEST) (Django 6.0), 1 to 3 minutes, quiet until done"
 	@test -x $(VENV_OLDEST)/bin/python || "$$(scripts/find-python)" -m venv $(VENV_OLDEST)
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV_OLDEST)/bin/python -m pip install --quiet 'django>=6.0,<6.1' -e . --group dev --group celery-beat
@@ -58,6 +62,7 @@ test-oldest: $(VENV_OLDEST)/.installed
 VENV_DJANGO52 := .venv-django52
 DJANGO52_PYTHON ?=
 $(VENV_DJANGO52)/.installed: pyproject.toml
+	@echo "make: building $(VENV_DJANGO52) (Django 5.2 and the django-tasks backport), 1 to 3 minutes, quiet until done"
 	@test -x $(VENV_DJANGO52)/bin/python || "$$(scripts/find-python $(DJANGO52_PYTHON))" -m venv $(VENV_DJANGO52)
 	$(VENV_DJANGO52)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV_DJANGO52)/bin/python -m pip install --quiet -e '.[django52]' --group dev --group celery-beat
@@ -76,6 +81,7 @@ conformance-django52: $(VENV_DJANGO52)/.installed
 # oldest Python found (3.12). Needs a python3.13 on PATH or in pyenv.
 VENV_PY313 := .venv313
 $(VENV_PY313)/.installed: pyproject.toml
+	@echo "make: building $(VENV_PY313) (Python 3.13), 1 to 3 minutes, quiet until done"
 	@test -x $(VENV_PY313)/bin/python || "$$(scripts/find-python 3.13)" -m venv $(VENV_PY313)
 	$(VENV_PY313)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV_PY313)/bin/python -m pip install --quiet -e . --group dev

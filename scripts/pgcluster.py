@@ -60,7 +60,11 @@ def _traversable(path: Path) -> None:
 def binaries_version(bindir: Path) -> int:
     """The major version of the server binaries in ``bindir``."""
     out = subprocess.run(
-        [str(bindir / "postgres"), "--version"], check=True, capture_output=True, text=True
+        [str(bindir / "postgres"), "--version"],
+        check=True,
+        capture_output=True,
+        text=True,
+        process_group=0,  # as LocalServer._run: a Ctrl-C is the caller's to handle
     ).stdout
     return int(out.split()[-1].split(".")[0])
 
@@ -83,12 +87,16 @@ class LocalServer:
         options: dict[str, Any] = {}
         if self.user is not None:
             options = {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": [], "cwd": "/"}
+        # In a process group of its own: a Ctrl-C at the terminal reaches the caller,
+        # which decides, and never cuts a command in half (pg_ctl killed while the
+        # postmaster, detached, goes on starting: a server nobody stops).
         return subprocess.run(
             [str(self.bindir / tool), *args],
             check=True,
             timeout=timeout,
             capture_output=True,
             text=True,
+            process_group=0,
             **options,
         )
 

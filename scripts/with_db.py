@@ -74,30 +74,51 @@ def start_embedded(bindir: Path) -> tuple[LocalServer, bool]:
     return server, True
 
 
+class Interrupts:
+    """SIGINT, recorded and never raised (no traceback). A Ctrl-C reaches the
+    terminal's whole foreground group: while the embedded server starts, it ends
+    this script once the server is up (then stopped again), before the command;
+    once the command runs, the command got it too and decides what it means, so
+    it is not passed on (a second SIGINT would cut its graceful stop short)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, _signum: int, _frame: object) -> None:
+        self.count += 1
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
+    interrupts = Interrupts()
+    signal.signal(signal.SIGINT, interrupts)
     env = dict(os.environ)
     server: LocalServer | None = None
     owned = False
-    if not env.get("DATABASE_URL"):
-        bindir = embedded_bindir()
-        server, owned = start_embedded(bindir)
-        server.ensure_database(DB_NAME)
-        env["DATABASE_URL"] = server.socket_url(DB_NAME)
-        env["AWA_TEST_DATABASE_TCP"] = server.tcp_address
-        env["AWA_TEST_PG_BINDIR"] = str(bindir)
-        print(
-            f"with_db: embedded PostgreSQL {binaries_version(bindir)} at {env['DATABASE_URL']} "
-            f"(TCP {server.tcp_address})",
-            flush=True,
-        )
     try:
+        if not env.get("DATABASE_URL"):
+            # The server's commands run in process groups of their own (pgcluster):
+            # a Ctrl-C meanwhile lets each finish; it is seen below.
+            bindir = embedded_bindir()
+            server, owned = start_embedded(bindir)
+            server.ensure_database(DB_NAME)
+            env["DATABASE_URL"] = server.socket_url(DB_NAME)
+            env["AWA_TEST_DATABASE_TCP"] = server.tcp_address
+            env["AWA_TEST_PG_BINDIR"] = str(bindir)
+            print(
+                f"with_db: embedded PostgreSQL {binaries_version(bindir)} at {env['DATABASE_URL']} "
+                f"(TCP {server.tcp_address})",
+                flush=True,
+            )
+        if interrupts.count:
+            print("with_db: interrupted before the command started", file=sys.stderr, flush=True)
+            return 130
         child = subprocess.Popen(argv, env=env)
-        # Forward termination signals so the child can shut down cleanly.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
+        # SIGTERM is sent to this process alone (make, a supervisor): pass it on so the
+        # child stops cleanly. Either way this process waits for the child to end.
+        signal.signal(signal.SIGTERM, lambda signum, _frame: child.send_signal(signum))
         while True:
             try:
                 return child.wait()

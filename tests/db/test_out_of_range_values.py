@@ -20,6 +20,7 @@ from django.test.utils import override_settings
 
 from awa_django.actions import owners, queues, schedules
 from awa_django.actions.queues import prune_jobs
+from awa_django.conf import MAX_KEEPALIVE_COUNT, MAX_KEEPALIVE_SECONDS
 from awa_django.db import guards
 from awa_django.models import CronJob, Job
 from awa_django.reconciliation import evidence, persistence
@@ -27,7 +28,7 @@ from awa_django.scheduler.evaluator import evaluate
 from awa_django.scheduler.leader import Leader
 from awa_django.tasks.worker import Worker
 from tests.factories import CronJobFactory, JobFactory
-from tests.helpers.database import operator_context, raw_connection, tcp_address
+from tests.helpers.database import operator_context, tcp_address, unix_socket_directory
 from tests.helpers.reconcile import execute, job, publish
 from tests.testapp import tasks
 
@@ -201,23 +202,59 @@ def test_bound_transaction_waits__the_largest_accepted_timeouts_are_valid_in_pos
                 guards.bound_transaction_waits(cursor)
 
 
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("option", "largest"),
-    [("keepalives_idle", 32767), ("keepalives_interval", 32767), ("keepalives_count", 127)],
-)
-def test_keepalive_options__the_largest_accepted_values_connect(option: str, largest: int) -> None:
-    raw_connection().close()  # the test's own parameters connect
+KEEPALIVE_BOUNDS = [
+    ("keepalives_idle", MAX_KEEPALIVE_SECONDS),
+    ("keepalives_interval", MAX_KEEPALIVE_SECONDS),
+    ("keepalives_count", MAX_KEEPALIVE_COUNT),
+]
+
+
+def connection_params(**where: Any) -> dict[str, Any]:
+    """The test database's libpq parameters, reaching the server at ``where``."""
     params = dict(connection.get_connection_params())
     for key in ("cursor_factory", "context", "prepare_threshold"):
         params.pop(key, None)
-    # Keepalives are TCP options: the same server over TCP.
+    return {**params, **where, "keepalives": 1}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("option", "largest"), KEEPALIVE_BOUNDS)
+def test_keepalive_options__the_largest_accepted_values_connect_over_tcp(option: str, largest: int) -> None:
+    # Keepalives are TCP options: the kernel takes E062's largest values, and
+    # refuses one more (setsockopt), so the check's bounds are the kernel's.
     host, port = tcp_address()
-    params.update(host=host, port=port, keepalives=1)
+    params = connection_params(host=host, port=port)
     with psycopg.connect(**{**params, option: largest}) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
-    with pytest.raises(psycopg.OperationalError):
+    with pytest.raises(psycopg.OperationalError, match="setsockopt"):
         psycopg.connect(**{**params, option: largest + 1}).close()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("option", "largest"), KEEPALIVE_BOUNDS)
+def test_keepalive_options__a_unix_socket_connection_ignores_them(option: str, largest: int) -> None:
+    # libpq applies keepalives to TCP sockets only: on a Unix socket neither
+    # E062's largest values nor ones the kernel would refuse stop a connection,
+    # so the processes' keepalive options are harmless there.
+    params = connection_params(host=unix_socket_directory())
+    for value in (largest, largest + 1, -1):
+        with psycopg.connect(**{**params, option: value}) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+@pytest.mark.django_db
+def test_keepalive_options__the_processes_options_at_their_bounds_connect_both_ways() -> None:
+    largest = {
+        "AWA_TCP_KEEPALIVES_IDLE": MAX_KEEPALIVE_SECONDS,
+        "AWA_TCP_KEEPALIVES_INTERVAL": MAX_KEEPALIVE_SECONDS,
+        "AWA_TCP_KEEPALIVES_COUNT": MAX_KEEPALIVE_COUNT,
+    }
+    with override_settings(**largest):
+        options = guards.keepalive_options()
+    host, port = tcp_address()
+    for where in ({"host": host, "port": port}, {"host": unix_socket_directory()}):
+        with psycopg.connect(**{**connection_params(**where), **options}) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 # -- 6. prune ages that fit ----------------------------------------------------------
