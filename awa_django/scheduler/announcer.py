@@ -26,6 +26,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +44,12 @@ _RECHECK = 0.25
 
 Jobs = Sequence[dict[str, Any]]
 
+# task_enqueued receivers known never to read a task result's arguments:
+# Django's own log line (and the django-tasks backport's).
+ARGUMENT_BLIND_RECEIVERS = frozenset(
+    {"django.tasks.signals.log_task_enqueued", "django_tasks.signals.log_task_enqueued"}
+)
+
 
 def receiver_name(receiver: Callable[..., Any]) -> str:
     """``module.qualname`` of a signal receiver (its repr for other callables)."""
@@ -51,6 +58,21 @@ def receiver_name(receiver: Callable[..., Any]) -> str:
     if qualname is None:
         return repr(receiver)
     return f"{getattr(target, '__module__', '?')}.{qualname}"
+
+
+def reads_arguments(signal: Signal) -> bool:
+    """Whether a receiver of ``signal`` (any sender) may read the arguments it is sent.
+
+    Decoding a fired job's args for ``task_enqueued`` holds the GIL for the
+    whole parse (a quarter of a second for a megabyte), which the firing
+    thread then waits for: not worth it when only receivers that never look at
+    them (:data:`ARGUMENT_BLIND_RECEIVERS`) listen."""
+    for entry in list(signal.receivers):
+        reference = entry[1]
+        receiver = reference() if isinstance(reference, weakref.ReferenceType) else reference
+        if receiver is not None and receiver_name(receiver) not in ARGUMENT_BLIND_RECEIVERS:
+            return True
+    return False
 
 
 class Announcer:

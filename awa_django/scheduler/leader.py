@@ -27,7 +27,7 @@ from .. import metrics
 from ..actions import history
 from ..actions.queues import prune_jobs
 from ..conf import conf
-from ..db import sessions
+from ..db import jsonb, sessions
 from ..db.guards import CancellableWaits, stop_deadline
 from ..exceptions import LeadershipUnavailable
 from ..health import Progress
@@ -37,8 +37,9 @@ from ..schedules.declaration import Schedule, declared_schedules
 from ..schedules.sync import sync_schedules
 from ..shutdown import install_two_stage_shutdown
 from ..tasks.backend import announce_fires
+from ..tasks.compat import task_enqueued
 from . import election, index_upkeep, jobs_vacuum, pipeline, prefire, vacuum
-from .announcer import Announcer
+from .announcer import Announcer, reads_arguments
 from .election import LEADER_LOCK_KEY
 from .evaluator import PassResult, evaluate, reevaluate_parked
 from .firing import decode_args
@@ -69,11 +70,14 @@ def announce_each(jobs: Sequence[dict[str, Any]], send: Callable[..., Any] | Non
     exception, not only ImportError) must not stop the other announcements,
     nor the leader: the fires are committed whatever happens here. ``send``
     (the announcer's) calls the receivers one by one, naming any that fails.
+    The jobs' args are decoded here, on the announcer's thread, and only when
+    a receiver may read them (:func:`~.announcer.reads_arguments`); otherwise
+    the task results sent carry none.
     """
+    read = reads_arguments(task_enqueued)
     for job in jobs:
         try:
-            # Decoded here, on the announcer's thread, not on the firing one.
-            announce_fires(decode_args([job]), send)
+            announce_fires(decode_args([job]) if read else [without_args(job)], send)
         except Exception as exc:  # one job's module must not stop the leader
             logger.error(
                 "cannot announce job %s (%s): %s",
@@ -82,6 +86,13 @@ def announce_each(jobs: Sequence[dict[str, Any]], send: Callable[..., Any] | Non
                 exc,
                 extra={"event": "cron.announce_failed", "job_id": job.get("id")},
             )
+
+
+def without_args(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with its args left undecoded read as none (for receivers that never read them)."""
+    if isinstance(job.get("args"), jsonb.Deferred):
+        return {**job, "args": {}}
+    return job
 
 
 class Leader:

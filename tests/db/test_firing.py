@@ -18,6 +18,7 @@ from django.db import ProgrammingError, connection, transaction
 from awa_django.db import jsonb
 from awa_django.models import CronJob, Job
 from awa_django.scheduler import evaluator, firing
+from awa_django.tasks.compat import task_enqueued
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -95,8 +96,41 @@ def test_evaluate__the_jobs_it_keeps_and_the_leaders_announcements_have_their_ar
     evaluator.evaluate(on_fired=handed.extend)
     assert [type(j["args"]) for j in handed] == [jsonb.Deferred]
     announced: list[Any] = []
-    leader.announce_each(handed, lambda signal, sender, **named: announced.append(named["task_result"]))
+
+    def receive(sender: Any, task_result: Any, **kwargs: Any) -> None:
+        announced.append(task_result)
+
+    task_enqueued.connect(receive)
+    try:
+        leader.announce_each(handed)
+    finally:
+        task_enqueued.disconnect(receive)
     assert [(r.args, r.kwargs) for r in announced] == [([[1]], {"k": "v"})]
+
+
+def test_announce_each__decodes_no_args_while_only_receivers_that_never_read_them_listen(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A megabyte of args costs the leader a quarter second of parsing with the GIL
+    held: not spent when only Django's own log line listens to task_enqueued."""
+    from awa_django.scheduler import leader
+
+    CronJobFactory(name="a", cron_expr="* * * * * *", args={"args": [[1]], "kwargs": {}})
+    handed: list[dict[str, Any]] = []
+    evaluator.evaluate(on_fired=handed.extend)
+    assert [type(j["args"]) for j in handed] == [jsonb.Deferred]
+
+    def refuse(self: jsonb.Deferred) -> Any:
+        raise AssertionError("args decoded for receivers that never read them")
+
+    monkeypatch.setattr(jsonb.Deferred, "value", refuse)
+    with (
+        caplog.at_level(logging.DEBUG, logger="django.tasks"),
+        caplog.at_level(logging.DEBUG, logger="django_tasks"),
+    ):
+        leader.announce_each(handed)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(f"id={handed[0]['id']}" in r.getMessage() for r in caplog.records)
 
 
 def test_fire_plan__the_same_plan_sent_twice_enqueues_once() -> None:
