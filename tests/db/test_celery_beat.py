@@ -194,7 +194,7 @@ def test_import__an_interval_row_becomes_an_interval_schedule_that_fires(
 
     interval = SimpleNamespace(every=90, period="seconds")
     row = plan_row(source("feed", crontab=None, interval=interval), {}, set())
-    celery_beat._create(row, "ops", "default")
+    celery_beat._write_batch([row], "ops", "default")
     stored = CronJob.objects.get(name="feed")
     assert (stored.cron_expr, stored.every_seconds) == (None, 90)
     assert stored.anchor is not None
