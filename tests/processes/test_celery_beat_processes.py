@@ -100,6 +100,12 @@ def query(env: dict[str, str | None], sql: str) -> list[tuple[Any, ...]]:
         return conn.execute(sql).fetchall()
 
 
+def execute(env: dict[str, str | None], *statements: str) -> None:
+    with psycopg.connect(str(env["DATABASE_URL"]), autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
 def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[str, str | None]) -> None:
     env = beat_project
     ok(manage_with(env, "shell", "-c", SOURCE_ROWS))
@@ -159,3 +165,109 @@ def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[st
     )
     assert [name for name, _ in fired] == ["tick"]  # the paused one never fires
     assert json.loads(fired[0][1]) == {"args": ["a", 1], "kwargs": {"label": "tick"}}
+
+
+# Rows in creation (id) order; hostile values are then written by raw SQL.
+HOSTILE_ROWS = """
+import json
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+hourly = CrontabSchedule.objects.create(minute="0")
+mars = CrontabSchedule.objects.create(minute="5")
+for name in ["nightly", "good", "Nightly", " nightly ", "\\ufb01le", "file", "  padded  ", "mars",
+             "forever-ago", "far-future", "bad-args", "zen", "sentinel"]:
+    PeriodicTask.objects.create(name=name, task="TASK", crontab=mars if name == "mars" else hourly)
+""".replace('"TASK"', repr(TASK))
+HOSTILE_SQL = [
+    "UPDATE django_celery_beat_crontabschedule SET timezone = 'Mars/Olympus' WHERE minute = '5'",
+    "UPDATE django_celery_beat_periodictask SET expires = '-infinity' WHERE name = 'forever-ago'",
+    "UPDATE django_celery_beat_periodictask SET expires = 'infinity' WHERE name = 'far-future'",
+    "UPDATE django_celery_beat_periodictask SET args = '[1, 2' WHERE name = 'bad-args'",
+    "UPDATE django_celery_beat_periodictask SET task = 'this.x' WHERE name = 'zen'",
+    "UPDATE django_celery_beat_periodictask SET task = 'tests.import_sentinel.task' WHERE name = 'sentinel'",
+]
+ZEN = "Beautiful is better than ugly"
+
+
+def import_json(env: dict[str, str | None], *args: str) -> dict[str, Any]:
+    result = manage_with(env, "awa", "import-celery-beat", "--json", "--batch-size", "4", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ZEN not in result.stdout and ZEN not in result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)  # progress lines go to stderr only
+    return data
+
+
+def test_import_celery_beat__bad_rows_are_reported_by_name_and_the_rest_imported(
+    beat_project: dict[str, str | None],
+) -> None:
+    env = beat_project
+    ok(manage_with(env, "shell", "-c", HOSTILE_ROWS))
+    execute(env, *HOSTILE_SQL)
+
+    dry = import_json(env, "--dry-run")
+    real = import_json(env, "--actor", "ops:migration")
+    assert {**dry, "dry_run": False} == real  # one decision: the dry run only does not write
+    rows = {row["celery_name"]: row for row in real["rows"]}
+    imported = {name for name, row in rows.items() if row["status"] == "imported"}
+    assert imported == {"nightly", "good", "\ufb01le", "  padded  ", "far-future"}
+    for twin, first in (("Nightly", "nightly"), (" nightly ", "nightly"), ("file", "\ufb01le")):
+        assert rows[twin]["reasons"] == [
+            f"duplicate of the row {first!r}: names differing only in case, Unicode form or "
+            "surrounding whitespace are one name, and the first row (by id) has it"
+        ]
+    assert "timezone" in rows["mars"]["reasons"][0] and "Mars/Olympus" in rows["mars"]["reasons"][0]
+    assert rows["forever-ago"]["reasons"] == ["expired at -infinity: celery no longer runs it"]
+    assert "expires infinity not imported" in rows["far-future"]["notes"][0]
+    assert rows["bad-args"]["reasons"][0].startswith("args is not JSON")
+    for name, path in (("zen", "this.x"), ("sentinel", "tests.import_sentinel.task")):
+        assert f"{path!r}: module" in rows[name]["reasons"][0]
+        assert "not in an installed app or AWA_TASK_MODULES" in rows[name]["reasons"][0]
+    assert rows["  padded  "]["name"] == "padded"
+    assert query(env, "SELECT name FROM awa_cron_jobs ORDER BY name") == [
+        ("far-future",),
+        ("good",),
+        ("nightly",),
+        ("padded",),
+        ("\ufb01le",),
+    ]
+
+    again = import_json(env, "--actor", "ops:migration")  # a rerun skips what exists
+    assert {row["status"] for row in again["rows"]} == {"skipped"}
+    assert rows["good"]["reasons"] == [] and {r["celery_name"]: r for r in again["rows"]}["good"][
+        "reasons"
+    ] == ["schedule 'good' already exists as a runtime schedule"]
+
+
+FAILING_BATCH = [
+    """CREATE FUNCTION refuse_row_15() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.name = 'row-15' THEN RAISE EXCEPTION 'refused by a trigger'; END IF;
+         RETURN NEW;
+       END $$""",
+    "CREATE TRIGGER refuse_row_15 BEFORE INSERT ON awa_cron_jobs FOR EACH ROW EXECUTE FUNCTION refuse_row_15()",
+]
+
+
+def test_import_celery_beat__a_failed_batch_stops_the_import_and_keeps_the_batches_before(
+    beat_project: dict[str, str | None],
+) -> None:
+    env = beat_project
+    rows = (
+        "from django_celery_beat.models import CrontabSchedule, PeriodicTask\n"
+        "hourly = CrontabSchedule.objects.create(minute='0')\n"
+        f"for i in range(30): PeriodicTask.objects.create(name=f'row-{{i:02}}', task={TASK!r}, crontab=hourly)\n"
+    )
+    ok(manage_with(env, "shell", "-c", rows))
+    execute(env, *FAILING_BATCH)
+    result = manage_with(env, "awa", "import-celery-beat", "--json", "--batch-size", "10")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert "writing the batch of rows 'row-10' to 'row-19' failed" in report["stopped"]
+    assert "refused by a trigger" in report["stopped"] and "import stopped" in result.stderr
+    assert len(report["rows"]) == 20  # the rows after the failed batch were not read
+    assert query(env, "SELECT count(*) FROM awa_cron_jobs") == [(10,)]  # the first batch stays
+
+    execute(env, "DROP TRIGGER refuse_row_15 ON awa_cron_jobs")
+    rerun = json.loads(ok(manage_with(env, "awa", "import-celery-beat", "--json", "--batch-size", "10")))
+    assert (rerun["imported"], rerun["skipped"]) == (20, 10)
+    assert query(env, "SELECT count(*) FROM awa_cron_jobs") == [(30,)]
