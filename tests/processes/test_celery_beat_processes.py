@@ -12,7 +12,11 @@ disabled one, paused, does not.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -20,7 +24,8 @@ import pytest
 from django.db import connection
 
 from tests.helpers.database import database_url, raw_connection
-from tests.helpers.processes import manage_with
+from tests.helpers.processes import ROOT, Runcron, Runtasks, manage_with
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -271,3 +276,65 @@ def test_import_celery_beat__a_failed_batch_stops_the_import_and_keeps_the_batch
     rerun = json.loads(ok(manage_with(env, "awa", "import-celery-beat", "--json", "--batch-size", "10")))
     assert (rerun["imported"], rerun["skipped"]) == (20, 10)
     assert query(env, "SELECT count(*) FROM awa_cron_jobs") == [(30,)]
+
+
+LIVE_ROWS = 2000
+BULK_ROWS = """
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+hourly = CrontabSchedule.objects.create(minute="0")
+PeriodicTask.objects.bulk_create(
+    PeriodicTask(name=f"bulk-{i:05}", task="TASK", crontab=hourly) for i in range(ROWS)
+)
+""".replace('"TASK"', repr(TASK)).replace("ROWS", str(LIVE_ROWS))
+
+
+def test_import_celery_beat__batches_leave_live_processes_healthy(
+    beat_project: dict[str, str | None],
+    runcron: Callable[..., Runcron],
+    runtasks: Callable[..., Runtasks],
+) -> None:
+    env = beat_project
+    ok(manage_with(env, "shell", "-c", BULK_ROWS))
+    # Snapshots every 0.2 s that give up after 1 s on the protocol lock: an
+    # import holding it longer shows as lock timeouts in their logs.
+    live = {
+        "DJANGO_SETTINGS_MODULE": "tests.celery_beat_settings",
+        "DATABASE_URL": str(env["DATABASE_URL"]),
+        "AWA_SNAPSHOT_INTERVAL": "0.2",
+        "AWA_LOCK_TIMEOUT": "1",
+    }
+    processes = [runcron(env=live), runtasks(env=live)]
+    wait_for(lambda: manage_with(env, "awa", "health", "--role", "cron").returncode == 0, timeout=60)
+    wait_for(lambda: manage_with(env, "awa", "health", "--role", "tasks").returncode == 0, timeout=60)
+
+    environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.celery_beat_settings"}
+    environ["DATABASE_URL"] = str(env["DATABASE_URL"])
+    command = [
+        sys.executable,
+        "-m",
+        "django",
+        "awa",
+        "import-celery-beat",
+        "--batch-size",
+        "100",
+        "--actor",
+        "ops",
+    ]
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        importer = subprocess.Popen(command, cwd=ROOT, env=environ, stdout=stdout, stderr=stderr, text=True)
+        probes = []
+        while importer.poll() is None or not probes:  # at least one probe, started while it ran
+            probes.append(manage_with(env, "awa", "health", "--role", "cron"))
+        importer.wait(timeout=600)
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+    assert importer.returncode == 0, out + err
+    assert out.startswith(f"import done: {LIVE_ROWS} imported, 0 skipped")
+    assert f"import-celery-beat: {LIVE_ROWS}/{LIVE_ROWS} rows read" in err  # progress, on stderr
+    for probe in probes:
+        assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert query(env, "SELECT count(*) FROM awa_cron_jobs WHERE owner_id = 'awa:runtime'") == [(LIVE_ROWS,)]
+    for process in processes:
+        assert process.proc.poll() is None
+        assert "lock timeout" not in process.output()
