@@ -48,7 +48,7 @@ rows = []
 for i in range(ROWS):
     kind = i % 100
     rows.append(PeriodicTask(
-        name=f"Row-{i:06}" if kind == 99 else f"row-{i:06}",
+        name=f"Row-{i - 1:06}" if kind == 99 else f"row-{i:06}",  # a look-alike of the row before
         task="tests.testapp.tasks.record",
         crontab=mars if kind == 1 else hourly if i % 2 == 0 else None,
         interval=None if i % 2 == 0 or kind == 1 else every_90 if i % 4 == 1 else quarter,

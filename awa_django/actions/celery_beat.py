@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -313,6 +313,7 @@ class ImportRow:
 
 # ImportRow fields that are working state, not part of the report.
 _UNREPORTED = ("options", "schedule")
+_REPORTED = tuple(f for f in ImportRow.__dataclass_fields__ if f not in _UNREPORTED)
 
 
 @dataclass
@@ -328,7 +329,7 @@ class ImportReport:
     stopped: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        rows = [{k: v for k, v in asdict(r).items() if k not in _UNREPORTED} for r in self.rows]
+        rows = [{k: getattr(r, k) for k in _REPORTED} for r in self.rows]  # no deep copy
         data = {
             "dry_run": self.dry_run,
             "imported": sum(r.status == "imported" for r in self.rows),
