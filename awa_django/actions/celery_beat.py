@@ -78,6 +78,8 @@ INTERVAL_PHASE = (
 # Source rows planned and written per transaction: the protocol lock is held
 # for one batch's insert (milliseconds), never for the whole import.
 BATCH_SIZE = 500
+# A batch whose write takes longer than this makes the next one half as large.
+BATCH_SECONDS = 0.25
 # The row beat adds by itself to expire Celery results.
 CELERY_CLEANUP = "celery.backend_cleanup"
 _PERIOD_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
@@ -588,6 +590,29 @@ def _not_written(rows: list[ImportRow], why: str) -> None:
             row.reasons.append(f"not written: {why}")
 
 
+class _Batches:
+    """The size of the next batch: halved after one whose write took over
+    :data:`BATCH_SECONDS`, doubled (up to the maximum) after a quick one, so a
+    batch holds the protocol lock well under a second even on a loaded server."""
+
+    def __init__(self, maximum: int) -> None:
+        self.maximum = self.size = maximum
+
+    def written(self, seconds: float) -> None:
+        if seconds > BATCH_SECONDS:
+            self.size = max(1, self.size // 2)
+        elif seconds < BATCH_SECONDS / 4:
+            self.size = min(self.maximum, self.size * 2)
+
+
+def _stop_message(page: list[Any], done: int, exc: DatabaseError) -> str:
+    return (
+        f"writing the batch of rows {page[0].name!r} to {page[-1].name!r} failed: "
+        f"{exception_text(exc)}; the {done} rows before it are done, and the rows after it "
+        "were not read; run the import again: it skips what exists"
+    )
+
+
 def import_celery_beat(
     *,
     actor: str,
@@ -597,7 +622,7 @@ def import_celery_beat(
     batch_size: int = BATCH_SIZE,
     progress: Callable[[ImportProgress], None] | None = None,
 ) -> ImportReport:
-    """Import every ``PeriodicTask`` as a runtime schedule, ``batch_size`` rows at a time.
+    """Import every ``PeriodicTask`` as a runtime schedule, at most ``batch_size`` rows at a time.
 
     ``task_map`` maps a celery task name to a ``django.tasks`` task's dotted
     path; an unmapped name is used as the path. Each batch of source rows is
@@ -611,39 +636,31 @@ def import_celery_beat(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
     reader = PeriodicTaskReader(_periodic_task_model(), using)
-    task_map = dict(task_map or {})
-    total = reader.count()
-    started = time.monotonic()
+    task_map, batches = dict(task_map or {}), _Batches(batch_size)
+    total, started = reader.count(), time.monotonic()
     now = sessions.database_now(using)  # the clock every scheduling decision uses
     taken = TakenNames.load(using)
-    report = ImportReport(dry_run=dry_run, rows=[])
-    for page in reader.pages(batch_size):
+    report, imported = ImportReport(dry_run=dry_run, rows=[]), 0
+    for page in reader.pages(lambda: batches.size):
         rows = [plan_row(source, task_map, taken, now, using) for source in page]
         if not dry_run:
+            writing = time.monotonic()
             try:
                 _write_batch(rows, actor, using)
             except DatabaseError as exc:
-                report.stopped = (
-                    f"writing the batch of rows {page[0].name!r} to {page[-1].name!r} failed: "
-                    f"{exception_text(exc)}; the {len(report.rows)} rows before it are done, and the "
-                    f"rows after it were not read; run the import again: it skips what exists"
-                )
+                report.stopped = _stop_message(page, len(report.rows), exc)
                 _not_written(rows, "its batch failed (see stopped)")
-        if dry_run:
-            for row in rows:
-                row.schedule = None
+            batches.written(time.monotonic() - writing)
+        for row in rows:
+            row.schedule = None  # written, or a dry run: only the report stays
+            imported += row.status == "imported"
         report.rows.extend(rows)
         if progress is not None:
-            imported = sum(r.status == "imported" for r in report.rows)
+            elapsed = time.monotonic() - started
             progress(
                 ImportProgress(
-                    len(report.rows),
-                    total,
-                    imported,
-                    len(report.rows) - imported,
-                    time.monotonic() - started,
-                    dry_run,
-                )  # fmt: skip
+                    len(report.rows), total, imported, len(report.rows) - imported, elapsed, dry_run
+                )
             )
         if report.stopped:
             break

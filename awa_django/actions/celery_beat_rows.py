@@ -15,7 +15,7 @@ is in the past or the future (:class:`FarInstant`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -112,21 +112,23 @@ class PeriodicTaskReader:
             cursor.execute(f"SELECT count(*) FROM {self._table}")
             return int(cursor.fetchone()[0])
 
-    def pages(self, page_size: int) -> Iterator[list[SimpleNamespace]]:
-        """Every row, in primary-key order, ``page_size`` at a time (one query per page)."""
+    def pages(self, page_size: Callable[[], int]) -> Iterator[list[SimpleNamespace]]:
+        """Every row, in primary-key order, one query per page of ``page_size()`` rows
+        (asked before each page: the import adapts it to how long a batch takes)."""
         last: Any = None
         while True:
+            size = page_size()
             with connections[self.using].cursor() as cursor:
                 if last is None:
-                    cursor.execute(self._first, [page_size])
+                    cursor.execute(self._first, [size])
                 else:
-                    cursor.execute(self._next, [last, page_size])
+                    cursor.execute(self._next, [last, size])
                 rows = cursor.fetchall()
             if not rows:
                 return
             last = rows[-1][0]
             yield [self._source(row) for row in rows]
-            if len(rows) < page_size:
+            if len(rows) < size:
                 return
 
     @staticmethod
