@@ -15,6 +15,7 @@ from django.db import DatabaseError
 
 from . import health
 from .actions import schedules
+from .actions.celery_beat import BATCH_SIZE as IMPORT_BATCH_SIZE
 from .conf import MAX_RETENTION, conf
 from .cron.describe import describe_schedule
 from .db import jsonb
@@ -60,6 +61,8 @@ UNDEFINED_OBJECT = frozenset({"42P01", "42883"})
 MAX_JOBS_LISTED = 10000
 # The largest process id (pid_t is a 32-bit int) ``awa health --pid`` takes.
 MAX_PID = 2**31 - 1
+# import-celery-beat --batch-size: larger batches hold the protocol lock longer.
+MAX_IMPORT_BATCH = 10_000
 
 
 def plain(value: Any) -> Any:
@@ -554,7 +557,7 @@ def add_import_celery_beat(groups: Any) -> None:
     """``awa import-celery-beat``: django-celery-beat's rows as runtime schedules."""
     sub = groups.add_parser(
         "import-celery-beat",
-        help="Create runtime schedules from django-celery-beat's PeriodicTask rows (one transaction).",
+        help="Create runtime schedules from django-celery-beat's PeriodicTask rows (in batches).",
     )
     sub.set_defaults(verb="run")
     sub.add_argument("--dry-run", action="store_true", help="report what would be imported; write nothing")
@@ -564,6 +567,14 @@ def add_import_celery_beat(groups: Any) -> None:
         default=[],
         metavar="CELERY_NAME=DOTTED.PATH",
         help="the django.tasks task of a celery task name (default: the name itself, as a dotted path)",
+    )
+    sub.add_argument(
+        "--batch-size",
+        type=bounded_int(1, MAX_IMPORT_BATCH),
+        default=IMPORT_BATCH_SIZE,
+        metavar="N",
+        help=f"rows written per transaction (default {IMPORT_BATCH_SIZE}): the protocol lock is held "
+        "for one batch",
     )
     add_actor(sub)
     sub.add_argument("--json", action="store_true", help="machine-readable output")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -47,6 +47,7 @@ __all__ = [
     "RUNTIME_OWNER",
     "TIMING_KEYS",
     "code_declaration",
+    "create_imported_schedules",
     "create_schedule",
     "delete_schedule",
     "runtime_definition",
@@ -84,8 +85,8 @@ _UPDATE = f"""
     RETURNING c.name"""
 
 
-def _where_declared(name: str, owner_id: str | None) -> str:
-    """Why ``name`` is not a runtime schedule's, for the refusal message."""
+def where_declared(name: str, owner_id: str | None) -> str:
+    """Why ``name`` (a stored row of ``owner_id``) is not a runtime schedule's, for a refusal."""
     local = declared_in_code(name)
     if local is not None:
         return f"declared in code ({local})"
@@ -102,18 +103,18 @@ def code_declaration(name: str, using: str = "default") -> str | None:
     For a form's early answer; :func:`create_schedule` checks again under its locks.
     """
     if declared_in_code(name) is not None:
-        return f"schedule {name!r} is {_where_declared(name, None)}"
+        return f"schedule {name!r} is {where_declared(name, None)}"
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT owner_id FROM awa_cron_jobs WHERE name = %s", [name])
         row = cursor.fetchone()
     if row is not None and row[0] != RUNTIME_OWNER:
-        return f"schedule {name!r} is {_where_declared(name, row[0])}"
+        return f"schedule {name!r} is {where_declared(name, row[0])}"
     return None
 
 
 def _refuse_code_name(name: str, owner_id: str | None) -> NoReturn:
     raise OperationRefused(
-        f"schedule {name!r} is {_where_declared(name, owner_id)}; "
+        f"schedule {name!r} is {where_declared(name, owner_id)}; "
         "a runtime schedule cannot take its name: change it there, or choose another name"
     )
 
@@ -248,6 +249,44 @@ def create_schedule(
         cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
     _log("created", schedule.name, actor)
     return schedule
+
+
+def create_imported_schedules(
+    schedules: Sequence[Schedule], *, paused: Collection[str], actor: str, using: str = "default"
+) -> set[str]:
+    """Create many validated runtime schedules in one short transaction; return the names created.
+
+    For an import (:mod:`.celery_beat`), which has validated each definition
+    and checked each name against the stored ones (look-alikes included)
+    before: here a name a concurrent writer took meanwhile is left out (the
+    unique index decides), never overwritten. ``paused`` names are created
+    paused by ``actor``. One protocol lock, one insert, one notification: the
+    lock is held for one batch, so snapshots and other writers wait at most
+    that long.
+    """
+    actor = require_actor(actor)
+    if not schedules:
+        return set()
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        _begin(cursor)
+        cursor.execute(_INSERT, [RUNTIME_OWNER, json.dumps([s.columns() for s in schedules])])
+        created = {str(row[0]) for row in cursor.fetchall()}
+        held = [name for name in paused if name in created]
+        if held:
+            cursor.execute(
+                "UPDATE awa_cron_jobs SET paused_at = clock_timestamp(), paused_by = %s, "
+                "updated_at = clock_timestamp() WHERE name = ANY(%s) AND owner_id = %s",
+                [actor, held, RUNTIME_OWNER],
+            )
+        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+    logger.info(
+        "runtime schedules imported by %s: %d created (%d paused)",
+        actor,
+        len(created),
+        len(held),
+        extra={"event": "cron.runtime_imported", "schedules": sorted(created), "actor": actor},
+    )
+    return created
 
 
 def runtime_definition(name: str, using: str = "default") -> dict[str, Any]:

@@ -9,9 +9,15 @@ explicit adoption), and owner reconciliation never retires it (no deployment
 declares for that owner; :func:`is_reserved_owner` refuses it as
 ``AWA_OWNER``).
 
-Validation is exactly that of a declaration: :func:`build_runtime_schedule`
-calls :func:`~awa_django.schedules.builder.build_schedule`, so the errors are
-the same :class:`~awa_django.exceptions.InvalidSchedule`, naming the field.
+Validation is that of a declaration: :func:`build_runtime_schedule` calls
+:func:`~awa_django.schedules.builder.build_schedule`, so the errors are the
+same :class:`~awa_django.exceptions.InvalidSchedule`, naming the field. One
+rule more: a runtime definition is data (a form, a CLI flag, a stored row, an
+imported celery-beat row), so its task path is imported only when its module
+is in an installed app or ``AWA_TASK_MODULES``, the allow-list ``runtasks``
+applies (:func:`~awa_django.tasks.paths.outside_problem`); ``task='this.x'``
+never imports ``this``. Declarations in code keep importing what their code
+names (system check ``awa_django.E075`` reports a task outside the list).
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
+from ..tasks.compat import Task
+from ..tasks.paths import outside_problem
 from .builder import build_schedule
 from .flow import split_flow
 from .shape import FIELDS, SETTINGS_KEYS, Schedule
+from .validation import kind_problem
 
 __all__ = [
     "RUNTIME_OWNER",
@@ -58,10 +67,24 @@ def build_runtime_schedule(name: Any, options: Mapping[str, Any]) -> Schedule:
         raise UnknownScheduleOption(
             label, unknown[0], f"is not a schedule option (unknown: {', '.join(unknown)})"
         )
-    if options.get("task") is None:
+    task = options.get("task")
+    if task is None:
         raise InvalidSchedule(label, "task", "is required")
+    _refuse_outside_task(label, task)
     extra = {k: v for k, v in options.items() if k not in ("cron", "task")}
     return build_schedule(name, options.get("cron"), options["task"], source=RUNTIME_SOURCE, **extra)
+
+
+def _refuse_outside_task(label: str | None, task: Any) -> None:
+    """Refuse a task outside the allow-list before its path is imported."""
+    if isinstance(task, str):
+        problem = kind_problem(task) or outside_problem(task)
+    elif isinstance(task, Task):  # already imported by code: runtasks would still not run it
+        problem = outside_problem(task.module_path)
+    else:
+        return  # build_schedule names what it is instead of a task
+    if problem:
+        raise InvalidSchedule(label, "task", problem)
 
 
 # Definition columns whose option has another name or shape (the rest map

@@ -153,6 +153,22 @@ def resolve_task(kind: str) -> Task[Any, Any] | None:
         return None
 
 
+def outside_problem(path: str) -> str | None:
+    """Why the task path ``path`` may not be imported here, or None.
+
+    The allow-list of :func:`load_task`, for a path given by an operator or
+    read from data (a runtime schedule, an imported celery-beat row): checked
+    on the dotted text, before anything is imported.
+    """
+    module = path.rpartition(".")[0]
+    if is_allowed_module(module):
+        return None
+    return (
+        f"{path!r}: module {module!r} is not in an installed app or AWA_TASK_MODULES, "
+        "so it was not imported (runtasks would not run it)"
+    )
+
+
 def require_runnable_here(task: Task[Any, Any]) -> None:
     """Refuse to enqueue a task ``runtasks`` would never import."""
     module = task.module_path.rpartition(".")[0]

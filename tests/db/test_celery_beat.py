@@ -8,12 +8,20 @@ still ahead is imported paused, an expired one skipped; one-off, clocked and
 solar rows, rows whose task is not a django.tasks task (unless
 ``--task-map`` names one) and names code declares or a runtime schedule has
 are skipped with the reason; without django_celery_beat in INSTALLED_APPS the
-command refuses, saying so, and writes nothing.
+command refuses, saying so, and writes nothing. A bad row is skipped alone with
+its reason: a time zone no database knows, a timestamp ``datetime`` cannot hold
+(``'-infinity'`` counts as past, ``'infinity'`` as future), a task path outside
+the installed apps and ``AWA_TASK_MODULES`` (never imported: a sentinel module
+records an import). Look-alike names (case, Unicode form, surrounding
+whitespace) are one name: the first row has it, later rows and stored
+schedules' look-alikes are reported; a padded name is imported stripped.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +30,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test.utils import override_settings
 
-from awa_django.actions.celery_beat import plan_row
+from awa_django.actions.celery_beat import TakenNames, plan_row
+from awa_django.actions.celery_beat_rows import FarInstant
 from awa_django.actions.runtime_schedules import create_schedule
 from awa_django.models import CronJob
 
@@ -194,7 +203,7 @@ def test_import__an_interval_row_becomes_an_interval_schedule_that_fires(
 
     interval = SimpleNamespace(every=90, period="seconds")
     row = plan_row(source("feed", crontab=None, interval=interval), {}, set())
-    celery_beat._create(row, "ops", "default")
+    celery_beat._write_batch([row], "ops", "default")
     stored = CronJob.objects.get(name="feed")
     assert (stored.cron_expr, stored.every_seconds) == (None, 90)
     assert stored.anchor is not None
@@ -227,3 +236,71 @@ def test_import_celery_beat__refused_without_the_package_in_installed_apps() -> 
 def test_import_celery_beat__malformed_task_map_is_refused() -> None:
     with pytest.raises(CommandError, match="is not CELERY_NAME=DOTTED.PATH"):
         call_command("awa", "import-celery-beat", "--task-map", "nope")
+
+
+def test_plan_row__a_task_outside_the_allow_list_is_skipped_and_never_imported() -> None:
+    os.environ.pop("AWA_IMPORT_SENTINEL", None)
+    sys.modules.pop("tests.import_sentinel", None)
+    row = plan_row(source(task="tests.import_sentinel.task"), {}, set())
+    assert row.status == "skipped"
+    assert (
+        "'tests.import_sentinel.task': module 'tests.import_sentinel' is not in an installed app"
+        in (row.reasons[0])
+    )
+    assert "AWA_IMPORT_SENTINEL" not in os.environ and "tests.import_sentinel" not in sys.modules
+
+
+def test_plan_row__a_zone_no_database_knows_is_the_rows_reason() -> None:
+    crontab = SimpleNamespace(
+        minute="0", hour="3", day_of_month="*", month_of_year="*", day_of_week="*", timezone="Mars/Olympus"
+    )
+    row = plan_row(source(crontab=crontab), {}, set())
+    assert row.status == "skipped" and row.reasons[0].startswith("timezone:")
+    assert "Mars/Olympus" in row.reasons[0]
+
+
+def test_plan_row__timestamps_no_datetime_holds_count_by_their_side_of_now() -> None:
+    past, future = FarInstant("-infinity", future=False), FarInstant("infinity", future=True)
+    expired = plan_row(source(expires=past), {}, set())
+    assert expired.reasons == ["expired at -infinity: celery no longer runs it"]
+    never = plan_row(source(expires=future), {}, set())
+    assert never.status == "imported" and "expires infinity not imported" in never.notes[0]
+    later = plan_row(source(start_time=future), {}, set())
+    assert (later.status, later.state) == ("imported", "paused")
+    started = plan_row(source(start_time=past), {}, set())
+    assert (started.status, started.state) == ("imported", "active")
+    interval = SimpleNamespace(every=90, period="seconds")
+    anchored = plan_row(source(crontab=None, interval=interval, last_run_at=future), {}, set())
+    assert anchored.status == "imported" and "last_run_at infinity cannot anchor" in anchored.notes[0]
+
+
+def test_plan_row__look_alike_names_are_one_name_and_the_first_row_has_it() -> None:
+    taken = TakenNames.load()
+    rows = [
+        plan_row(source(name), {}, taken) for name in ("nightly", "Nightly", " nightly ", "\ufb01le", "file")
+    ]
+    assert [r.status for r in rows] == ["imported", "skipped", "skipped", "imported", "skipped"]
+    assert (
+        rows[1].reasons
+        == rows[2].reasons
+        == [
+            "duplicate of the row 'nightly': names differing only in case, Unicode form or surrounding "
+            "whitespace are one name, and the first row (by id) has it"
+        ]
+    )
+    assert rows[4].reasons[0].startswith("duplicate of the row '\ufb01le'")
+
+
+def test_plan_row__a_look_alike_of_a_stored_schedule_is_skipped() -> None:
+    create_schedule("nightly", "0 3 * * *", TASK, actor="ops")
+    row = plan_row(source(" NIGHTLY"), {}, TakenNames.load())
+    assert row.reasons == [
+        "schedule 'nightly' already exists as a runtime schedule "
+        "('NIGHTLY' differs from it only in case, Unicode form or whitespace)"
+    ]
+
+
+def test_plan_row__surrounding_whitespace_is_dropped_from_the_name() -> None:
+    row = plan_row(source("  padded  "), {}, set())
+    assert (row.status, row.name) == ("imported", "padded")
+    assert "imported as 'padded': surrounding whitespace dropped from the name" in row.notes

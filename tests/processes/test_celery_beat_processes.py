@@ -12,7 +12,11 @@ disabled one, paused, does not.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -20,7 +24,8 @@ import pytest
 from django.db import connection
 
 from tests.helpers.database import database_url, raw_connection
-from tests.helpers.processes import manage_with
+from tests.helpers.processes import ROOT, Runcron, Runtasks, manage_with
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -100,6 +105,12 @@ def query(env: dict[str, str | None], sql: str) -> list[tuple[Any, ...]]:
         return conn.execute(sql).fetchall()
 
 
+def execute(env: dict[str, str | None], *statements: str) -> None:
+    with psycopg.connect(str(env["DATABASE_URL"]), autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
 def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[str, str | None]) -> None:
     env = beat_project
     ok(manage_with(env, "shell", "-c", SOURCE_ROWS))
@@ -159,3 +170,175 @@ def test_import_celery_beat__dry_run_then_import_then_fire(beat_project: dict[st
     )
     assert [name for name, _ in fired] == ["tick"]  # the paused one never fires
     assert json.loads(fired[0][1]) == {"args": ["a", 1], "kwargs": {"label": "tick"}}
+
+
+# Rows in creation (id) order; hostile values are then written by raw SQL.
+HOSTILE_ROWS = """
+import json
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+hourly = CrontabSchedule.objects.create(minute="0")
+mars = CrontabSchedule.objects.create(minute="5")
+for name in ["nightly", "good", "Nightly", " nightly ", "\\ufb01le", "file", "  padded  ", "mars",
+             "forever-ago", "far-future", "bad-args", "zen", "sentinel"]:
+    PeriodicTask.objects.create(name=name, task="TASK", crontab=mars if name == "mars" else hourly)
+""".replace('"TASK"', repr(TASK))
+HOSTILE_SQL = [
+    "UPDATE django_celery_beat_crontabschedule SET timezone = 'Mars/Olympus' WHERE minute = '5'",
+    "UPDATE django_celery_beat_periodictask SET expires = '-infinity' WHERE name = 'forever-ago'",
+    "UPDATE django_celery_beat_periodictask SET expires = 'infinity' WHERE name = 'far-future'",
+    "UPDATE django_celery_beat_periodictask SET args = '[1, 2' WHERE name = 'bad-args'",
+    "UPDATE django_celery_beat_periodictask SET task = 'this.x' WHERE name = 'zen'",
+    "UPDATE django_celery_beat_periodictask SET task = 'tests.import_sentinel.task' WHERE name = 'sentinel'",
+]
+ZEN = "Beautiful is better than ugly"
+
+
+def import_json(env: dict[str, str | None], *args: str) -> dict[str, Any]:
+    result = manage_with(env, "awa", "import-celery-beat", "--json", "--batch-size", "4", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ZEN not in result.stdout and ZEN not in result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)  # progress lines go to stderr only
+    return data
+
+
+def test_import_celery_beat__bad_rows_are_reported_by_name_and_the_rest_imported(
+    beat_project: dict[str, str | None],
+) -> None:
+    env = beat_project
+    ok(manage_with(env, "shell", "-c", HOSTILE_ROWS))
+    execute(env, *HOSTILE_SQL)
+
+    dry = import_json(env, "--dry-run")
+    real = import_json(env, "--actor", "ops:migration")
+    assert {**dry, "dry_run": False} == real  # one decision: the dry run only does not write
+    rows = {row["celery_name"]: row for row in real["rows"]}
+    imported = {name for name, row in rows.items() if row["status"] == "imported"}
+    assert imported == {"nightly", "good", "\ufb01le", "  padded  ", "far-future"}
+    for twin, first in (("Nightly", "nightly"), (" nightly ", "nightly"), ("file", "\ufb01le")):
+        assert rows[twin]["reasons"] == [
+            f"duplicate of the row {first!r}: names differing only in case, Unicode form or "
+            "surrounding whitespace are one name, and the first row (by id) has it"
+        ]
+    assert "timezone" in rows["mars"]["reasons"][0] and "Mars/Olympus" in rows["mars"]["reasons"][0]
+    assert rows["forever-ago"]["reasons"] == ["expired at -infinity: celery no longer runs it"]
+    assert "expires infinity not imported" in rows["far-future"]["notes"][0]
+    assert rows["bad-args"]["reasons"][0].startswith("args is not JSON")
+    for name, path in (("zen", "this.x"), ("sentinel", "tests.import_sentinel.task")):
+        assert f"{path!r}: module" in rows[name]["reasons"][0]
+        assert "not in an installed app or AWA_TASK_MODULES" in rows[name]["reasons"][0]
+    assert rows["  padded  "]["name"] == "padded"
+    assert query(env, "SELECT name FROM awa_cron_jobs ORDER BY name") == [
+        ("far-future",),
+        ("good",),
+        ("nightly",),
+        ("padded",),
+        ("\ufb01le",),
+    ]
+
+    again = import_json(env, "--actor", "ops:migration")  # a rerun skips what exists
+    assert {row["status"] for row in again["rows"]} == {"skipped"}
+    assert rows["good"]["reasons"] == [] and {r["celery_name"]: r for r in again["rows"]}["good"][
+        "reasons"
+    ] == ["schedule 'good' already exists as a runtime schedule"]
+
+
+FAILING_BATCH = [
+    """CREATE FUNCTION refuse_row_15() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.name = 'row-15' THEN RAISE EXCEPTION 'refused by a trigger'; END IF;
+         RETURN NEW;
+       END $$""",
+    "CREATE TRIGGER refuse_row_15 BEFORE INSERT ON awa_cron_jobs FOR EACH ROW EXECUTE FUNCTION refuse_row_15()",
+]
+
+
+def test_import_celery_beat__a_failed_batch_stops_the_import_and_keeps_the_batches_before(
+    beat_project: dict[str, str | None],
+) -> None:
+    env = beat_project
+    rows = (
+        "from django_celery_beat.models import CrontabSchedule, PeriodicTask\n"
+        "hourly = CrontabSchedule.objects.create(minute='0')\n"
+        f"for i in range(30): PeriodicTask.objects.create(name=f'row-{{i:02}}', task={TASK!r}, crontab=hourly)\n"
+    )
+    ok(manage_with(env, "shell", "-c", rows))
+    execute(env, *FAILING_BATCH)
+    result = manage_with(env, "awa", "import-celery-beat", "--json", "--batch-size", "10")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert "refused by a trigger" in report["stopped"] and "import stopped" in result.stderr
+    # Batches are 10 rows or fewer (a slow one halves the next): the failed one holds row-15.
+    stopped_at = {row["celery_name"]: row for row in report["rows"]}["row-15"]
+    assert stopped_at["reasons"] == ["not written: its batch failed (see stopped)"]
+    written = [row["celery_name"] for row in report["rows"] if row["status"] == "imported"]
+    assert written == [f"row-{i:02}" for i in range(len(written))] and 10 <= len(written) < 16
+    assert len(report["rows"]) < 30  # the rows after the failed batch were not read
+    assert query(env, "SELECT name FROM awa_cron_jobs ORDER BY name") == [(name,) for name in written]
+
+    execute(env, "DROP TRIGGER refuse_row_15 ON awa_cron_jobs")
+    rerun = json.loads(ok(manage_with(env, "awa", "import-celery-beat", "--json", "--batch-size", "10")))
+    assert (rerun["imported"], rerun["skipped"]) == (30 - len(written), len(written))
+    assert query(env, "SELECT count(*) FROM awa_cron_jobs") == [(30,)]
+
+
+LIVE_ROWS = 2000
+BULK_ROWS = """
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+hourly = CrontabSchedule.objects.create(minute="0")
+PeriodicTask.objects.bulk_create(
+    PeriodicTask(name=f"bulk-{i:05}", task="TASK", crontab=hourly) for i in range(ROWS)
+)
+""".replace('"TASK"', repr(TASK)).replace("ROWS", str(LIVE_ROWS))
+
+
+def test_import_celery_beat__batches_leave_live_processes_healthy(
+    beat_project: dict[str, str | None],
+    runcron: Callable[..., Runcron],
+    runtasks: Callable[..., Runtasks],
+) -> None:
+    env = beat_project
+    ok(manage_with(env, "shell", "-c", BULK_ROWS))
+    # Snapshots every 0.2 s that give up after 1 s on the protocol lock: an
+    # import holding it longer shows as lock timeouts in their logs.
+    live = {
+        "DJANGO_SETTINGS_MODULE": "tests.celery_beat_settings",
+        "DATABASE_URL": str(env["DATABASE_URL"]),
+        "AWA_SNAPSHOT_INTERVAL": "0.2",
+        "AWA_LOCK_TIMEOUT": "1",
+    }
+    processes = [runcron(env=live), runtasks(env=live)]
+    wait_for(lambda: manage_with(env, "awa", "health", "--role", "cron").returncode == 0, timeout=60)
+    wait_for(lambda: manage_with(env, "awa", "health", "--role", "tasks").returncode == 0, timeout=60)
+
+    environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.celery_beat_settings"}
+    environ["DATABASE_URL"] = str(env["DATABASE_URL"])
+    command = [
+        sys.executable,
+        "-m",
+        "django",
+        "awa",
+        "import-celery-beat",
+        "--batch-size",
+        "100",
+        "--actor",
+        "ops",
+    ]
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        importer = subprocess.Popen(command, cwd=ROOT, env=environ, stdout=stdout, stderr=stderr, text=True)
+        probes = []
+        while importer.poll() is None or not probes:  # at least one probe, started while it ran
+            probes.append(manage_with(env, "awa", "health", "--role", "cron"))
+        importer.wait(timeout=600)
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+    assert importer.returncode == 0, out + err
+    assert out.startswith(f"import done: {LIVE_ROWS} imported, 0 skipped")
+    assert f"import-celery-beat: {LIVE_ROWS}/{LIVE_ROWS} rows read" in err  # progress, on stderr
+    for probe in probes:
+        assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert query(env, "SELECT count(*) FROM awa_cron_jobs WHERE owner_id = 'awa:runtime'") == [(LIVE_ROWS,)]
+    for process in processes:
+        assert process.proc.poll() is None
+        assert "lock timeout" not in process.output()

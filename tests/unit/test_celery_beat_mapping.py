@@ -6,7 +6,9 @@ hour, hours dividing a day, one day), and otherwise has no expression (it
 becomes an interval schedule, its period in whole seconds); a crontab becomes the same five fields (weekday names
 shortened, spaces dropped), except when both day fields are restricted
 (celery ANDs them, cron ORs them) or the text is not a valid expression;
-``--task-map`` pairs parse or name the malformed one; the report counts rows.
+``--task-map`` pairs parse or name the malformed one; the report counts rows;
+a batch whose write was slow halves the next one, a quick one doubles it up to
+the maximum; a timestamp ``datetime`` cannot hold is read as past or future.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from awa_django.actions.celery_beat import (
     interval_seconds,
     parse_task_map,
 )
+from awa_django.actions.celery_beat import _Batches as Batches
+from awa_django.actions.celery_beat_rows import FarInstant, _instant
 
 
 @pytest.mark.parametrize(
@@ -160,3 +164,30 @@ def test_interval_seconds__whole_seconds_of_a_valid_interval(
     every: int, period: str, seconds: int | None
 ) -> None:
     assert interval_seconds(every, period) == seconds
+
+
+def test_batches__a_slow_write_halves_the_next_batch_a_quick_one_doubles_it_up_to_the_maximum() -> None:
+    batches = Batches(500)
+    sizes = []
+    for seconds in (1.0, 1.0, 0.3, 0.01, 0.01, 0.01, 0.01, 0.1):
+        batches.written(seconds)
+        sizes.append(batches.size)
+    assert sizes == [250, 125, 62, 124, 248, 496, 500, 500]
+    tiny = Batches(1)
+    tiny.written(5.0)
+    assert tiny.size == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "epoch", "expected"),
+    [
+        ("-infinity", "-Infinity", FarInstant("-infinity", future=False)),
+        ("infinity", "Infinity", FarInstant("infinity", future=True)),
+        ("20000-01-01 00:00:00+00", "568971820800", FarInstant("20000-01-01 00:00:00+00", future=True)),
+        (None, None, None),
+    ],
+)
+def test_instant__a_timestamp_datetime_cannot_hold_is_far_past_or_future(
+    text: str | None, epoch: str | None, expected: FarInstant | None
+) -> None:
+    assert _instant(text, epoch) == expected

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -47,6 +48,10 @@ __all__ = [
     "printable",
     "schedule_dict",
 ]
+
+# import-celery-beat's progress on stderr: a line every so many rows or seconds.
+PROGRESS_ROWS = 10_000
+PROGRESS_SECONDS = 5.0
 
 
 def mismatch_notes(rows: list[Any], found: list[declarations.Mismatch]) -> list[str]:
@@ -282,8 +287,26 @@ class Command(BaseCommand):
             actor=options["actor"],
             task_map=celery_beat.parse_task_map(options["task_map"]),
             dry_run=options["dry_run"],
+            batch_size=options["batch_size"],
+            progress=self._import_progress() if options["verbosity"] >= 1 else None,
         )
         self.emit(options, report.as_json(), "\n".join(printable(line) for line in report.render()))
+        if report.stopped:
+            raise CommandError(printable(f"import stopped: {report.stopped}"))
+
+    def _import_progress(self) -> Any:
+        """A progress line on stderr (never stdout, which holds the report or its JSON):
+        every PROGRESS_ROWS rows or PROGRESS_SECONDS, and at the end."""
+        last = {"read": 0, "at": time.monotonic()}
+
+        def show(progress: celery_beat.ImportProgress) -> None:
+            done = progress.read >= progress.total
+            rows_due = progress.read - last["read"] >= PROGRESS_ROWS
+            if done or rows_due or time.monotonic() - last["at"] >= PROGRESS_SECONDS:
+                self.stderr.write(printable(progress.line()))
+                last.update(read=progress.read, at=time.monotonic())
+
+        return show
 
     # -- ownership -----------------------------------------------------------
     def _lifecycle(self, options: dict[str, Any], result: Any) -> None:
