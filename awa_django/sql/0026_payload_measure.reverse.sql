@@ -1,8 +1,4 @@
--- Undo 0026_payload_measure.sql (one transaction, the same lock order).
-BEGIN;
-LOCK TABLE awa_cron_jobs IN ACCESS EXCLUSIVE MODE;
-LOCK TABLE awa_jobs IN SHARE ROW EXCLUSIVE MODE;
-LOCK TABLE awa_cron_slot_outcomes, awa_cron_slot_counts IN ACCESS EXCLUSIVE MODE;
+-- Undo 0026_payload_measure.sql (after the migration's lock-order preamble).
 DROP FUNCTION awa_cron_fire_v8(jsonb);
 -- The previous release knows no unique-key skips: their history goes with it.
 DELETE FROM awa_cron_slot_outcomes WHERE outcome = 'skipped_unique';
@@ -34,4 +30,3 @@ ALTER TABLE awa_cron_jobs
     DROP COLUMN args_depth,
     DROP COLUMN metadata_bytes,
     DROP COLUMN metadata_depth;
-COMMIT;

@@ -1,18 +1,11 @@
 -- awa_django 0026_payload_measure: what a pass reads of a schedule's payload is
 -- measured once, when the payload is written, and a unique key never changes
--- meaning. Installed by migration 0026_payload_measure (not atomic: this file
--- is one transaction; 0026_payload_measure_validate.sql and
--- 0026_payload_measure_backfill.sql each run in a transaction of their own),
--- undone by 0026_payload_measure.reverse.sql. Frozen once released (see
+-- meaning. Installed by migration 0026_payload_measure, after its lock-order
+-- preamble (the protocol lock, then awa_cron_jobs, awa_jobs and the slot
+-- tables: awa_django.db.lock_order); the stored rows are measured and the
+-- widened checks validated by 0028_payload_measure_checks, in transactions of
+-- their own. Undone by 0026_payload_measure.reverse.sql. Frozen once released (see
 -- 0002_cron_core.sql).
-BEGIN;
-
--- The lock order of the fire statement: schedule rows, then the tables it
--- writes. Taken up front, so a fire in flight finishes first and none waits
--- on this transaction while holding a lock it needs.
-LOCK TABLE awa_cron_jobs IN ACCESS EXCLUSIVE MODE;
-LOCK TABLE awa_jobs IN SHARE ROW EXCLUSIVE MODE;
-LOCK TABLE awa_cron_slot_outcomes, awa_cron_slot_counts IN ACCESS EXCLUSIVE MODE;
 
 -- The size (octet_length of the jsonb text, the measure of AWA_MAX_ARGS_BYTES
 -- everywhere) and the nesting depth (up to 201: AWA_MAX_JSON_DEPTH is at most
@@ -187,7 +180,7 @@ CREATE TRIGGER awa_jobs_flow_keys
 
 -- A slot a unique key refused is history too: 'skipped_unique' in the slot
 -- history, 'unique' in the counts. Checked for stored rows by
--- 0026_payload_measure_validate.sql.
+-- 0028_payload_measure_checks.
 ALTER TABLE awa_cron_slot_outcomes DROP CONSTRAINT awa_cron_slot_outcomes_outcome_check;
 ALTER TABLE awa_cron_slot_outcomes ADD CONSTRAINT awa_cron_slot_outcomes_outcome_check
     CHECK (outcome IN ('skipped_overlap', 'missed_deadline', 'skipped_unique')) NOT VALID;
@@ -376,5 +369,3 @@ COMMENT ON FUNCTION awa_cron_schedule_fence_v4() IS 'awa_django 0026_payload_mea
 COMMENT ON FUNCTION awa_flow_key_v1(text, text, text) IS 'awa_django 0026_payload_measure';
 COMMENT ON FUNCTION awa_jobs_flow_keys_v2() IS 'awa_django 0026_payload_measure';
 COMMENT ON FUNCTION awa_cron_fire_v8(jsonb) IS 'awa_django 0026_payload_measure';
-
-COMMIT;

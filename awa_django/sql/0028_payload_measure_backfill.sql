@@ -1,4 +1,4 @@
--- awa_django 0026_payload_measure_backfill: the schedules stored before
+-- awa_django 0028_payload_measure_backfill: the schedules stored before
 -- 0026_payload_measure get their measures (the trigger computes them when a
 -- measure column is written). As an operator's statement (awa.cron_admin), so
 -- that the ownership fence lets a measure through on owned and retired rows;
