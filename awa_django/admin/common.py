@@ -221,6 +221,17 @@ def text(column: str, description: str | None = None) -> Callable[[Any, Any], st
     return show
 
 
+def choice_text(column: str, description: str | None = None) -> Callable[[Any, Any], str]:
+    """As :func:`text`, for a column with choices: the choice's label, or the
+    stored value (escaped) when it is none of them."""
+
+    @admin.display(description=description or column.replace("_", " "), ordering=column)
+    def show(model_admin: Any, obj: Any) -> str:
+        return shown_text(getattr(obj, f"get_{column}_display")())
+
+    return show
+
+
 def shown_text(value: Any) -> str:
     """A stored value as :func:`text` shows it: "-" for none, a list joined by commas."""
     if value is None or value == "":

@@ -29,6 +29,7 @@ from .common import (
     ReadOnlyAdmin,
     actor,
     badge,
+    choice_text,
     confirmation,
     has_awa_perm,
     live_leader,
@@ -181,8 +182,8 @@ class CronJobAdmin(RuntimeScheduleAdminMixin, ReadOnlyAdmin):
     tags_shown = text("tags")
     cron_expr_shown = text("cron_expr", "cron expression")
     timezone_shown = text("timezone")
-    missed_fire_policy_shown = text("missed_fire_policy", "missed fire policy")
-    overlap_shown = text("overlap")
+    missed_fire_policy_shown = choice_text("missed_fire_policy", "missed fire policy")
+    overlap_shown = choice_text("overlap")
     paused_by_shown = text("paused_by", "paused by")
     retired_by_shown = text("retired_by", "retired by")
     retired_revision_shown = text("retired_revision", "retired revision")
