@@ -5,8 +5,8 @@ schedules (1,000; ``--quick``: 100), one alone and one beside 5 more schedules
 whose args are exactly ``AWA_MAX_ARGS_BYTES`` as jsonb prints them (the widest
 shape: ``[[], [], ...]``, which a depth check reads bracket by bracket), created
 through the runtime API and firing every ``--big-every`` seconds (10: each of
-their fires copies a megabyte into a job, and announcing it (``task_enqueued``)
-decodes that megabyte in Python, about 0.1 s a job, a cost of the fire, not of
+their fires copies a megabyte into a job, which the leader returns but decodes
+only for a ``task_enqueued`` receiver that may read it: a cost of the fire, not of
 the pass). For each run: the fire lateness (job
 ``created_at`` minus its slot) of the small schedules' jobs, p50 and p99, and
 their slots missed in the window (expected minus fired); the big schedules'
