@@ -141,9 +141,12 @@ CREATE TRIGGER awa_cron_schedule_fence_payload
 -- different renderings never become one key (cutting, as
 -- awa_jobs_flow_keys_v1 does, could drop the {slot} that tells slots apart).
 -- Declarations refuse such templates; this holds for rows written by hand.
+-- An empty rendering (an empty template in a row written by hand) is no key
+-- (NULL): a key is 1-500 characters, and an empty one would fail the insert of
+-- every job of the fire statement's batch.
 CREATE FUNCTION awa_flow_key_v1(p_template text, p_name text, p_slot text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN char_length(k) <= 500 THEN k ELSE left(k, 467) || '#' || md5(k) END
+    SELECT CASE WHEN k = '' THEN NULL WHEN char_length(k) <= 500 THEN k ELSE left(k, 467) || '#' || md5(k) END
       FROM (SELECT replace(replace(p_template, '{name}', p_name), '{slot}', p_slot) AS k) AS r
 $$;
 
@@ -161,7 +164,8 @@ BEGIN
         END IF;
         IF NEW.concurrency_key IS NULL AND jsonb_typeof(flow -> 'concurrency_key') = 'string' THEN
             NEW.concurrency_key := awa_flow_key_v1(flow ->> 'concurrency_key', cron_name, slot);
-            NEW.concurrency_limit := CASE WHEN jsonb_typeof(flow -> 'concurrency_limit') = 'number'
+            NEW.concurrency_limit := CASE WHEN NEW.concurrency_key IS NULL THEN NEW.concurrency_limit
+                WHEN jsonb_typeof(flow -> 'concurrency_limit') = 'number'
                 THEN least(greatest((flow ->> 'concurrency_limit')::numeric, 1), 1000000)::integer
                 ELSE 1 END;
         END IF;
@@ -326,9 +330,11 @@ BEGIN
                                                     awa_format_fire_at(s.fire_at)) AS key) AS k
          WHERE s.n <= s.capacity
            AND jsonb_typeof(s.metadata -> 'awa_flow' -> 'unique_key') = 'string'
-           AND NOT EXISTS (SELECT 1 FROM inserted AS i
-                            WHERE (i.metadata ->> 'cron_name') = s.name
-                              AND (i.metadata ->> 'cron_fire_at') = awa_format_fire_at(s.fire_at))
+           -- NOT IN over an uncorrelated subquery: one hash of the inserted
+           -- slots for the whole batch (a correlated NOT EXISTS scanned every
+           -- inserted job once per slot: quadratic in a catch-up batch).
+           AND (s.name, awa_format_fire_at(s.fire_at)) NOT IN (
+                   SELECT i.metadata ->> 'cron_name', i.metadata ->> 'cron_fire_at' FROM inserted AS i)
            AND NOT EXISTS (SELECT 1 FROM awa_jobs AS j
                             WHERE (j.metadata ->> 'cron_name') = s.name AND j.metadata ? 'cron_fire_at'
                               AND (j.metadata ->> 'cron_fire_at') = awa_format_fire_at(s.fire_at))

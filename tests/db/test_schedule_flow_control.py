@@ -246,6 +246,26 @@ def test_schedule_keys__a_hand_written_template_past_the_limit_keeps_its_slots_a
     assert all(len(k) == 500 and k.startswith(LONG_NAME * 2) for k in keys)
 
 
+@pytest.mark.parametrize("option", ["unique_key", "concurrency_key"])
+def test_schedule_keys__a_hand_written_empty_template_is_no_key_and_fails_no_batch(option: str) -> None:
+    """An empty key template written by raw SQL renders no key: an empty key
+    would break the length check of awa_jobs and fail the whole batch."""
+    good = CronJobFactory(name="a-good")
+    bad = CronJobFactory(name="b-bad")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE awa_cron_jobs SET metadata = jsonb_build_object('awa_flow', jsonb_build_object(%s, ''))"
+            " WHERE name = 'b-bad'",
+            [option],
+        )
+    bad.refresh_from_db()
+    with transaction.atomic(), connection.cursor() as cursor:
+        jobs = firing.fire_plan(cursor, [plan_entry(good, [T0]), plan_entry(bad, [T0])])
+    assert len(jobs) == 2  # the bad row was neither parked nor failed the batch
+    keys = Job.objects.values_list("unique_key", "concurrency_key")
+    assert list(keys) == [(None, None), (None, None)]
+
+
 def test_schedule_keys__a_slot_a_held_unique_key_refuses_is_recorded_and_counted() -> None:
     from io import StringIO
 
