@@ -57,14 +57,24 @@ SCHEDULE_CHOICES = 100
 # (every attempt's traceback, any size): its class and the end of its
 # traceback, where Python writes the exception's own lines.
 ERROR_TAIL_CHARS = 2000
-LAST_ERROR_CLASS_SQL = "left(awa_jobs.errors -> -1 ->> 'exception_class_path', 300)"
-LAST_ERROR_TAIL_SQL = "right(awa_jobs.errors -> -1 ->> 'traceback', %s)"
+# Errors stored larger than AWA_MAX_ARGS_BYTES (only raw SQL writes them) are
+# not read at all: pg_column_size is the stored size, and awa_jobs.errors is
+# stored uncompressed (0025_bounded_errors), so it is the real one.
+LAST_ERROR_CLASS_SQL = """
+    CASE WHEN pg_column_size(awa_jobs.errors) <= %s
+         THEN left(awa_jobs.errors -> -1 ->> 'exception_class_path', 300)
+         ELSE 'not read: errors stored over AWA_MAX_ARGS_BYTES' END
+"""
+LAST_ERROR_TAIL_SQL = """
+    CASE WHEN pg_column_size(awa_jobs.errors) <= %s THEN right(awa_jobs.errors -> -1 ->> 'traceback', %s) END
+"""
 # What the search reads of each job's errors (errors may hold any JSON, of
 # any size when written by raw SQL): of its latest SEARCHED_ERRORS entries,
 # the class and the end of the traceback (where Python writes the exception's
 # own lines, as the list shows them); and nothing of errors stored larger
 # than AWA_MAX_ARGS_BYTES (pg_column_size reads the stored size without
-# fetching the value): such a job, which no reader decodes, is found by its
+# fetching the value; the column is stored uncompressed, so a value that
+# compresses well cannot pass for a small one): such a job, which no reader decodes, is found by its
 # task path or schedule only. So a search costs the same whatever the rows
 # hold (bench/admin_search.py).
 SEARCHED_ERRORS = 100
@@ -93,8 +103,10 @@ DURATION_SQL = f"""
 def with_last_error(queryset: QuerySet[Job]) -> QuerySet[Job]:
     """``queryset`` with what :func:`error_line` needs and the latest attempt's duration."""
     return queryset.annotate(
-        awa_error_class=RawSQL(LAST_ERROR_CLASS_SQL, [], output_field=TextField()),
-        awa_error_tail=RawSQL(LAST_ERROR_TAIL_SQL, [ERROR_TAIL_CHARS], output_field=TextField()),
+        awa_error_class=RawSQL(LAST_ERROR_CLASS_SQL, [jsonb.max_bytes()], output_field=TextField()),
+        awa_error_tail=RawSQL(
+            LAST_ERROR_TAIL_SQL, [jsonb.max_bytes(), ERROR_TAIL_CHARS], output_field=TextField()
+        ),
         awa_duration=RawSQL(DURATION_SQL, [], output_field=DurationField()),
     )
 

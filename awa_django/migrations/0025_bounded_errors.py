@@ -5,6 +5,7 @@ stay installed for workers not yet upgraded)."""
 
 from django.db import migrations
 
+from ..db.lock_order import in_lock_order
 from ..db.sqlfiles import run_sql_file
 
 
@@ -14,6 +15,6 @@ class Migration(migrations.Migration):
         ('awa_django', '0024_job_timestamps'),
     ]
 
-    operations = [
-        run_sql_file("0025_bounded_errors"),
-    ]
+    # It alters awa_jobs (the storage of errors): the preamble bounds and
+    # retries the wait for its lock (awa_django.db.lock_order).
+    operations = in_lock_order(["awa_jobs"], [run_sql_file("0025_bounded_errors")])

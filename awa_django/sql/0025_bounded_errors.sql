@@ -4,6 +4,13 @@
 -- versions these replace (awa_fail_v1, awa_fail_job_v1, awa_release_v2,
 -- awa_rescue_v1) stay installed for workers not yet upgraded.
 
+-- errors stored uncompressed (new values; old ones keep their form until next
+-- written): pg_column_size is then the value's real size, which the admin's
+-- list and search test before reading any of it, so a value that compresses
+-- well (a traceback of one repeated line, written by raw SQL) cannot pass for
+-- a small one. A job's errors are bounded when written, so the cost is small.
+ALTER TABLE awa_jobs ALTER COLUMN errors SET STORAGE EXTERNAL;
+
 -- p_errors (a job's errors column) with p_entry appended, within what every
 -- reader decodes: at most p_max_bytes of JSON text (AWA_MAX_ARGS_BYTES) and
 -- p_max_depth levels (AWA_MAX_JSON_DEPTH). The newest entries are kept and

@@ -64,3 +64,21 @@ def test_jobs_search__errors_stored_over_the_args_limit_are_not_read(admin_clien
     assert ids(admin_client, "myapp.tasks.huge") == {huge}  # found by its task path
     with override_settings(AWA_MAX_ARGS_BYTES=20 * 1024 * 1024):
         assert ids(admin_client, "HUGE-END") == {huge}
+
+
+def test_jobs_search__errors_that_compress_well_are_not_read_past_the_limit(admin_client: Client) -> None:
+    """10 MB of one repeated character would compress to a small stored value;
+    errors are stored uncompressed, so its stored size is its real size and
+    neither the list nor the search reads it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO awa_jobs (kind, state, errors) VALUES ('myapp.tasks.repeated', 'failed',"
+            " jsonb_build_array(jsonb_build_object('exception_class_path', 'myapp.Repeated',"
+            " 'traceback', repeat('a', 10 * 1024 * 1024) || ' REPEATED-END'))) RETURNING id, pg_column_size(errors)"
+        )
+        job, stored = cursor.fetchone()
+    assert stored > 10 * 1024 * 1024
+    assert ids(admin_client, "REPEATED-END") == set()
+    assert ids(admin_client, "myapp.tasks.repeated") == {job}
+    page = admin_client.get(JOBS).content.decode()
+    assert "not read: errors stored over AWA_MAX_ARGS_BYTES" in page
