@@ -40,13 +40,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
 from ..conf import conf
 from .guards import _milliseconds, lock_wait_timed_out
+from .sqlfiles import SqlFile
 
 logger = logging.getLogger("awa_django.db")
 
@@ -160,6 +161,9 @@ class LockOrder(Operation):
             schema_editor.execute(statement, params=None)
             return
         timeout_ms = _milliseconds(conf.LOCK_TIMEOUT)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('lock_timeout')")
+            (previous,) = cursor.fetchone()
         last: OperationalError | None = None
         for attempt in range(1, ATTEMPTS + 1):
             # A savepoint of its own (in SQL: Django's savepoint API changes
@@ -184,12 +188,16 @@ class LockOrder(Operation):
                         extra={"event": "migration.lock_retry"},
                     )
                     continue
+                # The bound is the preamble's: the migration's own statements
+                # wait as they would without it.
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
                 cursor.execute("RELEASE SAVEPOINT awa_lock_order")
                 return
         raise MigrationLockTimeout(
             f"could not take {self._what()} in {ATTEMPTS} attempts of AWA_LOCK_TIMEOUT "
             f"({conf.LOCK_TIMEOUT} s) each: a long transaction holds one of them (see "
-            "pg_stat_activity and pg_locks). Nothing was changed; run migrate again."
+            "pg_stat_activity and pg_locks). This migration was rolled back (any applied "
+            "before it in this run stay applied); run migrate again."
         ) from last
 
     def _what(self) -> str:
@@ -199,6 +207,34 @@ class LockOrder(Operation):
 def _deadlock_victim(exc: BaseException) -> bool:
     """True when ``exc`` is PostgreSQL's ``deadlock detected`` (40P01)."""
     return getattr(exc.__cause__ or exc, "sqlstate", None) == "40P01"
+
+
+class LockedSqlFile(SqlFile):
+    """A SQL file run, in a non-atomic migration, in a transaction of its own
+    that first takes the lock order of ``tables`` (as :func:`in_lock_order`
+    does for a whole atomic migration): its waits are bounded and retried
+    instead of queueing every writer behind a long reader."""
+
+    def __init__(self, file_name: str, tables: Sequence[str]) -> None:
+        super().__init__(file_name)
+        self.tables = ordered(tables)
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return (self.__class__.__qualname__, [self.file_name, list(self.tables)], {})
+
+    def database_forwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: Any, to_state: Any
+    ) -> None:
+        with transaction.atomic(using=schema_editor.connection.alias):
+            LockOrder(self.tables).lock(schema_editor)
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: Any, to_state: Any
+    ) -> None:
+        with transaction.atomic(using=schema_editor.connection.alias):
+            LockOrder(self.tables, "backwards").lock(schema_editor)
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
 
 
 def in_lock_order(tables: Sequence[str], operations: Sequence[Operation]) -> list[Operation]:

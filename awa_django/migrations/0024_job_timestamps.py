@@ -8,6 +8,7 @@ finds nothing to refuse."""
 
 from django.db import migrations
 
+from ..db.lock_order import LockedSqlFile
 from ..db.sqlfiles import run_sql_file
 
 
@@ -22,7 +23,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        run_sql_file("0024_job_timestamps"),
+        # Its brief lock taken in the lock order, the wait bounded and retried.
+        LockedSqlFile("0024_job_timestamps", ["awa_jobs"]),
         run_sql_file("0024_job_timestamps_fail"),
         run_sql_file("0024_job_timestamps_validate"),
     ]

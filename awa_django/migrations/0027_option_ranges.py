@@ -6,6 +6,7 @@ checks the rows, in transactions of their own."""
 
 from django.db import migrations, models
 
+from ..db.lock_order import LockedSqlFile
 from ..db.sqlfiles import run_sql_file
 
 
@@ -22,7 +23,8 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                run_sql_file("0027_option_ranges"),
+                # Its brief lock taken in the lock order, the wait bounded and retried.
+                LockedSqlFile("0027_option_ranges", ["awa_cron_jobs"]),
                 run_sql_file("0027_option_ranges_validate"),
             ],
             state_operations=[

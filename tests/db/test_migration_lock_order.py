@@ -315,3 +315,45 @@ def test_live_readers__read_in_the_lock_order_so_migrating_0018_back_never_deadl
             migrator.communicate()
         for conn in (blocker, observer, session):
             conn.close()
+
+
+@pytest.mark.parametrize(
+    ("start", "target", "table"), [("0023", "0024", "awa_jobs"), ("0026", "0027", "awa_cron_jobs")]
+)
+def test_locked_sql_file__a_long_reader_fails_the_step_after_its_attempts_and_never_blocks_writers(
+    current_schema_afterwards: None, start: str, target: str, table: str
+) -> None:
+    """A non-atomic migration's brief ALTER waits in the lock order, bounded and
+    retried: an unbounded wait behind a long reader would queue every writer."""
+    call_command("migrate", "awa_django", start, verbosity=0)
+    reader = raw_connection(autocommit=False)
+    try:
+        reader.execute(f"SELECT count(*) FROM {table}")
+        migrator = start_migrate(target, AWA_LOCK_TIMEOUT="0.2")
+        output, _ = migrator.communicate(timeout=120)
+        # Between attempts a writer gets through (the timed-out wait gave way).
+        with raw_connection() as writer:
+            writer.execute("SET lock_timeout = '10s'")
+            writer.execute(f"SELECT count(*) FROM {table}")
+    finally:
+        reader.rollback()
+        reader.close()
+    assert migrator.returncode != 0
+    assert "MigrationLockTimeout" in output and f"in {ATTEMPTS} attempts" in output, output
+    call_command("migrate", "awa_django", target, verbosity=0)
+
+
+def test_lock_order__leaves_the_transactions_lock_timeout_as_it_was() -> None:
+    """The preamble's bound is its own: later statements of the migration wait as
+    they would without it."""
+    from django.db import transaction
+
+    with (
+        transaction.atomic(),
+        connection.schema_editor(atomic=False) as editor,
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SELECT set_config('lock_timeout', '0', true)")
+        LockOrder(["awa_jobs"]).lock(editor)
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone() == ("0",)
