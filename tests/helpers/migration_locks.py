@@ -45,13 +45,20 @@ ALTERING = [
         rf"\bTRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?{LIST}",
         rf"\bREFERENCES\s+{NAME}",
         rf"\bINSERT\s+INTO\s+{NAME}",
+        rf"\bMERGE\s+INTO\s+(?:ONLY\s+)?{NAME}",
+        rf"\bCOPY\s+{NAME}\s*(?:\([^)]*\)\s*)?FROM\b",
         rf"\bUPDATE\s+(?:ONLY\s+)?{NAME}",
         rf"\bDELETE\s+FROM\s+(?:ONLY\s+)?{NAME}",
         rf"\bCOMMENT\s+ON\s+(?:TABLE|COLUMN)\s+{NAME}",
         rf"\b(?:REINDEX\s+TABLE|CLUSTER|VACUUM(?:\s+FULL)?)\s+{NAME}",
     )
 ]
-DROP_INDEX = re.compile(rf"\bDROP\s+INDEX\s+(?!CONCURRENTLY\b)(?:IF\s+EXISTS\s+)?{NAME}", re.IGNORECASE)
+DROP_INDEX = re.compile(
+    rf"\b(?:DROP|ALTER)\s+INDEX\s+(?!CONCURRENTLY\b)(?:IF\s+EXISTS\s+)?{NAME}", re.IGNORECASE
+)
+# Quoted and schema-qualified names ("awa_jobs", public.awa_jobs) read as plain ones.
+QUOTES = re.compile(r'"')
+SCHEMA = re.compile(r"\b\w+\s*\.\s*(awa_\w+)", re.IGNORECASE)
 CREATE_TABLE = re.compile(
     rf"\bCREATE\s+(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{NAME}", re.IGNORECASE
 )
@@ -87,6 +94,7 @@ def _sql_text(sql: Any) -> str:
 def sql_tables(sql: str) -> Tables:
     """The tables the statements of ``sql`` alter and create."""
     text = FUNCTION_BODY.sub(r"\1''", COMMENT.sub("", sql))
+    text = SCHEMA.sub(r"\1", QUOTES.sub("", text))
     found = Tables()
     for pattern in ALTERING:
         for match in pattern.finditer(text):

@@ -132,6 +132,17 @@ def test_lock_order_problems__run_python_may_write_anything() -> None:
             "DO $$ BEGIN EXECUTE format('ALTER TABLE awa_cron_declarations DROP CONSTRAINT %I', 'c'); END $$",
             {"awa_cron_declarations"},
         ),
+        # Quoted (as sqlmigrate prints them) and schema-qualified names.
+        (
+            'ALTER TABLE "awa_jobs" ADD COLUMN "c" text NULL; ALTER TABLE public.awa_cron_jobs ADD COLUMN c text',
+            {"awa_jobs", "awa_cron_jobs"},
+        ),
+        (
+            "ALTER INDEX awa_jobs_running RENAME TO awa_jobs_running2; "
+            "MERGE INTO awa_cron_jobs AS c USING x ON true WHEN MATCHED THEN DO NOTHING; "
+            "COPY awa_queue_meta (queue) FROM STDIN",
+            {"awa_jobs", "awa_cron_jobs", "awa_queue_meta"},
+        ),
         # Function bodies run later, not in the migration; CONCURRENTLY runs alone;
         # comments and views lock nothing a writer waits for.
         (
