@@ -123,8 +123,12 @@ def test_checks__schedule_of_a_task_runtasks_would_not_import_is_e075() -> None:
 def test_checks__the_task_framework_app_missing_from_installed_apps_is_e077(monkeypatch: Any) -> None:
     # The apps compat.APPS names are those Django 5.2's backport needs; set here,
     # the check fires on any Django.
+    from django.conf import settings
+
     monkeypatch.setattr(compat, "APPS", ("django_tasks",))
-    (message,) = [m for m in run_checks() if m.id == "awa_django.E077"]
+    without = [app for app in settings.INSTALLED_APPS if app != "django_tasks"]
+    with override_settings(INSTALLED_APPS=without):
+        (message,) = [m for m in run_checks() if m.id == "awa_django.E077"]
     assert message.msg.startswith("'django_tasks' is not in INSTALLED_APPS: Django ")
     assert message.hint == 'Add "django_tasks" to INSTALLED_APPS.'
 

@@ -223,7 +223,7 @@ def test_import_celery_beat__bad_rows_are_reported_by_name_and_the_rest_imported
     assert "timezone" in rows["mars"]["reasons"][0] and "Mars/Olympus" in rows["mars"]["reasons"][0]
     assert rows["forever-ago"]["reasons"] == ["expired at -infinity: celery no longer runs it"]
     assert "expires infinity not imported" in rows["far-future"]["notes"][0]
-    assert rows["bad-args"]["reasons"][0].startswith("args is not JSON")
+    assert rows["bad-args"]["reasons"][0].startswith("args is not valid JSON")
     for name, path in (("zen", "this.x"), ("sentinel", "tests.import_sentinel.task")):
         assert f"{path!r}: module" in rows[name]["reasons"][0]
         assert "not in an installed app or AWA_TASK_MODULES" in rows[name]["reasons"][0]
