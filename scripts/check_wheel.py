@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "awa_django"
-SHIPPED = ("sql/*.sql", "templates/**/*.html", "static/**/*.css", "py.typed")
+SHIPPED = ("sql/*.sql", "store/sql/**/*.sql", "templates/**/*.html", "static/**/*.css", "py.typed")
 # A database of its own on the server, unique to this run.
 DATABASE = f"awa_wheel_check_{os.getpid()}"
 
