@@ -160,6 +160,14 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(PY) bench/run.py --quick
 
+# This checkout against another commit in one run (repetitions interleaved, each side
+# in its own process and database): a refactor must not move the numbers.
+# REV=HEAD~1 by default; QUICK=1 for the small workloads.
+.PHONY: bench-against
+REV ?= HEAD~1
+bench-against: $(STAMP)
+	$(PY) bench/against.py $(REV) $(if $(QUICK),--quick,)
+
 # The soak benchmark (bench/soak.py): steady load, 1,000 every-second schedules,
 # pruning and a long REPEATABLE READ transaction on a private cluster, sampled
 # every 10 s. soak-quick is the CI run (about 3 minutes, scaled down; fails only
