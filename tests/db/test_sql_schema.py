@@ -67,7 +67,9 @@ def test_schema__defines_exactly_the_installed_views_with_their_queries() -> Non
             # The file's query as PostgreSQL prints it, beside the installed view's.
             with transaction.atomic():
                 cursor.execute(f"CREATE TEMPORARY VIEW awa_schema_probe AS {query}")
-                cursor.execute("SELECT pg_get_viewdef('awa_schema_probe'), pg_get_viewdef(%s::regclass)", [name])
+                cursor.execute(
+                    "SELECT pg_get_viewdef('awa_schema_probe'), pg_get_viewdef(%s::regclass)", [name]
+                )
                 probe, installed = cursor.fetchone()
                 transaction.set_rollback(True)
             assert normal(probe) == normal(installed), name
@@ -105,7 +107,9 @@ def test_migration_0029__reversed_installs_the_dropped_versions_as_shipped() -> 
             )
             comments = dict(cursor.fetchall())
         assert DROPPED <= set(back)
-        assert {name: body_hash(back[name]) for name in DROPPED} == {name: shipped[name][1] for name in DROPPED}
+        assert {name: body_hash(back[name]) for name in DROPPED} == {
+            name: shipped[name][1] for name in DROPPED
+        }
         assert comments == {name: f"awa_django {shipped[name][0]}" for name in DROPPED}
         call_command("migrate", "awa_django", "0029", verbosity=0)
         with connection.cursor() as cursor:
