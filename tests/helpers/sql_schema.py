@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from awa_django.db.sqlfiles import FUNCTION_BODY
+from awa_django.db.sqlfiles import FUNCTION_BODY, read_sql
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "awa_django" / "store" / "schema"
 TRIGGER = re.compile(r"CREATE TRIGGER (\w+)\s.*?\sON (\w+)\s.*?;", re.DOTALL)
@@ -69,3 +69,13 @@ def installed_views(cursor: Any) -> set[str]:
         "SELECT viewname FROM pg_views WHERE schemaname = current_schema() AND viewname LIKE 'awa\\_%%'"
     )
     return {row[0] for row in cursor.fetchall()}
+
+
+def install_superseded(cursor: Any, name: str) -> None:
+    """Install ``name``, a version 0029 dropped, as its own file shipped it (its
+    statement in 0029's reverse file): a writer of an earlier release, for a
+    test. Inside a test's transaction it goes with the rollback; otherwise drop it."""
+    text = read_sql("0029_drop_superseded_functions.reverse")
+    match = re.search(rf"CREATE FUNCTION {name}\(.*?\bAS\s+\$(\w*)\$.*?\$\1\$[^;]*;", text, re.DOTALL)
+    assert match, f"{name} is not a version 0029 dropped"
+    cursor.execute(match[0])
