@@ -592,16 +592,21 @@ def test_check_sql_objects__a_faithful_install_matches_every_shipped_body() -> N
         SQL_DIR,
         body_hash,
         declared_functions,
+        dropped_functions,
+        expected_function_hashes,
         migration_sql_files,
-        shipped_function_hashes,
     )
 
-    shipped: dict[str, str] = {}
+    # Every function a shipped file creates and no later file drops.
+    expected = expected_function_hashes(migration_sql_files())
+    shipped = {name: digest for name, (_, digest) in expected.items()}
     declared: set[str] = set()
+    dropped: set[str] = set()
     for files in migration_sql_files().values():
         for file_name in files:
-            shipped.update(shipped_function_hashes(file_name))
             declared.update(declared_functions(SQL_DIR / f"{file_name}.sql"))
+            dropped.update(dropped_functions(SQL_DIR / f"{file_name}.sql"))
+    declared -= dropped
     with connection.cursor() as cursor:
         cursor.execute("SELECT proname, prosrc FROM pg_proc WHERE proname = ANY(%s)", [list(shipped)])
         installed = {name: body_hash(source) for name, source in cursor.fetchall()}
