@@ -373,7 +373,7 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
     from django.db import connections
     from django.db.migrations.recorder import MigrationRecorder
 
-    from .db.sqlfiles import body_hash, migration_sql_files, shipped_function_hashes
+    from .db.sqlfiles import body_hash, expected_function_hashes
 
     messages: list[CheckMessage] = []
     for alias in databases or ():
@@ -384,13 +384,8 @@ def check_sql_objects(app_configs: Any = None, databases: Any = None, **kwargs: 
         if not recorder.has_table():
             continue
         applied = {name for app, name in recorder.applied_migrations() if app == "awa_django"}
-        # Function name -> (its SQL file, hash of its shipped body); a later file wins.
-        expected: dict[str, tuple[str, str]] = {}
-        for migration, files in migration_sql_files().items():
-            if migration in applied:
-                for file_name in files:
-                    for name, digest in shipped_function_hashes(file_name).items():
-                        expected[name] = (file_name, digest)
+        # Function name -> (its SQL file, hash of its shipped body).
+        expected = expected_function_hashes(applied)
         if not expected:
             continue
         with connection.cursor() as cursor:

@@ -5,7 +5,9 @@ files are frozen: new behaviour is a new file and a new migration. A migration
 names its files with :func:`run_sql_file`; :func:`migration_sql_files` reads
 that mapping back from the migrations' operations (never from their source),
 and :func:`shipped_function_hashes` gives check E050 the hash of every
-function body as shipped, to compare with what is installed.
+function body as shipped, to compare with what is installed;
+:func:`expected_function_hashes` walks the applied migrations' files in order,
+so a function a later file drops is no longer expected.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def declared_functions(path: Path) -> list[str]:
     return re.findall(r"CREATE FUNCTION (\w+)\(", path.read_text(encoding="utf-8"))
 
 
+def dropped_functions(path: Path) -> list[str]:
+    """Names of the functions a SQL file drops."""
+    return re.findall(r"DROP FUNCTION (?:IF EXISTS )?(\w+)\(", path.read_text(encoding="utf-8"))
+
+
 def _file_names(operations: Iterable[Operation]) -> list[str]:
     names: list[str] = []
     for operation in operations:
@@ -91,3 +98,20 @@ def shipped_function_hashes(file_name: str) -> dict[str, str]:
     if missing:  # a body not in dollar quotes: refuse rather than skip it silently
         raise ValueError(f"{file_name}.sql: no dollar-quoted body found for {sorted(missing)}")
     return hashes
+
+
+def expected_function_hashes(applied: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Function name -> (the SQL file that installed it, hash of its shipped body)
+    for the functions the ``applied`` migrations leave installed: a later file
+    wins, and a function a later file drops is not expected."""
+    applied = set(applied)
+    expected: dict[str, tuple[str, str]] = {}
+    for migration, files in migration_sql_files().items():
+        if migration not in applied:
+            continue
+        for file_name in files:
+            for name in dropped_functions(SQL_DIR / f"{file_name}.sql"):
+                expected.pop(name, None)
+            for name, digest in shipped_function_hashes(file_name).items():
+                expected[name] = (file_name, digest)
+    return expected

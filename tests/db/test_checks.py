@@ -533,21 +533,23 @@ def test_check_sql_objects__e050_reports_a_dropped_or_replaced_function() -> Non
 
     assert checks.check_sql_objects(databases=["default"]) == []
     with connection.cursor() as cursor:
-        cursor.execute("COMMENT ON FUNCTION awa_claim_v1(text[], integer, text) IS 'hand-edited'")
-        cursor.execute("ALTER FUNCTION awa_release_v1(bigint, integer, interval) RENAME TO awa_release_gone")
+        cursor.execute("COMMENT ON FUNCTION awa_claim_v2(text[], integer, text) IS 'hand-edited'")
+        cursor.execute(
+            "ALTER FUNCTION awa_release_v2(bigint, integer, interval, interval, jsonb) RENAME TO awa_release_gone"
+        )
     try:
         messages = checks.check_sql_objects(databases=["default"])
     finally:
         with connection.cursor() as cursor:
             cursor.execute(
-                "ALTER FUNCTION awa_release_gone(bigint, integer, interval) RENAME TO awa_release_v1"
+                "ALTER FUNCTION awa_release_gone(bigint, integer, interval, interval, jsonb) RENAME TO awa_release_v2"
             )
             cursor.execute(
-                "COMMENT ON FUNCTION awa_claim_v1(text[], integer, text) IS 'awa_django 0003_worker'"
+                "COMMENT ON FUNCTION awa_claim_v2(text[], integer, text) IS 'awa_django 0014_claim_order'"
             )
     assert [(m.id, m.msg) for m in messages] == [
-        ("awa_django.E050", "SQL function awa_claim_v1 is outdated ('hand-edited') in database 'default'"),
-        ("awa_django.E050", "SQL function awa_release_v1 is missing in database 'default'"),
+        ("awa_django.E050", "SQL function awa_claim_v2 is outdated ('hand-edited') in database 'default'"),
+        ("awa_django.E050", "SQL function awa_release_v2 is missing in database 'default'"),
     ]
     assert all(m.hint for m in messages)
 
@@ -590,16 +592,21 @@ def test_check_sql_objects__a_faithful_install_matches_every_shipped_body() -> N
         SQL_DIR,
         body_hash,
         declared_functions,
+        dropped_functions,
+        expected_function_hashes,
         migration_sql_files,
-        shipped_function_hashes,
     )
 
-    shipped: dict[str, str] = {}
+    # Every function a shipped file creates and no later file drops.
+    expected = expected_function_hashes(migration_sql_files())
+    shipped = {name: digest for name, (_, digest) in expected.items()}
     declared: set[str] = set()
+    dropped: set[str] = set()
     for files in migration_sql_files().values():
         for file_name in files:
-            shipped.update(shipped_function_hashes(file_name))
             declared.update(declared_functions(SQL_DIR / f"{file_name}.sql"))
+            dropped.update(dropped_functions(SQL_DIR / f"{file_name}.sql"))
+    declared -= dropped
     with connection.cursor() as cursor:
         cursor.execute("SELECT proname, prosrc FROM pg_proc WHERE proname = ANY(%s)", [list(shipped)])
         installed = {name: body_hash(source) for name, source in cursor.fetchall()}

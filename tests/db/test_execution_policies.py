@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from awa_django import contract
 from awa_django.actions import history
 from awa_django.actions import schedules as operations
 from awa_django.models import CronJob, Job
@@ -20,7 +21,8 @@ from awa_django.scheduler.evaluator import evaluate
 from awa_django.scheduler.policies import jitter_offset
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import db_now
-from tests.helpers.fires import FIRE, fire, plan_entry
+from tests.helpers.fires import CURRENT_FIRE, FIRE, fire, plan_entry
+from tests.helpers.sql_schema import install_superseded
 
 pytestmark = pytest.mark.django_db
 
@@ -173,9 +175,9 @@ def test_jitter__the_sql_offset_equals_the_python_mirror_and_spreads_names() -> 
 
 @pytest.fixture
 def fire_v4() -> Any:
-    FIRE["function"] = "awa_cron_fire_v6"
+    FIRE["function"] = contract.previous_function("awa_cron_fire") or CURRENT_FIRE
     yield
-    FIRE["function"] = "awa_cron_fire_v2"
+    FIRE["function"] = CURRENT_FIRE
 
 
 def test_jitter__a_future_run_at_is_scheduled_and_replaying_the_slot_changes_nothing(fire_v4: Any) -> None:
@@ -194,6 +196,7 @@ def test_fence__an_older_fire_statement_fires_nothing_for_a_schedule_with_polici
     with_policy = make("guarded", overlap="skip", last_enqueued_at=minute(now, 3))
     plain = make("plain", last_enqueued_at=minute(now, 3))
     with connection.cursor() as cursor:
+        install_superseded(cursor, "awa_cron_fire_v3")  # a runcron of a release before the policies
         for row in (with_policy, plain):
             cursor.execute(
                 "SELECT count(*) FROM awa_cron_fire_v3(%s::jsonb)",

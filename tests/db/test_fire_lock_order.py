@@ -10,7 +10,8 @@ from django.db import connections
 from awa_django.models import Job
 from tests.factories import CronJobFactory
 from tests.helpers.database import raw_connection
-from tests.helpers.fires import FIRE, T0, fire, fresh, plan_entry
+from tests.helpers.fires import CURRENT_FIRE, FIRE, T0, fire, fresh, plan_entry
+from tests.helpers.sql_schema import install_superseded
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,6 +21,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_fire__locks_rows_in_name_order(function: str) -> None:
     """A writer that follows the lock order (by name) never deadlocks with it."""
     FIRE["function"] = function
+    with connections["default"].cursor() as cursor:
+        install_superseded(cursor, function)  # the versions after it skip a locked row
     a = fresh(CronJobFactory(name="a").name)
     b = fresh(CronJobFactory(name="b").name)
     other = raw_connection(autocommit=False)
@@ -51,5 +54,7 @@ def test_fire__locks_rows_in_name_order(function: str) -> None:
         assert done.is_set()
     finally:
         other.close()
-        FIRE["function"] = "awa_cron_fire_v2"
+        FIRE["function"] = CURRENT_FIRE
+        with connections["default"].cursor() as cursor:
+            cursor.execute(f"DROP FUNCTION {function}(jsonb)")
     assert Job.objects.count() == 2

@@ -24,6 +24,7 @@ from awa_django.scheduler.firing import FIRE
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import db_now
 from tests.helpers.fires import plan_entry
+from tests.helpers.sql_schema import install_superseded
 
 pytestmark = pytest.mark.django_db
 
@@ -145,6 +146,8 @@ def test_overlap_check__v7_decides_every_case_as_v6() -> None:
     now = db_now()
     plan = mixed_batch(now)
     results = {}
+    with connection.cursor() as cursor:
+        install_superseded(cursor, "awa_cron_fire_v6")
     for function in ("awa_cron_fire_v6", "awa_cron_fire_v7"):
         with transaction.atomic():
             results[function] = decisions(function, plan)

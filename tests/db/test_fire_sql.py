@@ -15,35 +15,28 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
 
+from awa_django import contract
 from awa_django.models import CronJob, Job
 from awa_django.scheduler.evaluator import job_row
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context
-from tests.helpers.fires import FIRE, T0, fire, fresh, plan_entry
+from tests.helpers.fires import CURRENT_FIRE, FIRE, T0, fire, fresh, plan_entry
 
 pytestmark = pytest.mark.django_db
 
-# Every fire statement keeps the same contract: v2 adds name-ordered row
+# Every fire statement keeps the same contract: v2 added name-ordered row
 # locking, v3 parking, v4 metadata for the fired jobs, v5 the execution
 # policies, v6 interval schedules, v7 a cheaper overlap check, v8 (used by the
-# evaluator) records unique-key skips; v1 stays installed for older writers.
-FIRE_FUNCTIONS = [
-    "awa_cron_fire_v1",
-    "awa_cron_fire_v2",
-    "awa_cron_fire_v3",
-    "awa_cron_fire_v4",
-    "awa_cron_fire_v5",
-    "awa_cron_fire_v6",
-    "awa_cron_fire_v7",
-    "awa_cron_fire_v8",
-]
+# evaluator) records unique-key skips. The installed ones: the current version
+# and the previous one, kept for processes of the previous release.
+FIRE_FUNCTIONS = [contract.previous_function("awa_cron_fire"), contract.current_function("awa_cron_fire")]
 
 
 @pytest.fixture(autouse=True, params=FIRE_FUNCTIONS)
 def fire_function(request: pytest.FixtureRequest) -> Any:
     FIRE["function"] = request.param
     yield request.param
-    FIRE["function"] = "awa_cron_fire_v2"
+    FIRE["function"] = CURRENT_FIRE
 
 
 def test_fire__first_fire_marks_and_inserts_in_one_statement() -> None:

@@ -36,7 +36,7 @@ from awa_django.schedules.runtime import RUNTIME_OWNER
 from awa_django.schedules.sync import sync_schedules
 from tests.factories import CronJobFactory
 from tests.helpers.database import db_now, operator_context
-from tests.helpers.fires import plan_entry
+from tests.helpers.fires import CURRENT_FIRE, plan_entry
 
 pytestmark = pytest.mark.django_db
 
@@ -226,7 +226,7 @@ def test_edit__a_fire_planned_from_the_old_definition_cannot_land() -> None:
     update_schedule("poll", actor="bob", cron="*/2 * * * *")
     with connection.cursor() as cursor:
         entry = plan_entry(stale, [db_now().replace(second=0, microsecond=0)])
-        cursor.execute("SELECT count(*) FROM awa_cron_fire_v3(%s::jsonb)", [json.dumps([entry])])
+        cursor.execute(f"SELECT count(*) FROM {CURRENT_FIRE}(%s::jsonb)", [json.dumps([entry])])
         assert cursor.fetchone()[0] == 0
     assert fired("poll") == []
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import connection
 
+from awa_django import contract
 from awa_django.models import CronJob, Job
 from awa_django.scheduler import prefire
 from awa_django.scheduler.evaluator import job_row
@@ -43,7 +44,8 @@ def plan_entry(
 
 
 # The fire function ``fire`` calls; the SQL tests set it to each installed version.
-FIRE = {"function": "awa_cron_fire_v2"}
+CURRENT_FIRE = contract.current_function("awa_cron_fire")
+FIRE = {"function": CURRENT_FIRE}
 
 
 def fire(*entries: dict[str, Any]) -> list[dict[str, Any]]:

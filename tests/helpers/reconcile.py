@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 from django.db import connection, connections
 
+from awa_django import contract
 from awa_django.models import CronJob
 from awa_django.reconciliation.persistence import ReconciliationConfig
 from awa_django.reconciliation.snapshots import RuntimeReporter
@@ -231,7 +232,7 @@ def sqlstate(exc: BaseException) -> str | None:
 
 
 def fire_entry(name: str, fire_at: datetime) -> dict[str, Any]:
-    """A plan entry for the current fire statement ``awa_cron_fire_v2``, as the evaluator builds it."""
+    """A plan entry for the current fire statement, as the evaluator builds it."""
     current = row(name)
     return {
         "name": current.name,
@@ -247,7 +248,13 @@ def fire_entry(name: str, fire_at: datetime) -> dict[str, Any]:
 
 def fire(*entries: dict[str, Any]) -> list[int]:
     """Run the current fire statement; the ids of the jobs it inserted."""
-    return [r[0] for r in execute("SELECT id FROM awa_cron_fire_v2(%s::jsonb)", [json.dumps(list(entries))])]
+    return [
+        r[0]
+        for r in execute(
+            f"SELECT id FROM {contract.current_function('awa_cron_fire')}(%s::jsonb)",
+            [json.dumps(list(entries))],
+        )
+    ]
 
 
 # The atomic-enqueue statement of a writer that predates retirement: the CAS and

@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from awa_django import contract
 from awa_django.models import CronDeclaration, CronJob, CronManifest, CronOwner, RuntimeInstance
 from tests.factories import CronJobFactory
 from tests.helpers.database import database_url, raw_connection
@@ -164,7 +165,10 @@ def test_migration__locks_cron_jobs_before_anything_and_never_cycles_with_a_fire
         observer.close()
         call_command("migrate", "awa_django", verbosity=0)  # whatever happened, leave the schema current
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_proc WHERE proname = 'awa_cron_schedule_fence_v1'")
+        cursor.execute(
+            "SELECT count(*) FROM pg_proc WHERE proname = %s",
+            [contract.current_function("awa_cron_schedule_fence")],
+        )
         assert cursor.fetchone()[0] == 1
 
 

@@ -66,3 +66,19 @@ def test_migration_sql_files__every_shipped_file_belongs_to_exactly_one_migratio
     named = [name for files in sqlfiles.migration_sql_files().values() for name in files]
     shipped = sorted(p.stem for p in sqlfiles.SQL_DIR.glob("0*.sql") if not p.name.endswith(".reverse.sql"))
     assert sorted(named) == shipped
+
+
+def test_dropped_functions__the_names_a_file_drops(tmp_path: Path) -> None:
+    path = tmp_path / "x.sql"
+    path.write_text(
+        "DROP FUNCTION awa_a_v1(jsonb);\nDROP FUNCTION IF EXISTS awa_b_v2();\nDROP TRIGGER t ON x;\n"
+    )
+    assert sqlfiles.dropped_functions(path) == ["awa_a_v1", "awa_b_v2"]
+
+
+def test_expected_function_hashes__a_function_a_later_file_drops_is_not_expected() -> None:
+    every = sqlfiles.migration_sql_files()
+    before = [name for name in every if name < "0029"]
+    assert "awa_cron_fire_v1" in sqlfiles.expected_function_hashes(before)
+    assert "awa_cron_fire_v1" not in sqlfiles.expected_function_hashes(every)
+    assert sqlfiles.expected_function_hashes(every)["awa_cron_fire_v8"][0] == "0026_payload_measure"
