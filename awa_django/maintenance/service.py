@@ -19,7 +19,8 @@ from typing import Protocol
 from ..conf import conf
 from ..db import sessions
 
-logger = logging.getLogger("awa_django.maintenance")
+# The leader runs the services: they log as the leader does.
+logger = logging.getLogger("awa_django.leader")
 
 __all__ = ["EverySync", "MaintenanceService", "Rounds", "run_services"]
 
