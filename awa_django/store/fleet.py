@@ -58,6 +58,7 @@ __all__ = [
     "restore_schedules",
     "retire_owned_schedules",
     "retire_schedules_by_operator",
+    "schedule_counts_by_owner",
     "schedule_ownership",
     "store_declaration",
     "stored_rows",
@@ -394,6 +395,13 @@ def owner_schedules(cursor: Any, owner: str, *, retired: bool, lock: bool) -> li
     name = "owner_retired_schedules" if retired else "owner_active_schedules"
     cursor.execute(query(f"{name}_for_update" if lock else name), {"owner": owner})
     return [ScheduleOwnership.from_row(row) for row in cursor.fetchall()]
+
+
+def schedule_counts_by_owner(owners: Sequence[str], using: str = "default") -> dict[str, int]:
+    """How many schedules (retired ones included) each of ``owners`` has; none: absent."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(query("schedule_counts_by_owner"), {"owners": list(owners)})
+        return {str(owner): int(count) for owner, count in cursor.fetchall()}
 
 
 def retire_schedules_by_operator(cursor: Any, names: Sequence[str], actor: str) -> None:

@@ -67,3 +67,9 @@ SELECT owner_id FROM awa_cron_owners
 -- The named owners' certificate and agreement clock start over.
 UPDATE awa_cron_owners SET synced_hash = NULL, agreed_hash = NULL, agreed_since = NULL, evidence_until = NULL
  WHERE owner_id = ANY(%(owners)s::text[]);
+
+-- name: schedule_counts_by_owner
+-- How many schedules (retired ones included) each of the named owners has.
+SELECT owner_id, count(name) FROM awa_cron_jobs
+ WHERE owner_id = ANY(%(owners)s::text[])
+ GROUP BY owner_id;
