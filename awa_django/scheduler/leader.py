@@ -8,7 +8,8 @@ The same connection LISTENs on ``awa_cron`` so the leader wakes as soon as a
 schedule changes, and is pinged (``SELECT 1``) to notice a silently dropped
 session: when it fails the leader steps down at once. A deposed leader that
 still fires is harmless, every fire being a compare-and-swap. The SQL lives
-elsewhere: the lock in ``election``, the passes in ``evaluator`` and ``prefire``.
+elsewhere: the lock in ``election`` (its statements in the store), the passes in
+``evaluator`` and ``prefire``, the maintenance services in ``maintenance``.
 """
 
 from __future__ import annotations
