@@ -737,7 +737,8 @@ def check_job_timestamps(app_configs: Any = None, databases: Any = None, **kwarg
     from django.db import DatabaseError, connections
     from django.db.migrations.recorder import MigrationRecorder
 
-    from .db.timestamps import JOB_TIMESTAMPS_CHECK, unfinished_out_of_range
+    from .db.timestamps import JOB_TIMESTAMPS_CHECK
+    from .store.job_timestamps import unfinished_out_of_range
 
     messages: list[CheckMessage] = []
     for alias in databases or ():

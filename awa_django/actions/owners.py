@@ -24,13 +24,14 @@ from ..db import sessions
 from ..db.guards import bound_transaction_waits
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..schedules.validation import validate_label
+from ..store import fleet as store
 from .common import ActionResult, require_actor, require_schedule_name
 
 logger = logging.getLogger("awa_django.ownership")
 
-# name, owner_id, retired: a flag computed in SQL, so a retired_at no Python
-# datetime holds ('infinity' written by raw SQL) cannot fail a verb.
-Row = tuple[str, str | None, bool]
+# A schedule's name, owner and tombstone (the flag computed in SQL, so a
+# retired_at no Python datetime holds cannot fail a verb).
+Row = store.ScheduleOwnership
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,7 @@ class _Verb:
 
 def _by_name(name: str) -> Callable[[Any, bool], list[Row]]:
     def select(cursor: Any, lock: bool) -> list[Row]:
-        cursor.execute(
-            "SELECT name, owner_id, retired_at IS NOT NULL FROM awa_cron_jobs WHERE name = %s ORDER BY name"
-            + (" FOR UPDATE" if lock else ""),
-            [name],
-        )
-        rows: list[Row] = cursor.fetchall()
+        rows = store.schedule_ownership(cursor, name, lock=lock)
         if not rows:
             raise ScheduleNotFound(name)
         return rows
@@ -62,51 +58,33 @@ def _by_name(name: str) -> Callable[[Any, bool], list[Row]]:
 
 def _of_owner(owner_id: str, *, retired: bool) -> Callable[[Any, bool], list[Row]]:
     def select(cursor: Any, lock: bool) -> list[Row]:
-        cursor.execute(
-            "SELECT name, owner_id, retired_at IS NOT NULL FROM awa_cron_jobs WHERE owner_id = %s AND retired_at "
-            + ("IS NOT NULL" if retired else "IS NULL")
-            + " ORDER BY name"
-            + (" FOR UPDATE" if lock else ""),
-            [owner_id],
-        )
-        rows: list[Row] = cursor.fetchall()
-        return rows
+        return store.owner_schedules(cursor, owner_id, retired=retired, lock=lock)
 
     return select
 
 
 def _all(rows: list[Row]) -> list[str]:
-    return [r[0] for r in rows]
+    return [r.name for r in rows]
 
 
 def _active(rows: list[Row]) -> list[str]:
-    return [r[0] for r in rows if not r[2]]
+    return [r.name for r in rows if not r.retired]
 
 
 def _retired(rows: list[Row]) -> list[str]:
-    return [r[0] for r in rows if r[2]]
+    return [r.name for r in rows if r.retired]
 
 
 def _retire_rows(actor: str) -> Callable[[Any, list[str]], None]:
     def write(cursor: Any, names: list[str]) -> None:
-        cursor.execute(
-            "UPDATE awa_cron_jobs SET retired_at = clock_timestamp(), retired_by = %s, "
-            "retired_revision = 'operator', updated_at = clock_timestamp() "
-            "WHERE name = ANY(%s) AND retired_at IS NULL",
-            [actor, names],
-        )
+        store.retire_schedules_by_operator(cursor, names, actor)
 
     return write
 
 
 def _restore_rows(cursor: Any, names: list[str]) -> None:
     # The fire clock restarts at database now: retired time is never replayed.
-    cursor.execute(
-        "UPDATE awa_cron_jobs SET retired_at = NULL, retired_by = NULL, retired_revision = NULL, "
-        "last_enqueued_at = clock_timestamp(), updated_at = clock_timestamp() "
-        "WHERE name = ANY(%s) AND retired_at IS NOT NULL",
-        [names],
-    )
+    store.restore_schedules(cursor, names)
 
 
 def adopt(
@@ -124,25 +102,19 @@ def adopt(
     name = require_schedule_name(name, "adopt")
 
     def check(rows: list[Row]) -> None:
-        if rows[0][1] != expected_owner:
+        if rows[0].owner_id != expected_owner:
             raise OperationRefused(
                 f"cron ownership conflict on {name!r}: expected {expected_owner or '<unowned>'}, "
-                f"found {rows[0][1] or '<unowned>'}"
+                f"found {rows[0].owner_id or '<unowned>'}"
             )
 
     def write(cursor: Any, names: list[str]) -> None:
-        cursor.execute(
-            "INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [owner_id]
-        )
-        cursor.execute(
-            "UPDATE awa_cron_jobs SET owner_id = %s, updated_at = clock_timestamp() WHERE name = ANY(%s)",
-            [owner_id, names],
-        )
+        store.give_schedules_to_owner(cursor, names, owner_id)
 
     def changing(rows: list[Row]) -> list[str]:
         # Adopting a row its owner already holds changes nothing: no write,
         # and no owner's agreement clock restarts.
-        return [r[0] for r in rows if r[1] != owner_id]
+        return [r.name for r in rows if r.owner_id != owner_id]
 
     verb = _Verb("adopt", _by_name(name), changing, write, check, new_owner=owner_id)
     return _run(verb, actor, apply, name, using)
@@ -186,17 +158,14 @@ def _run(verb: _Verb, actor: str, apply: bool, target: str, using: str) -> Actio
             return ActionResult(verb.action, verb.affected(rows), applied=False, name=target)
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # a frozen peer may hold the lock
-        cursor.execute("SELECT awa_cron_protocol_lock()")
+        store.take_protocol_lock(cursor)
         # Lock order: protocol lock, owner rows, schedule rows by name. Under
         # the protocol lock no other writer can change ownership, so an
         # unlocked read tells which owner rows to lock first.
-        owners_involved = {r[1] for r in verb.select(cursor, False) if r[1]}
+        owners_involved = {r.owner_id for r in verb.select(cursor, False) if r.owner_id}
         if verb.new_owner is not None:
             owners_involved.add(verb.new_owner)
-        cursor.execute(
-            "SELECT owner_id FROM awa_cron_owners WHERE owner_id = ANY(%s) ORDER BY owner_id FOR UPDATE",
-            [sorted(owners_involved)],
-        )
+        store.lock_owners(cursor, sorted(owners_involved))
         rows = verb.select(cursor, True)
         verb.check(rows)
         names = verb.affected(rows)
@@ -204,18 +173,14 @@ def _run(verb: _Verb, actor: str, apply: bool, target: str, using: str) -> Actio
         # retired row, restore of an active one) keeps every owner's
         # certificate and agreement clock, or repeating it would restart grace.
         changing = set(names)
-        involved = {r[1] for r in rows if r[1] is not None and r[0] in changing}
+        involved = {r.owner_id for r in rows if r.owner_id is not None and r.name in changing}
         if verb.new_owner is not None and names:
             involved.add(verb.new_owner)
         if names:
             with sessions.operator_context(cursor):
                 verb.write(cursor, names)
         if involved:
-            cursor.execute(
-                "UPDATE awa_cron_owners SET synced_hash = NULL, agreed_hash = NULL, agreed_since = NULL, "
-                "evidence_until = NULL WHERE owner_id = ANY(%s)",
-                [sorted(involved)],
-            )
+            store.reset_owner_certificates(cursor, sorted(involved))
     logger.info(
         "%s by %s: %s",
         verb.action,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any, cast
 
@@ -22,7 +21,7 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import EmptyResultSet, ValidationError
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -32,7 +31,7 @@ from django.utils.safestring import SafeString, mark_safe
 from ..db import timestamps
 from ..db.jsonb import Undecodable
 from ..exceptions import OperationRefused, ScheduleNotFound
-from ..reconciliation.evidence import FRESH_FOR
+from ..store import fleet
 from ..terminal import printable
 
 logger = logging.getLogger(__name__)
@@ -141,32 +140,13 @@ def log_changes(request: HttpRequest, rows: Iterable[Model], message: str) -> No
     )
 
 
-LIVE_LEADER_SQL = f"""
-    SELECT r.hostname, r.pid, r.last_seen_at
-      FROM awa_runtime_instances AS r
-     WHERE r.leader AND NOT r.shutting_down
-       AND r.last_seen_at + {FRESH_FOR} > statement_timestamp()
-     ORDER BY r.last_seen_at DESC
-     LIMIT 1
-"""
-
-
-@dataclass(frozen=True)
-class Leader:
-    hostname: str
-    pid: int
-    last_seen_at: datetime
-
-    def __str__(self) -> str:
-        return f"{self.hostname}:{self.pid}"
+# The runcron leader whose snapshot is fresh (the freshness reconciliation uses).
+Leader = fleet.LiveLeader
 
 
 def live_leader(using: str = "default") -> Leader | None:
     """The ``runcron`` leader whose snapshot is fresh, if any (one query)."""
-    with connections[using].cursor() as cursor:
-        cursor.execute(LIVE_LEADER_SQL)
-        row = cursor.fetchone()
-    return Leader(*row) if row else None
+    return fleet.live_leader(using)
 
 
 def badge(text: str, kind: str, title: str = "") -> str:

@@ -11,7 +11,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -24,6 +24,7 @@ from ..models import CronJob, CronOwner
 from ..reconciliation import persistence
 from ..schedules.runtime import RUNTIME_OWNER
 from ..schedules.validation import validate_label
+from ..store import fleet
 from ..terminal import printable
 from .common import (
     OPERATOR_ERRORS,
@@ -58,13 +59,7 @@ class OwnerChangeList(ChangeList):
         super().get_results(request)
         self.result_list = list(self.result_list)
         ids = [o.owner_id for o in self.result_list]
-        counts = dict(
-            CronJob.objects.using(self.queryset.db)
-            .filter(owner_id__in=ids)
-            .values_list("owner_id")
-            .annotate(n=Count("name"))
-            .values_list("owner_id", "n")
-        )
+        counts = fleet.schedule_counts_by_owner(ids, self.queryset.db)
         for owner in self.result_list:
             # A plan is a handful of queries; the page size bounds how many.
             owner._awa_plan = plan_for(owner.owner_id, self.queryset.db)

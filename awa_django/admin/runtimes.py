@@ -5,19 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import BooleanField, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db.models import (
+    DateTimeField,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Func,
+    QuerySet,
+    Value,
+)
+from django.db.models.functions import Greatest
+from django.db.models.lookups import GreaterThan
 from django.http import HttpRequest
 
 from ..models import RuntimeInstance
 from .common import EscapedValuesFilter, ReadOnlyAdmin, badge, text, timestamp, utc
 
-# The freshness rule reconciliation uses (reconciliation.FRESH_FOR): a row
-# counts for max(30 s, 3 x its snapshot interval).
-FRESH_SQL = (
-    "awa_runtime_instances.last_seen_at + make_interval(secs => GREATEST(30.0, "
-    "awa_runtime_instances.snapshot_interval_ms * 0.003)) > statement_timestamp()"
-)
+
+def is_fresh() -> GreaterThan:
+    """The freshness rule reconciliation uses (reconciliation.FRESH_FOR), as an
+    expression: a row counts for max(30 s, 3 x its snapshot interval), by
+    ``statement_timestamp()``."""
+    seconds = Greatest(
+        Value(30.0),
+        ExpressionWrapper(F("snapshot_interval_ms") * Value(0.003), output_field=FloatField()),
+        output_field=FloatField(),
+    )
+    counts_for = Func(
+        seconds,
+        function="make_interval",
+        template="%(function)s(secs => %(expressions)s)",
+        output_field=DurationField(),
+    )
+    until = ExpressionWrapper(F("last_seen_at") + counts_for, output_field=DateTimeField())
+    return GreaterThan(until, Func(function="statement_timestamp", output_field=DateTimeField()))
 
 
 class StoppedFilter(admin.SimpleListFilter):
@@ -97,7 +119,7 @@ class RuntimeInstanceAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuntimeInstance]:
         queryset: QuerySet[RuntimeInstance] = super().get_queryset(request)
-        return queryset.annotate(is_fresh=RawSQL(FRESH_SQL, [], output_field=BooleanField()))
+        return queryset.annotate(is_fresh=is_fresh())
 
     @admin.display(description="leader", ordering="leader")
     def leader_badge(self, row: RuntimeInstance) -> str:

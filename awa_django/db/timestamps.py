@@ -28,7 +28,6 @@ __all__ = [
     "TIMESTAMP_LOW",
     "invalid",
     "shown",
-    "unfinished_out_of_range",
     "with_safe_timestamps",
 ]
 
@@ -93,19 +92,6 @@ def invalid(obj: Any, columns: Sequence[str] = JOB_TIMESTAMPS) -> str | None:
     return ", ".join(found) or None
 
 
-# An unfinished job out of awa_jobs_timestamps_check's range (at most COUNT_CAP
-# counted: only a database missing the check can hold one).
+# At most this many unfinished jobs out of the range are counted (only a
+# database missing the check can hold one): see store.job_timestamps.
 COUNT_CAP = 10_000
-_OUT_OF_RANGE = " OR ".join(
-    f"NOT coalesce({c} BETWEEN '{TIMESTAMP_LOW}' AND '{TIMESTAMP_HIGH}', TRUE)" for c in JOB_TIMESTAMPS
-)
-
-
-def unfinished_out_of_range(cursor: Any) -> int:
-    """How many unfinished jobs hold a timestamp out of the range (up to :data:`COUNT_CAP`)."""
-    cursor.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM awa_jobs"
-        f" WHERE state NOT IN ('completed', 'failed', 'cancelled') AND ({_OUT_OF_RANGE}) LIMIT %s) AS j",
-        [COUNT_CAP],
-    )
-    return int(cursor.fetchone()[0])

@@ -15,6 +15,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+# The rows the evidence is made of, as the store reads them (named here too).
+from ..store.fleet import Agreement as Agreement
+from ..store.fleet import Declaration as Declaration
+from ..store.fleet import StoredRow as StoredRow
+
 
 class Blocker(StrEnum):
     """Why an owner's absent schedules are not retired now (values are stable API)."""
@@ -25,37 +30,6 @@ class Blocker(StrEnum):
     OWNERSHIP_OR_RETIREMENT_CONFLICT = "ownership_or_retirement_conflict"
     GRACE_PERIOD = "grace_period"
     MANIFEST_NOT_PUBLISHED = "manifest_not_published"
-
-
-@dataclass(frozen=True)
-class Declaration:
-    """One live runtime's declaration of the owner's manifest."""
-
-    instance_id: str
-    revision: str
-    desired_hash: str
-    grace_ms: int
-    expires_at: datetime
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """The owner row's durable state (all None when there is no owner row)."""
-
-    synced_hash: str | None = None
-    agreed_hash: str | None = None
-    agreed_since: datetime | None = None
-    evidence_until: datetime | None = None
-
-
-@dataclass(frozen=True)
-class StoredRow:
-    """A schedule row as the decision sees it: owner, tombstone, definition."""
-
-    name: str
-    owner_id: str | None
-    retired: bool
-    definition: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from django.db import connections, transaction
 from ..conf import conf
 from ..db import sessions
 from ..db.guards import bound_transaction_waits
-from ..models import CronJob
 from ..schedules import upsert
 from ..schedules.runtime import RUNTIME_OWNER, is_reserved_owner
 from ..schedules.validation import validate_label
+from ..store import fleet as store
 from . import evidence
 from .decision import Blocker, Evidence, Plan, decide, evidence_until, retirement_revisions, single_hash
 from .evidence import FRESH_FOR, UnreadableManifest
@@ -138,19 +138,13 @@ def persist_agreement(cursor: Any, found: Evidence, plan: Plan) -> None:
         assert plan.desired_hash is not None
         if state.synced_hash != plan.desired_hash:
             sync_definitions(cursor, found.owner_id, plan.desired_hash)
-        cursor.execute(
-            "UPDATE awa_cron_owners SET agreed_hash = %s, agreed_since = %s, evidence_until = %s "
-            "WHERE owner_id = %s",
-            [plan.desired_hash, plan.agreed_since, evidence_until(found), found.owner_id],
+        store.record_agreement(
+            cursor, found.owner_id, plan.desired_hash, plan.agreed_since, evidence_until(found)
         )
     elif (state.agreed_hash, state.agreed_since, state.evidence_until) != (None, None, None):
         # Any blocker resets the clock: a conflict between two leader passes
         # can never let grace accumulate across it.
-        cursor.execute(
-            "UPDATE awa_cron_owners SET agreed_hash = NULL, agreed_since = NULL, "
-            "evidence_until = NULL WHERE owner_id = %s",
-            [found.owner_id],
-        )
+        store.reset_agreement(cursor, found.owner_id)
         plan.agreed_since = None
 
 
@@ -162,9 +156,7 @@ def sync_definitions(cursor: Any, owner: str, desired_hash: str) -> None:
     """
     with sessions.owner_context(cursor, owner):
         upsert.sync_owned(cursor, owner, desired_hash)
-        cursor.execute(
-            "UPDATE awa_cron_owners SET synced_hash = %s WHERE owner_id = %s", [desired_hash, owner]
-        )
+        store.mark_owner_synced(cursor, owner, desired_hash)
 
 
 def retire_absent(cursor: Any, found: Evidence, plan: Plan, now: datetime) -> None:
@@ -173,17 +165,9 @@ def retire_absent(cursor: Any, found: Evidence, plan: Plan, now: datetime) -> No
         return
     owner = found.owner_id
     if plan.retirements:
-        cursor.execute(
-            "SELECT name FROM awa_cron_jobs WHERE owner_id = %s AND retired_at IS NULL "
-            "AND name = ANY(%s) ORDER BY name FOR UPDATE",
-            [owner, plan.retirements],
-        )
+        store.lock_active_owned_schedules(cursor, owner, plan.retirements)
         with sessions.operator_context(cursor):
-            cursor.execute(
-                "UPDATE awa_cron_jobs SET retired_at = %s, retired_by = %s, retired_revision = %s, "
-                "updated_at = %s WHERE owner_id = %s AND retired_at IS NULL AND name = ANY(%s)",
-                [now, owner, retirement_revisions(found), now, owner, plan.retirements],
-            )
+            store.retire_owned_schedules(cursor, owner, plan.retirements, now, retirement_revisions(found))
         logger.info(
             "owner %s: retired %s",
             owner,
@@ -215,24 +199,14 @@ def publish(
 
 
 def _declare(cursor: Any, instance_id: str, config: ReconciliationConfig, manifest: Manifest) -> None:
-    cursor.execute(
-        "INSERT INTO awa_cron_owners (owner_id) VALUES (%s) ON CONFLICT DO NOTHING", [config.owner_id]
-    )
-    cursor.execute(
-        "INSERT INTO awa_cron_manifests (owner_id, desired_hash, manifest) VALUES (%s, %s, %s::jsonb) "
-        "ON CONFLICT DO NOTHING RETURNING 1",
-        [config.owner_id, manifest.desired_hash, manifest.text],
-    )
-    new_manifest = cursor.fetchone() is not None
-    cursor.execute(
-        """INSERT INTO awa_cron_declarations
-               (instance_id, owner_id, revision, desired_hash, grace_ms, last_seen_at)
-           VALUES (%s, %s, %s, %s, %s, clock_timestamp())
-           ON CONFLICT (instance_id) DO UPDATE
-              SET owner_id = EXCLUDED.owner_id, revision = EXCLUDED.revision,
-                  desired_hash = EXCLUDED.desired_hash, grace_ms = EXCLUDED.grace_ms,
-                  last_seen_at = EXCLUDED.last_seen_at""",
-        [instance_id, config.owner_id, config.revision, manifest.desired_hash, config.grace_ms],
+    new_manifest = store.store_declaration(
+        cursor,
+        instance_id,
+        config.owner_id,
+        config.revision,
+        config.grace_ms,
+        manifest.desired_hash,
+        manifest.text,
     )
     if new_manifest:
         # New names may be inserted immediately, owned.
@@ -245,13 +219,7 @@ def check_registration(config: ReconciliationConfig, manifest: Manifest, using: 
     Retired names of the same owner pass: they stay inert and show as plan
     conflicts until an operator restores them.
     """
-    foreign = list(
-        CronJob.objects.using(using)
-        .filter(name__in=manifest.names)
-        .exclude(owner_id=config.owner_id)
-        .order_by("name")
-        .values_list("name", flat=True)
-    )
+    foreign = store.names_owned_elsewhere(manifest.names, config.owner_id, using)
     if foreign:
         raise RegistrationConflict(
             f"cron schedules {', '.join(foreign)} are owned by another manager (or unowned); "
@@ -261,26 +229,19 @@ def check_registration(config: ReconciliationConfig, manifest: Manifest, using: 
 
 def owners(using: str = "default") -> list[str]:
     """Every owner id known to the database."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT owner_id FROM awa_cron_owners ORDER BY owner_id")
-        return [r[0] for r in cursor.fetchall()]
+    return store.owner_ids(using)
 
 
 def runtime_schedule_names(using: str = "default") -> list[str]:
     """Names of the runtime schedules (owner ``awa:runtime``, not retired): never reconciled."""
-    return list(
-        CronJob.objects.using(using)
-        .filter(owner_id=RUNTIME_OWNER, retired_at__isnull=True)
-        .order_by("name")
-        .values_list("name", flat=True)
-    )
+    return store.active_schedule_names_of_owner(RUNTIME_OWNER, using)
 
 
 def reconcile(owner: str, using: str = "default") -> Plan:
     """Evaluate ``owner`` under the protocol lock and retire what is due."""
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         bound_transaction_waits(cursor)  # a frozen peer may hold the lock
-        cursor.execute("SELECT awa_cron_protocol_lock()")
+        store.take_protocol_lock(cursor)
         now = evidence.clock(cursor)
         found = _compared(evidence.fleet(cursor, owner, now, lock=True), cursor, using)
         result = decide(found, now)

@@ -35,6 +35,7 @@ from ..db.guards import CancellableWaits, bound_transaction_waits, lock_wait_tim
 from ..health import FIRE_STATEMENT_VERSION, Progress, policy_gap, policy_gap_message, record_progress
 from ..jsonlog import bind_process
 from ..schedules.declaration import Schedule
+from ..store import fleet as store
 from .manifest import Manifest, manifest_for
 from .persistence import (
     CRON_PROTOCOL_VERSION,
@@ -52,18 +53,6 @@ LEADERSHIP_POLL = 0.25
 # The least lock wait the final snapshot gets when the stop's budget is spent
 # (it succeeds at once when the lock is free; a frozen peer costs this much more).
 FINAL_WRITE_LEAST_WAIT = 0.1
-
-UPSERT_SNAPSHOT = """
-    INSERT INTO awa_runtime_instances
-        (instance_id, hostname, pid, version, role, started_at, last_seen_at,
-         snapshot_interval_ms, leader, queues, shutting_down, cron_protocol, cron_fire_version)
-    VALUES (%s, %s, %s, %s, %s, clock_timestamp(), clock_timestamp(), %s, %s, %s::jsonb, %s, %s, %s)
-    ON CONFLICT (instance_id) DO UPDATE
-       SET last_seen_at = clock_timestamp(), snapshot_interval_ms = EXCLUDED.snapshot_interval_ms,
-           leader = EXCLUDED.leader, queues = EXCLUDED.queues,
-           shutting_down = EXCLUDED.shutting_down, cron_protocol = EXCLUDED.cron_protocol,
-           cron_fire_version = EXCLUDED.cron_fire_version
-"""
 
 
 class RuntimeReporter:
@@ -112,23 +101,8 @@ class RuntimeReporter:
         leading = bool(self.is_leader())
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
             bound_transaction_waits(cursor, lock_timeout)  # a frozen peer may hold the lock
-            cursor.execute("SELECT awa_cron_protocol_lock()")
-            cursor.execute(
-                UPSERT_SNAPSHOT,
-                [
-                    self.instance_id,
-                    socket.gethostname(),
-                    os.getpid(),
-                    __version__,
-                    self.role,
-                    interval_ms,
-                    leading,
-                    json.dumps(self.queues),
-                    shutting_down,
-                    CRON_PROTOCOL_VERSION,
-                    FIRE_STATEMENT_VERSION,
-                ],
-            )
+            store.take_protocol_lock(cursor)
+            store.upsert_runtime_snapshot(cursor, self.snapshot(interval_ms, leading, shutting_down))
             record_progress(cursor, self.instance_id, self.progress)
             if self.role == "runcron" and not shutting_down:
                 self._warn_policy_gap(cursor)
@@ -136,6 +110,22 @@ class RuntimeReporter:
                 if check:
                     check_registration(self.config, self.manifest, using=self.using)
                 publish(self.instance_id, self.config, self.manifest, using=self.using)
+
+    def snapshot(self, interval_ms: int, leading: bool, shutting_down: bool) -> store.RuntimeSnapshot:
+        """What this process writes of itself now."""
+        return store.RuntimeSnapshot(
+            instance_id=self.instance_id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            version=__version__,
+            role=self.role,
+            interval_ms=interval_ms,
+            leader=leading,
+            queues_json=json.dumps(self.queues),
+            shutting_down=shutting_down,
+            cron_protocol=CRON_PROTOCOL_VERSION,
+            fire_version=FIRE_STATEMENT_VERSION,
+        )
 
     def _warn_policy_gap(self, cursor: Any) -> None:
         """Log (once per change) that schedules with execution policies do not
@@ -205,15 +195,4 @@ class RuntimeReporter:
 
 def cleanup_snapshots(using: str = "default", older_than_seconds: float = 24 * 3600) -> int:
     """Delete snapshots (and, by cascade, declarations) not seen for a day."""
-    with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        bound_transaction_waits(cursor)  # a frozen peer may hold the lock
-        # Explicitly first, like every snapshot writer: the statement trigger
-        # would take it only after this DELETE locked the table (a lock-order
-        # inversion against a migration's ACCESS EXCLUSIVE lock).
-        cursor.execute("SELECT awa_cron_protocol_lock()")
-        cursor.execute(
-            "DELETE FROM awa_runtime_instances WHERE last_seen_at < clock_timestamp() - make_interval(secs => %s)",
-            [older_than_seconds],
-        )
-        deleted: int = cursor.rowcount
-        return deleted
+    return store.delete_stale_snapshots(using, older_than_seconds)

@@ -8,7 +8,8 @@ The same connection LISTENs on ``awa_cron`` so the leader wakes as soon as a
 schedule changes, and is pinged (``SELECT 1``) to notice a silently dropped
 session: when it fails the leader steps down at once. A deposed leader that
 still fires is harmless, every fire being a compare-and-swap. The SQL lives
-elsewhere: the lock in ``election``, the passes in ``evaluator`` and ``prefire``.
+elsewhere: the lock in ``election`` (its statements in the store), the passes in
+``evaluator`` and ``prefire``, the maintenance services in ``maintenance``.
 """
 
 from __future__ import annotations
@@ -24,24 +25,31 @@ import psycopg
 from django.db import connections
 
 from .. import metrics
-from ..actions import history
-from ..actions.queues import prune_jobs
 from ..conf import conf
 from ..db import jsonb, sessions
 from ..db.guards import CancellableWaits, stop_deadline
 from ..exceptions import LeadershipUnavailable
 from ..health import Progress
-from ..reconciliation.persistence import configured, reconcile_all
-from ..reconciliation.snapshots import RuntimeReporter, cleanup_snapshots
+from ..maintenance import vacuum
+from ..maintenance.index_upkeep import IndexUpkeep
+from ..maintenance.jobs_vacuum import CatchUpVacuum
+from ..maintenance.prune import Pruning
+from ..maintenance.reconcile import Reconciliation
+from ..maintenance.service import MaintenanceService, Rounds, run_services
+from ..maintenance.slot_history import SlotHistoryTrim
+from ..maintenance.snapshots import SnapshotCleanup
+from ..reconciliation.persistence import configured
+from ..reconciliation.snapshots import RuntimeReporter
 from ..schedules.declaration import Schedule, declared_schedules
 from ..schedules.sync import sync_schedules
 from ..shutdown import install_two_stage_shutdown
 from ..tasks.backend import announce_fires
 from ..tasks.compat import task_enqueued
-from . import election, index_upkeep, jobs_vacuum, pipeline, prefire, vacuum
+from . import election, pipeline, prefire
 from .announcer import Announcer, reads_arguments
+from .duties import ParkedReevaluation, ScheduleSync
 from .election import LEADER_LOCK_KEY
-from .evaluator import PassResult, evaluate, reevaluate_parked
+from .evaluator import PassResult, evaluate
 from .firing import decode_args
 
 logger = logging.getLogger("awa_django.leader")
@@ -127,7 +135,22 @@ class Leader:
         self._next_check = 0.0  # when lead() next pings the lock connection
         self._announcer: Announcer | None = None  # while lead() runs
         self.progress = Progress()  # health probes (see health.py)
+        self.services = self.maintenance_services()
         metrics.add_gauge_source(self)
+
+    def maintenance_services(self) -> list[MaintenanceService]:
+        """The leader's periodic work besides firing, in the order it runs."""
+        return [
+            ScheduleSync(self),
+            # After the sync, so a definition it just fixed is evaluated anyway.
+            ParkedReevaluation(),
+            Reconciliation(self.reported_manifests),
+            SnapshotCleanup(),
+            Pruning(),
+            CatchUpVacuum(),
+            IndexUpkeep(),
+            SlotHistoryTrim(),
+        ]
 
     def process_gauges(self) -> metrics.ProcessGauges:
         """Whether this process leads, for ``awa_cron_leader``."""
@@ -264,37 +287,17 @@ class Leader:
         if not self.authoritative:
             sync_schedules(self.schedules, using=self.using, reported=self.reported_conflicts)
 
-    def maintain(self, stop: threading.Event | None = None) -> None:
-        """The leader's periodic work besides firing: sync, reconcile, clean up.
+    def maintain(
+        self, stop: threading.Event | None = None, services: Sequence[MaintenanceService] | None = None
+    ) -> None:
+        """Run the maintenance services (``services``, else all of them) once.
 
-        Each step runs even when an earlier one failed (a sync error must not
-        stop pruning); the first error is re-raised at the end. Once ``stop``
-        is set no further step starts, and errors (cancelled statements) are
+        Each runs even when an earlier one failed (a sync error must not stop
+        pruning); the first error is re-raised at the end. Once ``stop`` is set
+        no further service starts, and errors (cancelled statements) are
         expected.
         """
-        steps: list[tuple[str, Callable[[], object]]] = [
-            ("sync", self.sync),
-            # After the sync, so a definition it just fixed is evaluated anyway.
-            ("re-evaluation of parked rows", lambda: reevaluate_parked(using=self.using)),
-            ("reconciliation", lambda: reconcile_all(using=self.using, reported=self.reported_manifests)),
-            ("snapshot cleanup", lambda: cleanup_snapshots(using=self.using)),
-            ("pruning", lambda: prune_jobs(using=self.using)),
-            ("catch-up vacuum", lambda: jobs_vacuum.catch_up(using=self.using)),
-            ("index upkeep", lambda: index_upkeep.upkeep(using=self.using)),
-            ("slot history trim", lambda: history.trim(using=self.using)),
-        ]
-        first_error: BaseException | None = None
-        for label, step in steps:
-            if stop is not None and stop.is_set():
-                break
-            # Inside a caller's transaction the error propagates (it is
-            # aborted anyway); otherwise the next step gets a fresh connection.
-            what = f"maintenance step {label}"
-            with sessions.reconnect_on_error(self.using, what, logger, "cron.error", stopping=stop) as guard:
-                step()
-            first_error = first_error or guard.error
-        if first_error is not None:
-            raise first_error
+        run_services(self.services if services is None else services, self.using, stop, logger)
 
     def evaluate_pass(self) -> PassResult:
         """One evaluation pass; database errors are logged, not fatal."""
@@ -418,10 +421,13 @@ class Leader:
                 self._drain_announcements()
 
     def _maintenance_loop(self, stop: threading.Event, waits: CancellableWaits) -> None:
-        """Run :meth:`maintain` at election and every ``AWA_SYNC_INTERVAL``."""
+        """Run each maintenance service at election, then every its ``interval``
+        after the round that ran it (``AWA_SYNC_INTERVAL`` for all of them)."""
         waits.bind()
+        rounds = Rounds(self.services)
         try:
             while True:
+                due = rounds.due(time.monotonic())
                 with sessions.reconnect_on_error(
                     self.using,
                     "maintenance (sync, reconcile, cleanup, prune)",
@@ -429,8 +435,11 @@ class Leader:
                     "cron.error",
                     stopping=stop,
                 ):
-                    self.maintain(stop)
-                if stop.wait(float(conf.SYNC_INTERVAL)):
+                    try:
+                        self.maintain(stop, due)
+                    finally:
+                        rounds.ran(due, time.monotonic())
+                if stop.wait(rounds.wait(time.monotonic())):
                     return
         finally:
             connections.close_all()  # this thread's own connections

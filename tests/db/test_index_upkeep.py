@@ -1,4 +1,4 @@
-"""Index upkeep (scheduler/index_upkeep.py): an index of awa_jobs bloated
+"""Index upkeep (maintenance/index_upkeep.py): an index of awa_jobs bloated
 beyond its usual size is rebuilt concurrently and shrinks; one at its usual
 size is left alone; nothing is rebuilt while an old transaction is open; an
 interrupted rebuild's leftover is dropped."""
@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from awa_django.scheduler import index_upkeep, jobs_vacuum
+from awa_django.maintenance import index_upkeep, jobs_vacuum
 
 # REINDEX CONCURRENTLY cannot run inside a transaction: no test transaction.
 pytestmark = pytest.mark.django_db(transaction=True)

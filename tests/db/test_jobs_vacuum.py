@@ -1,4 +1,4 @@
-"""The catch-up VACUUM of awa_jobs (scheduler/jobs_vacuum.py): nothing while
+"""The catch-up VACUUM of awa_jobs (maintenance/jobs_vacuum.py): nothing while
 cleanup keeps up or while an old transaction holds it back (that transaction
 is named, once); a VACUUM once the hold-back ends with cleanup behind,
 cancelling an autovacuum-like run in its way only when it began before; index
@@ -15,7 +15,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from awa_django.scheduler import index_upkeep, jobs_vacuum
+from awa_django.maintenance import index_upkeep, jobs_vacuum
+from awa_django.store import maintenance as maintenance_store
 from tests.helpers.waiting import wait_for
 
 # VACUUM cannot run inside a transaction: no test transaction.
@@ -147,10 +148,9 @@ def test_catch_up__leaves_a_vacuum_begun_after_the_hold_back_alone(
 ) -> None:
     churn()
     # What pg_stat_progress_vacuum shows while autovacuum works on the table.
-    monkeypatch.setattr(jobs_vacuum, "VACUUM_UNDER_WAY", "SELECT %s::timestamptz IS NULL OR %s IS NULL")
+    monkeypatch.setattr(maintenance_store, "jobs_vacuum_under_way", lambda cursor, after: after is None)
     assert jobs_vacuum.catch_up() is False  # no hold-back seen: the run under way is on it
     # One begun before the hold-back ended removes none of it: a VACUUM of its own.
-    monkeypatch.setattr(jobs_vacuum, "VACUUM_UNDER_WAY", "SELECT %s::timestamptz IS NULL AND %s IS NULL")
     with connection.cursor() as cursor:
         cursor.execute("SELECT clock_timestamp()")
         jobs_vacuum._held_back["default"] = cursor.fetchone()[0]
@@ -221,7 +221,7 @@ def test_index_upkeep__leaves_a_build_in_progress_alone(monkeypatch: pytest.Monk
         )
     try:
         # What pg_stat_progress_create_index shows while an operator's REINDEX runs.
-        monkeypatch.setattr(index_upkeep, "BUILDING", "SELECT true")
+        monkeypatch.setattr(maintenance_store, "index_build_under_way", lambda cursor: True)
         assert index_upkeep.upkeep() is None
         with connection.cursor() as cursor:
             cursor.execute("SELECT to_regclass('awa_jobs_ready_ccnew')")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from awa_django.scheduler import vacuum
+from awa_django.maintenance import vacuum
 from tests.factories import CronJobFactory
 
 DEADLINE = 60.0

@@ -8,8 +8,8 @@ more dead versions than live rows; measured, a fire's statement took twice as
 long after ten seconds of that. So the leader vacuums the table itself after
 every ``EVERY_FIRES`` fires, at most once every ``MIN_INTERVAL`` seconds (a
 burst of 100,000 fires needs one or two, not twenty, each reading the whole
-table), on the thread that announces committed fires (never the one that fires). A plain VACUUM takes no lock an update waits for;
-for a role that does not own the table, PostgreSQL skips it with a warning.
+table), on the thread that announces committed fires (never the one that fires).
+A plain VACUUM takes no lock an update waits for;for a role that does not own the table, PostgreSQL skips it with a warning.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import time
 from django.db import connections
 
 from ..db import sessions
+from ..store import maintenance as store
 
 logger = logging.getLogger("awa_django.vacuum")
 
@@ -47,5 +48,5 @@ def after_fires(
         _last[using] = time.monotonic()
     with sessions.reconnect_on_error(using, "VACUUM of awa_cron_jobs", logger, "cron.error") as guard:
         with connections[using].cursor() as cursor:
-            cursor.execute("VACUUM (SKIP_LOCKED) awa_cron_jobs")
+            store.vacuum_schedules(cursor)
     return guard.error is None

@@ -47,9 +47,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import OperationalError, ProgrammingError, connections
-from psycopg import errors, sql
+from psycopg import errors
 
+from ..store import maintenance as store
 from . import jobs_vacuum
+from .service import EverySync
 
 logger = logging.getLogger("awa_django.queues")
 
@@ -78,26 +80,6 @@ LOCK_TIMEOUT_MS = 10_000
 LEAF_FILL = 0.9
 ENTRY_OVERHEAD = 8 + 4 + 4 - 24
 
-INDEXES = """
-    SELECT c.relname, pg_relation_size(c.oid), pg_get_expr(i.indpred, i.indrelid),
-           ARRAY(SELECT pg_get_indexdef(i.indexrelid, k, true)
-                   FROM generate_series(1, i.indnkeyatts) AS k ORDER BY k)
-      FROM pg_index AS i
-      JOIN pg_class AS c ON c.oid = i.indexrelid
-      JOIN pg_am AS am ON am.oid = c.relam
-     WHERE i.indrelid = 'awa_jobs'::regclass AND i.indisvalid AND i.indisready AND am.amname = 'btree'
-     ORDER BY c.relname
-"""
-# An index of awa_jobs being built or rebuilt now (by anyone: an operator's
-# REINDEX CONCURRENTLY shows as an invalid ``_ccnew`` index while it runs).
-BUILDING = """
-    SELECT EXISTS (SELECT 1 FROM pg_stat_progress_create_index WHERE relid = 'awa_jobs'::regclass)
-"""
-LEFTOVERS = """
-    SELECT c.relname
-      FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-     WHERE i.indrelid = 'awa_jobs'::regclass AND NOT i.indisvalid AND c.relname ~ '_ccnew[0-9]*$'
-"""
 _refused: set[str] = set()  # aliases whose role may not rebuild (told once)
 # Each index's ratio of size to estimate over the last runs, by alias and name.
 _seen: dict[tuple[str, str], deque[float]] = {}
@@ -131,28 +113,14 @@ def forget(using: str | None = None) -> None:
 
 def estimates(cursor: Any) -> list[IndexSize]:
     """Each btree index of awa_jobs: its size and what a fresh build would take."""
-    cursor.execute(INDEXES)
-    indexes = cursor.fetchall()
-    cursor.execute("SELECT pg_relation_size('awa_jobs') / current_setting('block_size')::int")
-    pages = max(int(cursor.fetchone()[0]), 1)
+    indexes = store.jobs_btree_indexes(cursor)
+    pages = max(store.jobs_heap_pages(cursor), 1)
     percent = min(100.0, 100.0 * SAMPLE_PAGES / pages)
-    columns = []
-    for _, _, predicate, keys in indexes:
-        where = sql.SQL(predicate or "true")
-        row = sql.SQL("pg_column_size(ROW({}))").format(sql.SQL(", ").join(sql.SQL(k) for k in keys))
-        columns.append(
-            sql.SQL("count(*) FILTER (WHERE {w}), sum({r}) FILTER (WHERE {w})").format(w=where, r=row)
-        )
-    query = sql.SQL("SELECT {} FROM awa_jobs TABLESAMPLE SYSTEM ({})").format(
-        sql.SQL(", ").join(columns), sql.Literal(percent)
-    )
-    cursor.execute(_text(cursor, query))  # no parameters: a "%" in an expression stays as it is
-    sampled = cursor.fetchone()
+    sampled = store.sample_index_entries(cursor, indexes, percent)
     out = []
-    for n, (name, size, _, _) in enumerate(indexes):
-        count, width = int(sampled[2 * n] or 0), int(sampled[2 * n + 1] or 0)
+    for index, (count, width) in zip(indexes, sampled, strict=True):
         entry_bytes = (width + count * ENTRY_OVERHEAD) * 100.0 / percent
-        out.append(IndexSize(name, int(size), int(max(entry_bytes, 0) / LEAF_FILL) + 8192))
+        out.append(IndexSize(index.name, index.size, int(max(entry_bytes, 0) / LEAF_FILL) + 8192))
     return out
 
 
@@ -162,8 +130,7 @@ def upkeep(using: str = "default") -> str | None:
     if connections[using].in_atomic_block or using in _refused:
         return None  # a concurrent rebuild cannot run inside a transaction
     with connections[using].cursor() as cursor:
-        cursor.execute(BUILDING)
-        if cursor.fetchone()[0]:
+        if store.index_build_under_way(cursor):
             return None  # its invalid copy is not a leftover, and one build at a time
         if not _drop_leftovers(cursor):
             return None
@@ -184,45 +151,26 @@ def upkeep(using: str = "default") -> str | None:
 def _drop_leftovers(cursor: Any) -> bool:
     """Drop the invalid copies interrupted rebuilds left; False when a drop
     waited ``LOCK_TIMEOUT_MS`` for a transaction using the table and gave up."""
-    cursor.execute(LEFTOVERS)
-    names = [name for (name,) in cursor.fetchall()]
-    if not names:
-        return True
-    cursor.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
-    try:
-        for name in names:
-            cursor.execute(
-                _text(cursor, sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+    for name in store.index_leftovers(cursor):
+        try:
+            store.drop_index_concurrently(cursor, name, LOCK_TIMEOUT_MS)
+        except OperationalError as exc:
+            if not isinstance(exc.__cause__, errors.LockNotAvailable):
+                raise
+            logger.info(
+                "leftover index %s of awa_jobs not dropped: a transaction using the table did not end "
+                "within %d ms; upkeep tries again next run",
+                name,
+                LOCK_TIMEOUT_MS,
+                extra={"event": "jobs.index_upkeep_deferred", "index": name},
             )
-    except OperationalError as exc:
-        if not isinstance(exc.__cause__, errors.LockNotAvailable):
-            raise
-        logger.info(
-            "leftover index %s of awa_jobs not dropped: a transaction using the table did not end "
-            "within %d ms; upkeep tries again next run",
-            name,
-            LOCK_TIMEOUT_MS,
-            extra={"event": "jobs.index_upkeep_deferred", "index": name},
-        )
-        return False
-    finally:
-        cursor.execute("RESET lock_timeout")
+            return False
     return True
 
 
-def _text(cursor: Any, statement: sql.Composable) -> str:
-    """A composed statement as text, for Django's cursor (run without parameters)."""
-    return statement.as_string(cursor.connection)
-
-
 def _rebuild(cursor: Any, index: IndexSize, using: str) -> str | None:
-    cursor.execute(
-        _text(cursor, sql.SQL("SET statement_timeout = {}").format(sql.Literal(REBUILD_TIMEOUT_MS)))
-    )
     try:
-        cursor.execute(
-            _text(cursor, sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.Identifier(index.name)))
-        )
+        store.reindex_concurrently(cursor, index.name, REBUILD_TIMEOUT_MS)
     except ProgrammingError as exc:
         if not isinstance(exc.__cause__, errors.InsufficientPrivilege):
             return None  # the index went away since it was sized: nothing to rebuild
@@ -234,10 +182,7 @@ def _rebuild(cursor: Any, index: IndexSize, using: str) -> str | None:
             extra={"event": "jobs.index_upkeep_refused"},
         )
         return None
-    finally:
-        cursor.execute("RESET statement_timeout")
-    cursor.execute("SELECT pg_relation_size(%s::regclass)", [index.name])
-    after = int(cursor.fetchone()[0])
+    after = store.relation_size(cursor, index.name)
     logger.info(
         "rebuilt index %s of awa_jobs: %d MB to %d MB (estimate %d MB)",
         index.name,
@@ -247,3 +192,12 @@ def _rebuild(cursor: Any, index: IndexSize, using: str) -> str | None:
         extra={"event": "jobs.index_rebuilt", "index": index.name, "before": index.size, "after": after},
     )
     return index.name
+
+
+class IndexUpkeep(EverySync):
+    """Rebuilds the index of awa_jobs most bloated beyond its usual size, if one is."""
+
+    name = "index upkeep"
+
+    def run(self, using: str) -> None:
+        upkeep(using=using)

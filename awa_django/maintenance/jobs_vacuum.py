@@ -44,6 +44,9 @@ from typing import Any
 from django.db import OperationalError, connections
 from psycopg import errors
 
+from ..store import maintenance as store
+from .service import EverySync
+
 logger = logging.getLogger("awa_django.queues")
 
 # Cleanup is behind when awa_jobs holds at least MIN_DEAD dead row versions and
@@ -64,39 +67,9 @@ VACUUM_TIMEOUT_MS = 15 * 60 * 1000
 RETRY_AFTER = 60.0
 MAX_RETRY_AFTER = 480.0
 
-# Client transactions of this database open %s seconds or more, but this one.
-_OLD_CLIENT_TRANSACTIONS = """
-      FROM pg_stat_activity
-     WHERE datname = current_database() AND pid <> pg_backend_pid()
-       AND backend_type = 'client backend' AND backend_xmin IS NOT NULL
-       AND xact_start < clock_timestamp() - make_interval(secs => %s)
-"""
-OLD_TRANSACTION = f"SELECT EXISTS (SELECT 1 {_OLD_CLIENT_TRANSACTIONS}), clock_timestamp()"
-# The client transactions that hold cleanup back, oldest first.
-HOLDERS = f"""
-    SELECT pid, usename, application_name, state, xact_start,
-           EXTRACT(EPOCH FROM clock_timestamp() - xact_start)::float8
-    {_OLD_CLIENT_TRANSACTIONS}
-     ORDER BY xact_start
-"""
-TUPLES = """
-    SELECT n_live_tup, n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relid = 'awa_jobs'::regclass
-"""
 # How long the statistics may take to show a VACUUM (PostgreSQL 14 reports them
 # through its collector, later versions at once).
 STATS_WAIT = 2.0
-# A vacuum of awa_jobs under way that began after ``%s`` (any, when NULL).
-VACUUM_UNDER_WAY = """
-    SELECT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum AS p
-                     JOIN pg_stat_activity AS a ON a.pid = p.pid
-                    WHERE p.relid = 'awa_jobs'::regclass
-                      AND (%s::timestamptz IS NULL OR a.xact_start > %s::timestamptz))
-"""
-MAY_VACUUM = """
-    SELECT pg_has_role(c.relowner, 'USAGE')
-           OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
-      FROM pg_class AS c WHERE c.oid = 'awa_jobs'::regclass
-"""
 
 _refused: set[str] = set()  # aliases whose role may not vacuum awa_jobs (told once)
 # When an old transaction was last seen, per alias, until a catch-up VACUUM ran.
@@ -122,17 +95,13 @@ def forget(using: str | None = None) -> None:
 def old_transaction(cursor: Any, older_than: float) -> tuple[bool, datetime.datetime]:
     """Whether another client transaction of this database has been open
     ``older_than`` seconds or more (holding cleanup back), and the server's time."""
-    cursor.execute(OLD_TRANSACTION, [older_than])
-    old, now = cursor.fetchone()
-    return bool(old), now
+    return store.old_client_transaction(cursor, older_than)
 
 
 def tuples(cursor: Any) -> tuple[int, int, int]:
     """Live and dead row versions of awa_jobs, and the VACUUMs run by hand on it, as counted."""
-    cursor.execute(TUPLES)
-    row = cursor.fetchone() or (0, 0, 0)
-    live, dead, vacuums = (int(value or 0) for value in row)
-    return live, dead, vacuums
+    counts = store.jobs_tuple_counts(cursor)
+    return counts.live, counts.dead, counts.vacuums
 
 
 def behind(cursor: Any) -> bool:
@@ -159,8 +128,7 @@ def catch_up(using: str = "default") -> bool:
         if time.monotonic() < _retry.get(using, (0.0, 0.0))[0]:
             return False  # the last VACUUM did not help: something unseen holds cleanup back
         held_back = _held_back.get(using)
-        cursor.execute(VACUUM_UNDER_WAY, [held_back, held_back])
-        if cursor.fetchone()[0]:
+        if store.jobs_vacuum_under_way(cursor, held_back):
             return False  # a vacuum that can remove the backlog is on it
         if not _may_vacuum(cursor, using):
             return False
@@ -174,30 +142,29 @@ def catch_up(using: str = "default") -> bool:
 
 def _tell_holders(cursor: Any, using: str) -> None:
     """Log each transaction that holds cleanup back, once."""
-    cursor.execute(HOLDERS, [QUIET_AFTER])
-    holders = cursor.fetchall()
+    holders = store.cleanup_holders(cursor, QUIET_AFTER)
     told = _told.get(using, set())
-    for pid, user, application, state, started, seconds in holders:
-        if (pid, started) in told:
+    for holder in holders:
+        if (holder.pid, holder.started) in told:
             continue
         logger.warning(
             "a transaction open for %.0f s (process %d, role %s, application %r, %s) holds back "
             "the cleanup of awa_jobs: until it ends, claims slow down and the table grows",
-            seconds,
-            pid,
-            user,
-            application or "",
-            state,
+            holder.open_seconds,
+            holder.pid,
+            holder.role,
+            holder.application,
+            holder.state,
             extra={
                 "event": "jobs.cleanup_held_back",
-                "pid": pid,
-                "role": user,
-                "application": application or "",
-                "state": state,
-                "open_seconds": round(seconds, 1),
+                "pid": holder.pid,
+                "role": holder.role,
+                "application": holder.application,
+                "state": holder.state,
+                "open_seconds": round(holder.open_seconds, 1),
             },
         )
-    _told[using] = {(pid, started) for pid, _, _, _, started, _ in holders}
+    _told[using] = {(holder.pid, holder.started) for holder in holders}
 
 
 def _after_vacuum(cursor: Any, using: str, vacuums_before: int) -> None:
@@ -223,14 +190,8 @@ def _after_vacuum(cursor: Any, using: str, vacuums_before: int) -> None:
 
 
 def _may_vacuum(cursor: Any, using: str) -> bool:
-    cursor.execute(MAY_VACUUM)
-    row = cursor.fetchone()
-    if row is not None and row[0]:
+    if store.may_vacuum_jobs(cursor):
         return True
-    if cursor.connection.info.server_version >= 170000:
-        cursor.execute("SELECT has_table_privilege('awa_jobs', 'MAINTAIN')")
-        if cursor.fetchone()[0]:
-            return True
     _refused.add(using)
     logger.warning(
         "cannot vacuum awa_jobs (the role neither owns it nor may maintain it); "
@@ -244,10 +205,8 @@ def _vacuum(cursor: Any) -> bool:
     """VACUUM awa_jobs within the timeouts; False when its lock was not had in time."""
     dead = tuples(cursor)[1]
     started = time.monotonic()
-    cursor.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
-    cursor.execute(f"SET statement_timeout = {VACUUM_TIMEOUT_MS}")
     try:
-        cursor.execute("VACUUM awa_jobs")
+        store.vacuum_jobs(cursor, LOCK_TIMEOUT_MS, VACUUM_TIMEOUT_MS)
     except OperationalError as exc:
         if not isinstance(exc.__cause__, errors.LockNotAvailable):
             raise  # a cancelled statement (the 15 minutes, or a stop) among them
@@ -256,9 +215,6 @@ def _vacuum(cursor: Any) -> bool:
             extra={"event": "jobs.vacuum_deferred"},
         )
         return False
-    finally:
-        cursor.execute("RESET lock_timeout")
-        cursor.execute("RESET statement_timeout")
     logger.info(
         "vacuumed awa_jobs after cleanup fell behind: %d dead row versions, %.1f s",
         dead,
@@ -266,3 +222,12 @@ def _vacuum(cursor: Any) -> bool:
         extra={"event": "jobs.vacuumed", "dead": dead, "seconds": round(time.monotonic() - started, 3)},
     )
     return True
+
+
+class CatchUpVacuum(EverySync):
+    """Vacuums awa_jobs when its cleanup fell behind and nothing holds it back."""
+
+    name = "catch-up vacuum"
+
+    def run(self, using: str) -> None:
+        catch_up(using=using)
