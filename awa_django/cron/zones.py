@@ -126,12 +126,14 @@ def _gap_behind(tz: ZoneInfo, instant: datetime) -> tuple[datetime, datetime, da
     spring-forward transition of the last day. Wall times of the gap after the third
     value are the gap's shifted fires that come after ``instant``.
     """
-    day_before = instant - timedelta(days=1)
+    # Offsets change on whole seconds; _transition bisects on whole seconds.
+    whole = instant.replace(microsecond=0)
+    day_before = whole - timedelta(days=1)
     old = day_before.astimezone(tz).utcoffset() or timedelta(0)
-    new = instant.astimezone(tz).utcoffset() or timedelta(0)
+    new = whole.astimezone(tz).utcoffset() or timedelta(0)
     if old >= new:
         return None
-    t, gap_start, gap_end = _transition(tz, day_before, instant)
+    t, gap_start, gap_end = _transition(tz, day_before, whole)
     before = (t - _SECOND).astimezone(tz).utcoffset() or timedelta(0)
     wall = _naive(instant + before)
     if not gap_start <= wall < gap_end:

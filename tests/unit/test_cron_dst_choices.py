@@ -135,10 +135,10 @@ def window(change: datetime) -> tuple[datetime, datetime]:
 
 
 def probes(change: datetime, fires: list[datetime]) -> list[datetime]:
-    """Instants to search from: around each fire, and every 10 minutes near the change."""
-    out = {f + d for f in fires for d in (timedelta(seconds=-1), timedelta(0), timedelta(seconds=30))}
-    out |= {change + timedelta(minutes=m) for m in range(-180, 181, 10)}
-    out |= {p + timedelta(microseconds=500) for p in list(out)}
+    """Instants to search from: around each fire near the change, and every 10 minutes."""
+    near = [f for f in fires if abs(f - change) <= timedelta(hours=4)]
+    out = {f + d for f in near for d in (timedelta(seconds=-1), timedelta(0), timedelta(microseconds=500))}
+    out |= {change + timedelta(minutes=m, microseconds=500) for m in range(-180, 181, 10)}
     lo, hi = window(change)
     return sorted(p for p in out if lo <= p < hi)
 
