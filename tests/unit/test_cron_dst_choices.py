@@ -156,8 +156,9 @@ def test_dst_choices__every_query_matches_the_oracle(zone: str, text: str) -> No
             where = (text, zone, change.isoformat(), dst)
             expected = [f for f in expected_fires(text, zone, change, dst) if lo < f <= hi]
             assert fires_between(expr, tz, lo, hi, dst=dst) == expected, where
-            chained, at = [], lo
-            while (at := next_fire(expr, tz, at, dst=dst)) is not None and at <= hi:  # type: ignore[assignment]
+            chained: list[datetime] = []
+            at: datetime | None = lo
+            while at is not None and (at := next_fire(expr, tz, at, dst=dst)) is not None and at <= hi:
                 chained.append(at)
             assert chained == expected, where
             for probe in probes(change, expected):
@@ -172,7 +173,7 @@ def test_dst_choices__every_query_matches_the_oracle(zone: str, text: str) -> No
 def test_dst_choices__default_is_the_vixie_rule_bit_for_bit() -> None:
     expr, tz = parse_cron("30 2 * * *"), ZoneInfo("America/New_York")
     lo, hi = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
-    assert VIXIE == DstPolicy() and VIXIE.is_vixie
+    assert DstPolicy() == VIXIE and VIXIE.is_vixie
     assert fires_between(expr, tz, lo, hi) == fires_between(expr, tz, lo, hi, dst=DstPolicy(None, None))
 
 
