@@ -11,8 +11,8 @@ here is a few table look-ups and bisections, whatever the expression (see
 docs/explanation/semantics.md, "Cron expressions"). This module also names the
 public functions of ``parse`` and ``legacy``, so callers need one import.
 
-Local wall-clock times are mapped to UTC instants here, with the Vixie/Debian cron
-DST policy:
+Local wall-clock times are mapped to UTC instants here, by default with the
+Vixie/Debian cron DST policy:
 
 * An entry is *fixed-time* unless its minute or hour field starts with ``*``.
 * A local time that occurs twice (fall-back fold) fires once, at its first
@@ -21,6 +21,10 @@ DST policy:
 * A local time that does not exist (spring-forward gap) fires once for a
   fixed-time entry, at the end of the gap (the transition instant), and several
   skipped times collapse into that one fire. A wildcard entry skips it.
+
+A :class:`~awa_django.cron.zones.DstPolicy` passed as ``dst=`` chooses otherwise for
+either side (``repeated`` first/last/both, ``skipped`` shift/skip), for fixed-time and
+wildcard entries alike; a side left at None keeps the rule above.
 
 Naive order is not instant order in a fold: 01:50 (first pass) comes before 01:10
 (second pass). Rather than start a fixed safety margin (hours) early and sort, which
