@@ -6,6 +6,7 @@ The code lives in :mod:`awa_django.cron.search`; this module only re-exports it.
 from .cron.search import (
     CronError,
     CronExpression,
+    DstPolicy,
     fires_between,
     latest_fire,
     next_fire,
@@ -16,6 +17,7 @@ from .cron.search import (
 __all__ = [
     "CronError",
     "CronExpression",
+    "DstPolicy",
     "fires_between",
     "latest_fire",
     "next_fire",

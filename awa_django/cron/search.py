@@ -11,8 +11,8 @@ here is a few table look-ups and bisections, whatever the expression (see
 docs/explanation/semantics.md, "Cron expressions"). This module also names the
 public functions of ``parse`` and ``legacy``, so callers need one import.
 
-Local wall-clock times are mapped to UTC instants here, with the Vixie/Debian cron
-DST policy:
+Local wall-clock times are mapped to UTC instants here, by default with the
+Vixie/Debian cron DST policy:
 
 * An entry is *fixed-time* unless its minute or hour field starts with ``*``.
 * A local time that occurs twice (fall-back fold) fires once, at its first
@@ -21,6 +21,10 @@ DST policy:
 * A local time that does not exist (spring-forward gap) fires once for a
   fixed-time entry, at the end of the gap (the transition instant), and several
   skipped times collapse into that one fire. A wildcard entry skips it.
+
+A :class:`~awa_django.cron.zones.DstPolicy` passed as ``dst=`` chooses otherwise for
+either side (``repeated`` first/last/both, ``skipped`` shift/skip), for fixed-time and
+wildcard entries alike; a side left at None keeps the rule above.
 
 Naive order is not instant order in a fold: 01:50 (first pass) comes before 01:10
 (second pass). Rather than start a fixed safety margin (hours) early and sort, which
@@ -52,7 +56,17 @@ from .parse import (
     parse_cron,
     parse_timezone,
 )
-from .zones import _classify, _in_fold, _naive, _transition
+from .zones import (
+    DST_REPEATED_CHOICES,
+    DST_SKIPPED_CHOICES,
+    VIXIE,
+    DstPolicy,
+    _classify,
+    _gap_behind,
+    _in_fold,
+    _naive,
+    _transition,
+)
 
 # What a schedule fires on: a cron expression (in a zone) or an interval.
 Timing = CronExpression | Interval
@@ -65,7 +79,11 @@ __all__ = [
     "interval_anchor",
     "CronError",
     "CronExpression",
+    "DST_REPEATED_CHOICES",
+    "DST_SKIPPED_CHOICES",
+    "DstPolicy",
     "FIRST_FIRE_LOOKBACK",
+    "VIXIE",
     "due_fires",
     "fires_between",
     "latest_fire",
@@ -223,25 +241,49 @@ def _step(it: _Cursor, backward: bool, start: datetime | None = None) -> datetim
     return found
 
 
-def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
+class _Shifted:
+    """The shifted fires of one gap still to yield, ascending: a second stream that
+    ``_forward`` merges into its walk (they land among the wall times after the gap)."""
+
+    __slots__ = ("end", "head", "it", "tz")
+
+    def __init__(self, plan: _Plan, tz: ZoneInfo, start: datetime, end: datetime) -> None:
+        # Matching wall times in (start, end), each read on the offset before the gap.
+        self.it, self.tz, self.end = _Cursor(plan, start), tz, end
+        self.head: datetime | None = None
+        self._advance()
+
+    def _advance(self) -> None:
+        try:
+            naive = _step(self.it, backward=False)
+        except _Exhausted:
+            naive = None
+        self.head = None if naive is None or naive >= self.end else _classify(naive, self.tz)[2]
+
+    def before(self, bound: datetime | None) -> Iterator[datetime]:
+        """Yield the fires < ``bound`` (all if None); drop one equal to it (same instant)."""
+        while self.head is not None and (bound is None or self.head <= bound):
+            head = self.head
+            self._advance()
+            if bound is None or head < bound:
+                yield head
+
+
+def _forward(
+    expr: CronExpression, tz: ZoneInfo, after: datetime, dst: DstPolicy = VIXIE
+) -> Iterator[datetime]:
     """Yield every fire instant > ``after``, ascending, each exactly once.
 
-    A wildcard entry covers a fold twice. The first pass yields the first
-    occurrences up to the fold's end. Then the cursor rewinds to the fold's start and
-    the second pass yields the second occurrences. No sort buffer is needed, and
+    With ``both`` (a wildcard entry's Vixie default) a fold is walked twice. The first
+    pass yields the first occurrences up to the fold's end. Then the cursor rewinds to
+    the fold's start and the second pass yields the second occurrences. With ``shift``
+    a gap's wall times, moved forward by its length, land among the wall times after
+    it, so they come from a second cursor merged in. No sort buffer is needed, and
     each fire costs about one step.
     """
-    wild = not expr.fixed_time
-    local = after.astimezone(tz)
-    it = _iter(expr, _naive(local))
+    repeated, skipped = dst.modes(expr)
+    it, fold, second_pass, shifted = _forward_start(expr, tz, after, repeated, skipped)
     last = after  # yields are strictly increasing; this also drops gap duplicates
-    fold = None  # (start, end) naive bounds of the fold being walked
-    second_pass = False
-    if wild and _in_fold(local):
-        _, a, b = _classify(_naive(local), tz)
-        _, end, start = _transition(tz, a, b)
-        fold = (start, end)
-        second_pass = local.fold == 1  # first pass still owes every second occurrence
     while True:
         try:
             naive = _step(it, backward=False)
@@ -254,25 +296,56 @@ def _forward(expr: CronExpression, tz: ZoneInfo, after: datetime) -> Iterator[da
                 it.set_current(fold[0] - _SECOND)
                 second_pass = True
                 continue
-        if naive is None:
+        fire = None
+        if naive is not None:
+            kind, a, b = _classify(naive, tz)
+            if kind == "gap":
+                t, gap_start, gap_end = _transition(tz, a, b)
+                if skipped != "transition":  # skip the rest of the gap in one jump
+                    if skipped == "shift":  # its fires come from a second cursor
+                        shifted = _Shifted(expr._plan, tz, gap_start - _SECOND, gap_end)
+                    it.set_current(gap_end - _SECOND)
+                    continue
+                fire = t
+            elif kind == "fold" and repeated == "both":
+                if fold is None:
+                    _, end, start = _transition(tz, a, b)
+                    fold = (start, end)
+                fire = b if second_pass else a
+            else:  # single, or a fold with one chosen occurrence
+                fire = b if kind == "fold" and repeated == "last" else a
+        for early in shifted.before(fire) if shifted is not None else ():
+            if early > last:
+                last = early
+                yield early
+        if fire is None:
             return
-        kind, a, b = _classify(naive, tz)
-        if kind == "gap":
-            t, _, gap_end = _transition(tz, a, b)
-            if wild:  # skip the rest of the gap in one jump
-                it.set_current(gap_end - _SECOND)
-                continue
-            fire = t
-        elif kind == "fold" and wild:
-            if fold is None:
-                _, end, start = _transition(tz, a, b)
-                fold = (start, end)
-            fire = b if second_pass else a
-        else:  # single, or fixed-time fold: first occurrence only
-            fire = a
         if fire > last:
             last = fire
             yield fire
+
+
+def _forward_start(
+    expr: CronExpression, tz: ZoneInfo, after: datetime, repeated: str, skipped: str
+) -> tuple[_Cursor, tuple[datetime, datetime] | None, bool, _Shifted | None]:
+    """Where ``_forward`` starts: its cursor, the fold it is in (``both``), whether that
+    fold's first pass is done, and the shifted fires of a gap ``after`` follows closely."""
+    local = after.astimezone(tz)
+    it = _iter(expr, _naive(local))
+    fold = None
+    second_pass = False
+    shifted = None
+    if skipped == "shift" and (behind := _gap_behind(tz, after)) is not None:
+        shifted = _Shifted(expr._plan, tz, behind[2], behind[1])
+    if repeated != "first" and _in_fold(local):
+        _, a, b = _classify(_naive(local), tz)
+        _, end, start = _transition(tz, a, b)
+        if repeated == "both":
+            fold = (start, end)
+            second_pass = local.fold == 1  # first pass still owes every second occurrence
+        elif local.fold == 0:  # "last": every second occurrence of the fold is to come
+            it.set_current(start - _SECOND)
+    return it, fold, second_pass, shifted
 
 
 def _utc(name: str, value: datetime) -> datetime:
@@ -283,9 +356,19 @@ def _utc(name: str, value: datetime) -> datetime:
 
 
 def fires_between(
-    expr: Timing, tz: ZoneInfo, after: datetime, until: datetime, limit: int | None = None
+    expr: Timing,
+    tz: ZoneInfo,
+    after: datetime,
+    until: datetime,
+    limit: int | None = None,
+    *,
+    dst: DstPolicy = VIXIE,
 ) -> list[datetime]:
-    """All fire instants f with ``after < f <= until``, ascending, at most ``limit``."""
+    """All fire instants f with ``after < f <= until``, ascending, at most ``limit``.
+
+    ``dst`` says what fires for local times a DST change repeats or skips (an
+    interval ignores it: it counts elapsed time).
+    """
     after, until = _utc("after", after), _utc("until", until)
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
@@ -294,7 +377,7 @@ def fires_between(
         return out
     if isinstance(expr, Interval):
         return expr.fires_between(after, until, limit)
-    for fire in _forward(expr, tz, after):
+    for fire in _forward(expr, tz, after, dst):
         if fire > until:
             break
         out.append(fire)
@@ -303,14 +386,16 @@ def fires_between(
     return out
 
 
-def next_fire(expr: Timing, tz: ZoneInfo, after: datetime) -> datetime | None:
+def next_fire(expr: Timing, tz: ZoneInfo, after: datetime, *, dst: DstPolicy = VIXIE) -> datetime | None:
     """The first fire instant strictly after ``after``, or None if there is none."""
     if isinstance(expr, Interval):
         return expr.next_after(_utc("after", after))
-    return next(_forward(expr, tz, _utc("after", after)), None)
+    return next(_forward(expr, tz, _utc("after", after), dst), None)
 
 
-def latest_fire(expr: Timing, tz: ZoneInfo, after: datetime | None, until: datetime) -> datetime | None:
+def latest_fire(
+    expr: Timing, tz: ZoneInfo, after: datetime | None, until: datetime, *, dst: DstPolicy = VIXIE
+) -> datetime | None:
     """The latest fire f with ``after < f <= until`` (no lower bound if ``after`` is None).
 
     Walks back from ``until`` and stops at the first local time that maps to
@@ -320,31 +405,12 @@ def latest_fire(expr: Timing, tz: ZoneInfo, after: datetime | None, until: datet
     after = None if after is None else _utc("after", after)
     if isinstance(expr, Interval):
         return expr.latest(after, until)
-    wild = not expr.fixed_time
+    repeated, skipped = dst.modes(expr)
     local = until.astimezone(tz)
     top = _naive(local)
     it = _iter(expr, top + _SECOND)
-    best = None
-    while best is None:
-        try:
-            naive = _step(it, backward=True)
-        except _Exhausted:
-            break
-        kind, a, b = _classify(naive, tz)
-        if kind == "gap":
-            t, gap_start, _ = _transition(tz, a, b)
-            if wild:  # nothing in the gap fires; jump to just before it
-                it.set_current(gap_start)
-                continue
-            best = t
-        elif kind == "fold":
-            # For a candidate at or before `until`'s wall time, a wildcard's second
-            # occurrence is the later fire if it has already happened. Otherwise
-            # `until` is in the first pass, and the first occurrence is.
-            best = b if wild and b <= until else a
-        else:
-            best = a
-    if _in_fold(local) and local.fold == 1:
+    best = _walk_back(it, tz, until, repeated, skipped)
+    if repeated != "last" and _in_fold(local) and local.fold == 1:
         # `until` is in a fold's second pass. The first occurrences of wall times
         # later than `until`'s (up to the fold's end) have already happened, and they
         # come later than any first occurrence found above.
@@ -357,9 +423,68 @@ def latest_fire(expr: Timing, tz: ZoneInfo, after: datetime | None, until: datet
         if naive > top:
             first = _classify(naive, tz)[1]
             best = first if best is None else max(best, first)
+    if skipped == "shift":
+        best = _latest_shifted(it, tz, until, best)
     if best is None or (after is not None and best <= after):
         return None
     return best
+
+
+def _latest_shifted(it: _Cursor, tz: ZoneInfo, until: datetime, best: datetime | None) -> datetime | None:
+    """``best`` or, if later, the latest shifted fire of a gap that is <= ``until``.
+
+    A gap's shifted fires land among the wall times after it (within one gap length
+    of the transition), so the walk back may have stopped at a wall time after the
+    gap that fires earlier than one of them.
+    """
+    behind = _gap_behind(tz, until)
+    if behind is not None:  # only the gap's wall times up to `until`'s have fired
+        start = behind[2] + _SECOND
+    elif best is not None and (behind := _gap_behind(tz, best)) is not None:
+        start = behind[1]  # `until` is past the shifted fires: all of them have fired
+    else:
+        return best
+    try:
+        naive = _step(it, backward=True, start=start)
+    except _Exhausted:
+        return best
+    if naive < behind[0]:
+        return best
+    moved = _classify(naive, tz)[2]
+    return moved if best is None else max(best, moved)
+
+
+def _walk_back(it: _Cursor, tz: ZoneInfo, until: datetime, repeated: str, skipped: str) -> datetime | None:
+    """The first fire met walking back from the cursor: the latest one <= ``until``
+    (except a gap's shifted fires and a fold's later first occurrences, see above)."""
+    while True:
+        try:
+            naive = _step(it, backward=True)
+        except _Exhausted:
+            return None
+        kind, a, b = _classify(naive, tz)
+        if kind == "gap":
+            t, gap_start, _ = _transition(tz, a, b)
+            if skipped == "transition":
+                return t
+            if skipped == "shift" and b <= until:
+                return b
+            # Nothing of the gap fires by `until` in this walk: jump to just before it.
+            it.set_current(gap_start)
+            continue
+        if kind == "fold":
+            if repeated == "first":
+                return a
+            if b <= until:
+                return b
+            if repeated == "both":
+                # `until` is in the first pass: the first occurrence is the later fire.
+                return a
+            # "last" and the second occurrence is still to come: none of this
+            # fold's wall times has fired; jump to just before the fold.
+            it.set_current(_transition(tz, a, b)[2])
+            continue
+        return a
 
 
 def search_start(last_enqueued_at: datetime | None, created_at: datetime) -> datetime:
@@ -381,20 +506,22 @@ def due_fires(
     now: datetime,
     catch_up: bool,
     limit: int,
+    dst: DstPolicy = VIXIE,
 ) -> list[datetime]:
     """Fire instants a scheduler should enqueue at ``now``.
 
     Never fired: the latest fire in ``[created_at - 60s, now]`` (inclusive), whatever
     ``catch_up`` says, because a first registration never backfills. Otherwise
     fires in ``(last_enqueued_at, now]``: with ``catch_up`` the oldest ``limit`` of
-    them, ascending; without it only the latest (coalesce).
+    them, ascending; without it only the latest (coalesce). ``dst`` is the schedule's
+    DST policy (the Vixie cron rule by default).
     """
     created_at, now = _utc("created_at", created_at), _utc("now", now)
     if last_enqueued_at is not None:
         last_enqueued_at = _utc("last_enqueued_at", last_enqueued_at)
     if last_enqueued_at is not None and catch_up:
-        return fires_between(expr, tz, last_enqueued_at, now, limit)
-    fire = latest_fire(expr, tz, search_start(last_enqueued_at, created_at), now)
+        return fires_between(expr, tz, last_enqueued_at, now, limit, dst=dst)
+    fire = latest_fire(expr, tz, search_start(last_enqueued_at, created_at), now, dst=dst)
     return [] if fire is None else [fire]
 
 
