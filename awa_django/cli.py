@@ -411,15 +411,10 @@ def add_runtime_verbs(verb: Callable[..., Any]) -> None:
         sub.add_argument("--timezone", metavar="TZ", help="IANA zone name (default UTC)")
         sub.add_argument("--queue", help="queue (default: the task's)")
         sub.add_argument(
-            "--priority",
-            type=ranged_int("priority"),
-            help=f"priority, {RANGES['priority'].low} to {RANGES['priority'].high} (default: the task's)",
+            "--priority", type=ranged_int("priority"), help="priority, -100 to 100 (default: the task's)"
         )
         sub.add_argument(
-            "--max-attempts",
-            type=ranged_int("max_attempts"),
-            metavar="N",
-            help=f"attempts, {RANGES['max_attempts'].low} to {RANGES['max_attempts'].high}",
+            "--max-attempts", type=ranged_int("max_attempts"), metavar="N", help="attempts, 1 to 1000"
         )
         sub.add_argument(
             "--missed-fire-policy", choices=["coalesce", "catch_up"], help="coalesce (default) or catch_up"
