@@ -10,6 +10,7 @@ naming the option present in one and missing in the other.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from awa_django.admin.schedule_forms import FORM_OPTIONS, OPTIONS_NOT_IN_FORM, R
 from awa_django.schedules import flow
 from awa_django.schedules.builder import build_schedule
 from awa_django.schedules.declaration import periodic
+from awa_django.schedules.ranges import RANGES
 from awa_django.schedules.runtime import row_options
 from awa_django.schedules.shape import FIELDS, OPTIONS, SETTINGS_KEYS, option_differences
 
@@ -71,6 +73,26 @@ def test_options__cli_flags_and_option_keys() -> None:
         assert cli.option_pair(f"{option}=1") == (option, 1)
     with pytest.raises(Exception, match="not a schedule option"):
         cli.option_pair("name=x")
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    (verbs,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = verbs.choices[name]
+    return found
+
+
+@pytest.mark.parametrize("verb", ["create", "edit"])
+def test_options__cli_flags_are_the_runtime_flags_and_say_the_ranges(verb: str) -> None:
+    """Each flag of ``awa cron create|edit`` is read by runtime_options (RUNTIME_FLAGS);
+    a number flag's help states the range of schedules.ranges (the contract's)."""
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    actions = {a.dest: a for a in _subparser(_subparser(parser, "cron"), verb)._actions}
+    flags = set(actions) - {"help", "name", "actor", "option", "json"}
+    assert flags == set(cli.RUNTIME_FLAGS), flags ^ set(cli.RUNTIME_FLAGS)
+    for option in ("priority", "max_attempts", "every"):
+        bounds = RANGES[option]
+        assert f"{bounds.low} to {bounds.high}" in str(actions[option].help), option
 
 
 def test_options__admin_form_edits_or_keeps_each_option() -> None:
