@@ -71,7 +71,7 @@ class Kind(Enum):
     SECONDS = "a number of seconds >= 0"
     INTERVAL = "a number of seconds > 0"
     COUNT = "a whole number >= 1"
-    ATTEMPTS = "a whole number 1-1000"
+    ATTEMPTS = f"a whole number {contract.MAX_ATTEMPTS_MIN}-{contract.MAX_ATTEMPTS_MAX}"
     SECONDS_OR_NONE = "None (off) or seconds > 0"
     TIMEOUT = f"a number of seconds 0-{MAX_TIMEOUT}"
     RETENTION = f"a number of seconds 0-{MAX_RETENTION}"
@@ -96,7 +96,7 @@ class Kind(Enum):
         if self is Kind.COUNT:
             return _whole(value, 1)
         if self is Kind.ATTEMPTS:
-            return _whole(value, 1, 1000)
+            return _whole(value, contract.MAX_ATTEMPTS_MIN, contract.MAX_ATTEMPTS_MAX)
         if self is Kind.SECONDS_OR_NONE:
             return value is None or (_seconds(value) and cast(float, value) > 0)
         if self is Kind.TIMEOUT:
