@@ -18,7 +18,7 @@ from django.db import connection
 
 from awa_django import InvalidSchedule, contract
 from awa_django.bounded_text import MIN_CHARS
-from awa_django.conf import DEFAULTS, MAX_JSON_DEPTH
+from awa_django.conf import DEFAULTS, MAX_JSON_DEPTH, Kind
 from awa_django.schedules import builder, flow, ranges, validation
 from awa_django.schedules.builder import build_schedule
 from awa_django.tasks import enqueue, limits
@@ -196,6 +196,11 @@ def test_contract__python_validation_uses_the_contract() -> None:
     assert DEFAULTS["AWA_MAX_ARGS_BYTES"] == contract.PAYLOAD_BYTES_DEFAULT
     assert DEFAULTS["AWA_MAX_JSON_DEPTH"] == contract.JSON_DEPTH_DEFAULT
     assert DEFAULTS["AWA_ERROR_MAX_CHARS"] == contract.ERROR_MAX_CHARS_DEFAULT
+    # AWA_MAX_ATTEMPTS, the default of a schedule's max_attempts, takes the column's range.
+    assert Kind.ATTEMPTS.accepts(contract.MAX_ATTEMPTS_MAX) and Kind.ATTEMPTS.accepts(
+        contract.MAX_ATTEMPTS_MIN
+    )
+    assert not Kind.ATTEMPTS.accepts(contract.MAX_ATTEMPTS_MAX + 1)
 
 
 def test_unique_key_limits__a_template_takes_what_a_key_takes() -> None:
