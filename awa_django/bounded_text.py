@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ImproperlyConfigured
 
+from . import contract
 from .conf import DEFAULTS, Kind, conf
 
 __all__ = ["cut", "cut_chunks", "max_chars"]
@@ -26,7 +27,7 @@ __all__ = ["cut", "cut_chunks", "max_chars"]
 # leave room in ``errors`` for the others and for the note about dropped ones.
 BYTES_PER_CHAR = 8
 # A bound below this would cut even the exception's own line.
-MIN_CHARS = 200
+MIN_CHARS = contract.ERROR_MAX_CHARS_MIN
 
 
 def max_chars() -> int:

@@ -18,6 +18,8 @@ from typing import Any, cast
 
 from django.conf import settings as django_settings
 
+from . import contract
+
 
 def _seconds(value: object) -> bool:
     """A finite, non-negative int or float (a bool is not a number here)."""
@@ -50,7 +52,7 @@ MAX_KEEPALIVE_COUNT = 127
 MAX_RETENTION = 365_000 * 24 * 3600
 # The deepest AWA_MAX_JSON_DEPTH: far below the recursion limits of Python's
 # json, psycopg and the admin's rendering, which each nesting level uses.
-MAX_JSON_DEPTH = 200
+MAX_JSON_DEPTH = contract.JSON_DEPTH_MAX
 
 
 def _at_most(value: object, high: float) -> bool:
@@ -69,7 +71,7 @@ class Kind(Enum):
     SECONDS = "a number of seconds >= 0"
     INTERVAL = "a number of seconds > 0"
     COUNT = "a whole number >= 1"
-    ATTEMPTS = "a whole number 1-1000"
+    ATTEMPTS = f"a whole number {contract.MAX_ATTEMPTS_MIN}-{contract.MAX_ATTEMPTS_MAX}"
     SECONDS_OR_NONE = "None (off) or seconds > 0"
     TIMEOUT = f"a number of seconds 0-{MAX_TIMEOUT}"
     RETENTION = f"a number of seconds 0-{MAX_RETENTION}"
@@ -94,7 +96,7 @@ class Kind(Enum):
         if self is Kind.COUNT:
             return _whole(value, 1)
         if self is Kind.ATTEMPTS:
-            return _whole(value, 1, 1000)
+            return _whole(value, contract.MAX_ATTEMPTS_MIN, contract.MAX_ATTEMPTS_MAX)
         if self is Kind.SECONDS_OR_NONE:
             return value is None or (_seconds(value) and cast(float, value) > 0)
         if self is Kind.TIMEOUT:
@@ -194,8 +196,8 @@ SETTINGS: tuple[Setting, ...] = (
     # (arrays and objects within one another). Larger or deeper values are
     # refused when declared, enqueued or returned; stored rows holding one are
     # parked (schedules) or failed (jobs).
-    Setting("AWA_MAX_ARGS_BYTES", 1024 * 1024, Kind.COUNT, "awa_django.E060"),
-    Setting("AWA_MAX_JSON_DEPTH", 32, Kind.JSON_DEPTH, "awa_django.E060"),
+    Setting("AWA_MAX_ARGS_BYTES", contract.PAYLOAD_BYTES_DEFAULT, Kind.COUNT, "awa_django.E060"),
+    Setting("AWA_MAX_JSON_DEPTH", contract.JSON_DEPTH_DEFAULT, Kind.JSON_DEPTH, "awa_django.E060"),
     # Bounded waits: the longest wait for a lock another process holds (the
     # protocol lock, schedule rows) and the longest statement, in runcron and
     # awa sessions and in every process's snapshot transaction. 0 = no limit.
@@ -218,7 +220,7 @@ SETTINGS: tuple[Setting, ...] = (
     # The most characters of a failed attempt's traceback stored in its job's
     # errors, and of each field of a log record; longer ones are cut around a
     # marker (awa_django.bounded_text).
-    Setting("AWA_ERROR_MAX_CHARS", 20_000, Kind.COUNT, "awa_django.E074"),
+    Setting("AWA_ERROR_MAX_CHARS", contract.ERROR_MAX_CHARS_DEFAULT, Kind.COUNT, "awa_django.E074"),
 )
 
 # Name -> default, for code that needs a fallback when a setting is out of range.

@@ -40,33 +40,40 @@ from ..tasks.compat import Task
 from .common import actor, has_awa_perm
 from .fires import dst_marked_fires
 
-__all__ = ["RUNTIME_FIELDS", "RuntimeScheduleAdminMixin", "RuntimeScheduleForm", "registered_tasks"]
-
-# The form's editable fields, in order (``name`` too when adding).
-RUNTIME_FIELDS = [
-    "cron_expr",
-    "every_seconds",
-    "anchor",
-    "timezone",
-    "missed_fire_policy",
-    "overlap",
-    "starting_deadline",
-    "jitter",
-    "task_path",
-    "call_args",
-    "call_kwargs",
-    "queue",
-    "priority",
-    "max_attempts",
+__all__ = [
+    "FORM_OPTIONS",
+    "OPTIONS_NOT_IN_FORM",
+    "RUNTIME_FIELDS",
+    "RuntimeScheduleAdminMixin",
+    "RuntimeScheduleForm",
+    "registered_tasks",
 ]
-# InvalidSchedule.field -> the form field that shows the error.
-_FIELD_OF = {
-    "cron": "cron_expr",
-    "every": "every_seconds",
-    "task": "task_path",
-    "args": "call_args",
-    "kwargs": "call_kwargs",
+
+# The form's editable fields, in order (``name`` too when adding), and the
+# schedule option (schedules.shape.OPTIONS) each one edits.
+FORM_OPTIONS = {
+    "cron_expr": "cron",
+    "every_seconds": "every",
+    "anchor": "anchor",
+    "timezone": "timezone",
+    "missed_fire_policy": "missed_fire_policy",
+    "overlap": "overlap",
+    "starting_deadline": "starting_deadline",
+    "jitter": "jitter",
+    "task_path": "task",
+    "call_args": "args",
+    "call_kwargs": "kwargs",
+    "queue": "queue",
+    "priority": "priority",
+    "max_attempts": "max_attempts",
 }
+RUNTIME_FIELDS = list(FORM_OPTIONS)
+# The options the form does not show: a new schedule takes their defaults and
+# an edit keeps their stored values (update_schedule changes what it is given).
+# A test holds FORM_OPTIONS and this together to shape.OPTIONS.
+OPTIONS_NOT_IN_FORM = frozenset({"tags", "metadata", "unique_key", "concurrency_key", "concurrency_limit"})
+# InvalidSchedule.field -> the form field that shows the error.
+_FIELD_OF = {option: form_field for form_field, option in FORM_OPTIONS.items()}
 PREVIEW_FIRES = 5
 
 

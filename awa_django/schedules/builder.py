@@ -16,12 +16,13 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
+from .. import contract
 from ..conf import Kind, conf
 from ..cron import search
 from ..exceptions import InvalidSchedule
-from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task
+from ..tasks.compat import Task
 from . import validation
-from .flow import FLOW_METADATA_KEY, flow_metadata
+from .flow import flow_metadata
 from .ranges import RANGES, number_problem
 from .shape import Schedule
 
@@ -44,14 +45,12 @@ OVERLAP_POLICIES = ("allow", "skip", "buffer_one")
 # monthly fires, a week of hourly ones); cached per (expression, zone).
 GAP_SAMPLE = 400
 _GAP_FROM = datetime(2026, 1, 1, tzinfo=UTC)
-MAX_NAME_LENGTH = 200
-MAX_TAGS = 20
+MAX_NAME_LENGTH = contract.NAME_MAX_LENGTH
+MAX_TAGS = contract.MAX_TAGS
 MAX_ATTEMPTS_RANGE = (RANGES["max_attempts"].low, RANGES["max_attempts"].high)
 # Keys every cron job's metadata gets from the scheduler; user metadata must not
 # shadow them, or a job could claim to be a fire it is not.
-RESERVED_METADATA_KEYS = frozenset(
-    {"cron_name", "cron_fire_at", "triggered_manually", "triggered_by", FLOW_METADATA_KEY}
-)
+RESERVED_METADATA_KEYS = contract.RESERVED_METADATA_KEYS
 
 
 def _json(value: Any, name: str, field_name: str) -> Any:
@@ -271,7 +270,7 @@ def _check_overlap_key(name: str, overlap: str, concurrency_key: Any) -> None:
 
 def _check_queue(name: str, queue: Any, task: Task[Any, Any]) -> str:
     queue = task.queue_name if queue is None else queue
-    if not isinstance(queue, str) or not queue or len(queue) > MAX_NAME_LENGTH:
+    if not isinstance(queue, str) or not queue or len(queue) > contract.QUEUE_MAX_LENGTH:
         raise InvalidSchedule(name, "queue", f"must be a non-empty string, got {queue!r}")
     _refuse(name, "queue", validation.name_problem(queue))
     backend = task.get_backend()
@@ -397,7 +396,7 @@ def build_schedule(
     resolved = _resolve_task(name, task)
     queue = _check_queue(name, queue, resolved)
     priority = resolved.priority if priority is None else priority
-    priority = _int_in_range(name, "priority", priority, TASK_MIN_PRIORITY, TASK_MAX_PRIORITY)
+    priority = _int_in_range(name, "priority", priority, contract.PRIORITY_MIN, contract.PRIORITY_MAX)
     max_attempts = _check_max_attempts(name, max_attempts)
     args_json, kwargs_json = _check_arguments(name, args, kwargs)
     metadata_json = _check_metadata(name, metadata)

@@ -9,8 +9,10 @@ whose unique key an unfinished job holds inserts nothing (the fire statement's
 ``ON CONFLICT DO NOTHING``): the slot is skipped, recorded in the slot
 history as ``skipped_unique`` and counted, as an overlap skip is.
 
-A template that could render past the 500 characters of a key is refused
-here, naming the schedule and the option: cutting the key (as the database
+A template is at most as long as a key (500 characters: a template without
+placeholders is the key), and one that could render past a key's 500
+characters is refused too, naming the schedule and the option (the limits
+are :mod:`awa_django.contract`'s): cutting the key (as the database
 did) could drop the ``{slot}`` that tells slots apart, merging them. A row
 written by hand with such a template gets a hashed key instead (the trigger's
 ``awa_flow_key_v1``): never two renderings as one key.
@@ -21,18 +23,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import contract
 from ..exceptions import InvalidSchedule
 
-FLOW_METADATA_KEY = "awa_flow"
-# The options, as AWA_SCHEDULES keys and periodic() arguments.
-FLOW_OPTIONS = frozenset({"unique_key", "concurrency_key", "concurrency_limit"})
-MAX_TEMPLATE_LENGTH = 250
+FLOW_METADATA_KEY = contract.FLOW_KEY
+# The options, as AWA_SCHEDULES keys and periodic() arguments, in that order.
+FLOW_OPTION_NAMES = contract.FLOW_OPTION_KEYS
+FLOW_OPTIONS = frozenset(FLOW_OPTION_NAMES)
+# A template takes what a key takes: one without placeholders is the key.
+MAX_TEMPLATE_LENGTH = contract.KEY_TEMPLATE_MAX_LENGTH
 # A rendered key's limit (awa_jobs' check), and the longest {slot}: a fire's
 # "YYYY-MM-DDTHH:MM:SS+00:00" (25) or a trigger's "manual:<job id>" (7 + 19).
-MAX_KEY_LENGTH = 500
-MAX_SLOT_LENGTH = 26
+MAX_KEY_LENGTH = contract.KEY_MAX_LENGTH
+MAX_SLOT_LENGTH = len(contract.MANUAL_SLOT_PREFIX) + 19
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-MAX_LIMIT = 1_000_000
+MIN_LIMIT = contract.CONCURRENCY_LIMIT_MIN
+MAX_LIMIT = contract.CONCURRENCY_LIMIT_MAX
 
 
 def _template(name: str, field_name: str, value: Any) -> str:
@@ -84,9 +90,11 @@ def flow_metadata(name: str, unique_key: Any, concurrency_key: Any, concurrency_
         if concurrency_key is None:
             raise InvalidSchedule(name, "concurrency_limit", "needs a concurrency_key")
         limit = concurrency_limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not MIN_LIMIT <= limit <= MAX_LIMIT:
             raise InvalidSchedule(
-                name, "concurrency_limit", f"must be a whole number 1-{MAX_LIMIT}, got {limit!r:.50}"
+                name,
+                "concurrency_limit",
+                f"must be a whole number {MIN_LIMIT}-{MAX_LIMIT}, got {limit!r:.50}",
             )
         flow["concurrency_limit"] = limit
     return {FLOW_METADATA_KEY: flow} if flow else {}

@@ -15,7 +15,7 @@ finite ``double precision`` seconds, at most 100 years (a date further back
 or forward is out of the supported range, see the row checks); a
 ``concurrency_limit`` goes to ``awa_jobs.concurrency_limit``.
 
-Pure: no database, no settings.
+Pure: no database, no settings. The numbers are :mod:`awa_django.contract`'s.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import contract
+
 __all__ = ["INT4_MAX", "MAX_DURATION", "RANGES", "NumberRange", "number_problem"]
 
 # The largest value of a PostgreSQL ``integer`` column.
-INT4_MAX = 2**31 - 1
+INT4_MAX = contract.INT4_MAX
 # The longest starting deadline or jitter, in seconds (100 years of 366 days).
-MAX_DURATION = 100 * 366 * 86400
+MAX_DURATION = contract.DURATION_MAX_SECONDS
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,15 @@ class NumberRange:
 RANGES: dict[str, NumberRange] = {
     r.option: r
     for r in (
-        NumberRange("every", "every_seconds", "integer", 1, INT4_MAX, whole=True, unit="seconds"),
+        NumberRange(
+            "every",
+            "every_seconds",
+            "integer",
+            contract.EVERY_SECONDS_MIN,
+            contract.EVERY_SECONDS_MAX,
+            whole=True,
+            unit="seconds",
+        ),
         NumberRange(
             "starting_deadline",
             "starting_deadline",
@@ -84,9 +94,25 @@ RANGES: dict[str, NumberRange] = {
             unit="seconds",
         ),
         NumberRange("jitter", "jitter", "double precision", 0, MAX_DURATION, unit="seconds"),
-        NumberRange("priority", "priority", "integer", -100, 100, whole=True),
-        NumberRange("max_attempts", "max_attempts", "integer", 1, 1000, whole=True),
-        NumberRange("concurrency_limit", "awa_jobs.concurrency_limit", "integer", 1, 1_000_000, whole=True),
+        NumberRange(
+            "priority", "priority", "integer", contract.PRIORITY_MIN, contract.PRIORITY_MAX, whole=True
+        ),
+        NumberRange(
+            "max_attempts",
+            "max_attempts",
+            "integer",
+            contract.MAX_ATTEMPTS_MIN,
+            contract.MAX_ATTEMPTS_MAX,
+            whole=True,
+        ),
+        NumberRange(
+            "concurrency_limit",
+            "awa_jobs.concurrency_limit",
+            "integer",
+            contract.CONCURRENCY_LIMIT_MIN,
+            contract.CONCURRENCY_LIMIT_MAX,
+            whole=True,
+        ),
     )
 }
 

@@ -1,22 +1,31 @@
 """The shape of a schedule definition, written once.
 
 :data:`FIELDS` lists the definition columns of ``awa_cron_jobs`` in order:
-the manifest keys (:data:`DEFINITION_KEYS`), the ``AWA_SCHEDULES`` options
-(:data:`SETTINGS_KEYS`), the SQL recordset columns and the compared columns
-of the upsert (:mod:`.upsert`), :meth:`Schedule.definition`, the definition
-of a stored row (built in SQL by :mod:`.evidence`) and the CLI's ``ROW_FIELDS``
-are all derived from it.
+the manifest keys (:data:`DEFINITION_KEYS`), the SQL recordset columns and the
+compared columns of the upsert (:mod:`.upsert`), :meth:`Schedule.definition`,
+the definition of a stored row (built in SQL by :mod:`.evidence`) and the
+CLI's ``ROW_FIELDS`` are all derived from it.
+
+:data:`OPTIONS`, derived from it and the flow-control options, is the one
+list of a schedule's options: the ``AWA_SCHEDULES`` keys
+(:data:`SETTINGS_KEYS`), the keys ``create_schedule`` / ``update_schedule``
+and ``awa cron create|edit --option`` accept, and the options a stored row
+gives back (``runtime.row_options``) derive from it; the explicit keyword
+parameters of ``periodic()``, ``build_schedule()`` and ``create_schedule()``,
+the CLI's dedicated flags and the admin form's fields are checked against it
+by tests (:func:`option_differences` names the option in one and not the
+other). See docs/explanation/architecture.md, "Adding a schedule option".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..cron.search import CronExpression, Interval, Timing, interval_anchor
-from .flow import FLOW_OPTIONS
+from .flow import FLOW_OPTION_NAMES
 
 # The value of a definition field that every definition must carry.
 REQUIRED: Any = object()
@@ -72,9 +81,12 @@ DEFINITION_KEYS = tuple(f.key for f in FIELDS)
 REQUIRED_KEYS = tuple(f.key for f in FIELDS if f.default is REQUIRED)
 # The columns an upsert compares and writes (everything but the name).
 COMPARED_KEYS = DEFINITION_KEYS[1:]
-# Keys accepted in an AWA_SCHEDULES entry: the definition's, and the flow-control
-# options (stored in the schedule's metadata, see .flow).
-SETTINGS_KEYS = frozenset(option for f in FIELDS for option in f.settings) | FLOW_OPTIONS
+# Every option of a schedule, as periodic() and AWA_SCHEDULES take it: the
+# definition's (FIELDS' settings), then the flow-control options (stored in
+# the schedule's metadata, see .flow).
+OPTIONS: tuple[str, ...] = (*(option for f in FIELDS for option in f.settings), *FLOW_OPTION_NAMES)
+# Keys accepted in an AWA_SCHEDULES entry (and by the runtime API and the CLI's --option).
+SETTINGS_KEYS = frozenset(OPTIONS)
 # The column list of ``jsonb_to_recordset(...) AS d(...)`` reading definitions.
 RECORDSET_COLUMNS = ", ".join(f"{f.key} {f.sql_type}" for f in FIELDS)
 
@@ -130,6 +142,23 @@ class Schedule:
     def has_policies(self) -> bool:
         """Whether any execution policy differs from its default."""
         return any(getattr(self, k) != POLICY_DEFAULTS[k] for k in POLICY_KEYS)
+
+
+def option_differences(where: str, names: Iterable[str], *, partial: bool = False) -> list[str]:
+    """How the options ``where`` takes (``names``) differ from :data:`OPTIONS`, one
+    sentence each; ``[]`` when they agree. ``partial``: ``where`` may leave options
+    out (it takes the others some other way), but may not name one that is none."""
+    given = set(names)
+    unknown = [
+        f"{where} takes {name!r}, which is not a schedule option (shape.OPTIONS)"
+        for name in sorted(given - SETTINGS_KEYS)
+    ]
+    if partial:
+        return unknown
+    missing = [
+        f"option {name!r} (shape.OPTIONS) is missing from {where}" for name in OPTIONS if name not in given
+    ]
+    return missing + unknown
 
 
 # The definition columns a Schedule does not hold under the column's own name.

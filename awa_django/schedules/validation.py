@@ -14,18 +14,19 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
+from .. import contract
 from ..cron.parse import non_ascii_reason
 
 # A cron expression longer than this is refused before it is parsed: parsing
 # cost grows with the text, and every evaluation pass parses due rows again.
-MAX_EXPRESSION_LENGTH = 256
+MAX_EXPRESSION_LENGTH = contract.CRON_EXPRESSION_MAX_LENGTH
 # JSON nesting deeper than this (args, kwargs, metadata) is refused: deep
 # nesting overflows the recursion of json, psycopg and the worker. The
 # default of AWA_MAX_JSON_DEPTH, which callers with settings pass instead.
-MAX_JSON_DEPTH = 32
+MAX_JSON_DEPTH = contract.JSON_DEPTH_DEFAULT
 # Zone names whose meaning depends on the host rather than on the name.
 HOST_DEPENDENT_ZONES = frozenset({"localtime", "posixrules", "factory"})
 
@@ -45,12 +46,12 @@ _MONTHS = {
 }
 _DAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
 # A queue name, as for schedules: 1 to 200 characters (see name_problem).
-MAX_QUEUE_LENGTH = 200
+MAX_QUEUE_LENGTH = contract.QUEUE_MAX_LENGTH
 # run_after is stored as timestamptz, read back in UTC and shown in local time
 # zones (offsets under a day): a day inside Python's years 1-9999 keeps every
 # one of those conversions in range.
-RUN_AFTER_MIN = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
-RUN_AFTER_MAX = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
+RUN_AFTER_MIN = contract.TIMESTAMP_MIN
+RUN_AFTER_MAX = contract.TIMESTAMP_MAX
 _RANGE = re.compile(r"([0-9a-zA-Z]+)-([0-9a-zA-Z]+)")
 _DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
@@ -221,9 +222,10 @@ def depth_problem(depth: int, limit: int) -> str | None:
 
 def validate_label(value: Any, what: str) -> str:
     """Owner ids and revisions: non-blank, at most 200 bytes, no NUL or lone surrogate."""
-    if not isinstance(value, str) or not value.strip() or text_problem(value) or len(value.encode()) > 200:
+    limit = contract.LABEL_MAX_BYTES
+    if not isinstance(value, str) or not value.strip() or text_problem(value) or len(value.encode()) > limit:
         raise ValueError(
-            f"{what} must be a non-blank string of at most 200 bytes without NUL or lone surrogates, "
+            f"{what} must be a non-blank string of at most {limit} bytes without NUL or lone surrogates, "
             f"got {value!r:.100}"
         )
     return value

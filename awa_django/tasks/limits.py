@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import contract
 from ..schedules.validation import queue_problem
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
 
 RATE = re.compile(r"([1-9][0-9]{0,8})/([1-9][0-9]{0,5})?(s|m|h|d)")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-MAX_CONCURRENCY = 1_000_000
+MAX_CONCURRENCY = contract.CONCURRENCY_LIMIT_MAX
 KNOWN = ("rate", "concurrency")
 
 

@@ -75,7 +75,7 @@ def test_schedule_keys__manual_trigger_slot() -> None:
         ({"unique_key": 5}, "unique_key"),
         ({"unique_key": "{tenant}"}, "unique_key"),
         ({"unique_key": "a{b"}, "unique_key"),
-        ({"concurrency_key": "x" * 251}, "concurrency_key"),
+        ({"concurrency_key": "x" * 501}, "concurrency_key"),
         ({"concurrency_limit": 2}, "concurrency_limit"),
         ({"concurrency_key": "k", "concurrency_limit": 0}, "concurrency_limit"),
         ({"metadata": {"awa_flow": {}}}, "metadata"),
