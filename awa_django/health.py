@@ -181,6 +181,8 @@ def _schedules_check(overdue: list[tuple[str, float]], threshold: float) -> Chec
 
 
 def _declarations_check(undeclared: list[Any]) -> Check:
+    # Imported when a probe runs: actions.declarations imports the models, and
+    # this module imports no model, so it loads before the app registry is ready.
     from .actions.declarations import undeclared_remedy
 
     if not undeclared:
@@ -248,6 +250,7 @@ def probe(
 
 
 def _undeclared(using: str) -> list[Any]:
+    # At call time, as in _declarations_check: it imports the models.
     from .actions.declarations import undeclared_rows
 
     # Booleans computed in SQL: a raw 'infinity' timestamp never reaches Python.
