@@ -213,6 +213,7 @@ def cron_history(command: BaseCommand, options: dict[str, Any]) -> None:
 
 
 def act(command: BaseCommand, options: dict[str, Any], func: Any) -> None:
+    """Run the schedule verb ``func`` (pause, resume, remove) and report its result."""
     result = func(options["name"], options["actor"])
     data = {
         "action": result.action,

@@ -91,6 +91,7 @@ def read_manifest_file(path: str) -> Any:
 
 
 def lifecycle_result(command: BaseCommand, options: dict[str, Any], result: Any) -> None:
+    """Report a lifecycle verb's result: applied or a dry run, and its schedules."""
     verb = "applied" if result.applied else "dry run (use --apply)"
     names = ", ".join(result.schedules) or "nothing"
     emit(command, options, result.as_json(), printable(f"{result.action}: {verb}: {names}"))
@@ -139,6 +140,7 @@ def cron_restore_owner(command: BaseCommand, options: dict[str, Any]) -> None:
 
 
 def runtime_owner(names: list[str]) -> tuple[dict[str, Any], str]:
+    """The runtime owner's entry in ``plan`` and ``owners``: never reconciled."""
     data = {
         "owner_id": RUNTIME_OWNER,
         "runtime": True,

@@ -59,6 +59,7 @@ def queue_list(command: BaseCommand, options: dict[str, Any]) -> None:
 
 
 def queue_action(command: BaseCommand, options: dict[str, Any], action: str, func: Any) -> None:
+    """Run the queue verb ``func`` (pause, resume) and report whether it changed anything."""
     changed = func(options["name"], options["actor"]).changed
     data = {"action": action, "queue": options["name"], "changed": changed}
     emit(

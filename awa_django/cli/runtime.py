@@ -178,6 +178,7 @@ def runtime_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def change(command: BaseCommand, options: dict[str, Any], action: str, call: Any) -> None:
+    """Run ``call`` (a create, edit or delete returning what changed) and report it."""
     try:
         detail = call()
     except InvalidSchedule as exc:
