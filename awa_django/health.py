@@ -34,60 +34,10 @@ from django.db import DatabaseError, InterfaceError, connections, transaction
 from django.db.models import BooleanField, ExpressionWrapper, Q
 
 from .conf import conf
+from .db.sessions import set_local
+from .store import health as store_health
+from .store.health import LiveProcess
 from .terminal import printable
-
-# Written in the snapshot transaction: the database clock minus how long ago
-# the process made progress, so hosts with skewed clocks still agree.
-RECORD_PROGRESS = """
-    UPDATE awa_runtime_instances
-       SET last_pass_at = clock_timestamp() - make_interval(secs => %s)
-     WHERE instance_id = %s
-"""
-
-# Alive: the snapshot thread wrote within two snapshot intervals (plus 5 s
-# of slack for a busy database). Tighter than reconciliation's freshness on
-# purpose: the row of a process that died (say, before a container restart on
-# the same host) must stop counting quickly, or it would fail the probe of
-# its successor. A frozen process (SIGSTOP, swapped out) stops writing too.
-SELECT_LIVE = """
-    SELECT hostname, pid, role, leader,
-           EXTRACT(EPOCH FROM clock_timestamp() - COALESCE(last_pass_at, started_at))::float8,
-           GREATEST(%s, snapshot_interval_ms * 0.003)::float8,
-           last_pass_at IS NULL
-      FROM awa_runtime_instances
-     WHERE NOT shutting_down
-       AND last_seen_at > clock_timestamp() - make_interval(secs => snapshot_interval_ms * 0.002 + 5)
-     ORDER BY started_at DESC
-"""
-
-
-@dataclass(frozen=True)
-class LiveProcess:
-    """A runtime row whose snapshot thread is alive."""
-
-    hostname: str
-    pid: int
-    role: str
-    leader: bool
-    pass_age: float  # seconds since its last pass (since start before the first)
-    pass_limit: float  # the most pass_age may be
-    starting: bool  # no pass recorded yet
-
-    @property
-    def progressing(self) -> bool:
-        return self.pass_age <= self.pass_limit
-
-
-# Active schedules whose next fire is late by more than the threshold; parked
-# rows (year 9999) are reported by cron.invalid, not here.
-SELECT_OVERDUE = """
-    SELECT name, EXTRACT(EPOCH FROM statement_timestamp() - next_fire_at)::float8
-      FROM awa_cron_jobs
-     WHERE paused_at IS NULL AND retired_at IS NULL
-       AND next_fire_at < statement_timestamp() - make_interval(secs => %s)
-     ORDER BY next_fire_at, name
-     LIMIT 11
-"""
 
 ROLES = {"cron": "runcron", "tasks": "runtasks"}
 # The fire statement version this release runs (awa_cron_fire_v8: v7's
@@ -98,28 +48,12 @@ FIRE_STATEMENT_VERSION = 8
 # The first version that knows the execution policies (awa_cron_fire_v5).
 POLICIES_FIRE_VERSION = 5
 
-# Active schedules with an execution policy, and the live runcron processes
-# whose fire statement predates the policies (they fire none of them: the
-# schedule fence refuses it). Same liveness as SELECT_LIVE.
-SELECT_POLICY_GAP = """
-    SELECT (SELECT count(*) FROM awa_cron_jobs
-             WHERE paused_at IS NULL AND retired_at IS NULL
-               AND (overlap <> 'allow' OR starting_deadline IS NOT NULL OR jitter <> 0)),
-           hostname, pid, leader
-      FROM awa_runtime_instances
-     WHERE role = 'runcron' AND NOT shutting_down
-       AND coalesce(cron_fire_version, 0) < %s
-       AND last_seen_at > clock_timestamp() - make_interval(secs => snapshot_interval_ms * 0.002 + 5)
-     ORDER BY leader DESC, started_at DESC
-"""
-
 
 def policy_gap(cursor: Any) -> tuple[int, list[tuple[str, int, bool]]]:
     """(active schedules with execution policies, live runcron processes of a
     release without them as (hostname, pid, leads)); the count is 0 when no such process lives."""
-    cursor.execute(SELECT_POLICY_GAP, [POLICIES_FIRE_VERSION])
-    rows = cursor.fetchall()
-    return (int(rows[0][0]) if rows else 0), [(str(h), int(p), bool(lead)) for _, h, p, lead in rows]
+    count, old = store_health.policy_gap(cursor, POLICIES_FIRE_VERSION)
+    return count, [(p.hostname, p.pid, p.leader) for p in old]
 
 
 def policy_gap_message(count: int, old: list[tuple[str, int, bool]]) -> str | None:
@@ -170,7 +104,7 @@ def record_progress(cursor: Any, instance_id: str, progress: Progress | None) ->
         return
     age = progress.seconds_since()
     if age is not None:
-        cursor.execute(RECORD_PROGRESS, [age, instance_id])
+        store_health.record_progress(cursor, instance_id, age)
 
 
 @dataclass
@@ -247,6 +181,8 @@ def _schedules_check(overdue: list[tuple[str, float]], threshold: float) -> Chec
 
 
 def _declarations_check(undeclared: list[Any]) -> Check:
+    # Imported when a probe runs: actions.declarations imports the models, and
+    # this module imports no model, so it loads before the app registry is ready.
     from .actions.declarations import undeclared_remedy
 
     if not undeclared:
@@ -290,18 +226,13 @@ def probe(
     overdue_after = conf.HEALTH_OVERDUE_AFTER
     try:
         with transaction.atomic(using=using), connections[using].cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(PROBE_TIMEOUT_MS)])
-            cursor.execute(SELECT_LIVE, [max_age])
-            rows = [
-                LiveProcess(str(h), int(p), str(role), bool(lead), float(age), float(limit), bool(st))
-                for h, p, role, lead, age, limit, st in cursor.fetchall()
-            ]
+            set_local(cursor, "statement_timeout", str(PROBE_TIMEOUT_MS))
+            rows = store_health.live_processes(cursor, max_age)
             overdue: list[tuple[str, float]] = []
             undeclared: list[Any] = []
             gap: tuple[int, list[tuple[str, int, bool]]] = (0, [])
             if role != "tasks" and not local_only:
-                cursor.execute(SELECT_OVERDUE, [overdue_after])
-                overdue = [(str(n), float(late)) for n, late in cursor.fetchall()]
+                overdue = [(o.name, o.late) for o in store_health.overdue_schedules(cursor, overdue_after)]
                 undeclared = _undeclared(using)
                 gap = policy_gap(cursor)
     except (DatabaseError, InterfaceError) as exc:
@@ -319,6 +250,7 @@ def probe(
 
 
 def _undeclared(using: str) -> list[Any]:
+    # At call time, as in _declarations_check: it imports the models.
     from .actions.declarations import undeclared_rows
 
     # Booleans computed in SQL: a raw 'infinity' timestamp never reaches Python.

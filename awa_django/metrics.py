@@ -41,6 +41,7 @@ from django.db import DatabaseError, InterfaceError, connections, transaction
 
 from .conf import conf
 from .db import sessions
+from .store.health import GaugeRow, database_gauges, statement_timeout
 from .terminal import printable
 
 if TYPE_CHECKING:
@@ -59,46 +60,8 @@ except ImportError:  # the optional extra is not installed
 AVAILABLE = prometheus_client is not None
 MISSING = "Prometheus metrics need the optional extra: pip install 'awa-django[metrics]'"
 
-# One query for every database gauge (kind, label 1, label 2, value). Its arms
-# read the tables in the lock order of awa_django.db.lock_order (PostgreSQL
-# locks them as it parses the statement, arm by arm), so a migration holding
-# some of them never waits for it while it waits for the migration. Each arm
-# is cheap: awa_cron_jobs is small and indexed on next_fire_at, runtime rows
-# are few; the jobs arm is one aggregate over awa_jobs, which pruning keeps
-# bounded (AWA_JOB_RETENTION), and the statement timeout bounds it anyway.
-DATABASE_GAUGES = """
-    SELECT 'runtimes', role, CASE WHEN leader THEN 'leader' ELSE '' END, count(*)::float8
-      FROM awa_runtime_instances
-     WHERE NOT shutting_down
-       AND last_seen_at + make_interval(secs => GREATEST(30.0, snapshot_interval_ms * 0.003))
-           > clock_timestamp()
-     GROUP BY 2, 3
-    UNION ALL
-    SELECT 'schedules',
-           CASE WHEN retired_at IS NOT NULL THEN 'retired'
-                WHEN paused_at IS NOT NULL THEN 'paused' ELSE 'active' END,
-           '', count(*)::float8
-      FROM awa_cron_jobs GROUP BY 2
-    UNION ALL
-    SELECT 'due', '', '', count(*)::float8 FROM awa_cron_jobs
-     WHERE paused_at IS NULL AND retired_at IS NULL
-       AND (next_fire_at <= statement_timestamp() OR next_fire_at IS NULL)
-    UNION ALL
-    SELECT 'due_age', '', '',
-           COALESCE(EXTRACT(EPOCH FROM statement_timestamp() - min(next_fire_at)), 0)::float8
-      FROM awa_cron_jobs
-     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
-    UNION ALL
-    SELECT 'parked', '', '', count(*)::float8 FROM awa_cron_jobs
-     WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at >= '9999-12-31T00:00:00+00:00'
-    UNION ALL
-    SELECT 'jobs', queue, state, count(*)::float8 FROM awa_jobs GROUP BY queue, state
-    UNION ALL
-    SELECT 'skipped', reason, '', sum(count)::float8 FROM awa_cron_slot_counts GROUP BY reason
-"""
-
 DEFAULT_HOST = "127.0.0.1"
-Rows = list[tuple[str, str, str, float]]
+Rows = list[GaugeRow]
 
 
 def label(value: Any) -> str:
@@ -145,13 +108,11 @@ def process_gauges() -> ProcessGauges:
 
 
 def query_gauges(cursor: Any) -> Rows:
-    """Run :data:`DATABASE_GAUGES` on ``cursor``, inside its transaction, under
-    ``AWA_METRICS_QUERY_TIMEOUT`` (set for this transaction only, so a pooled
-    session keeps its own setting)."""
-    timeout_ms = str(int(conf.METRICS_QUERY_TIMEOUT * 1000))
-    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
-    cursor.execute(DATABASE_GAUGES)
-    return [(str(k), str(a or ""), str(b or ""), float(v)) for k, a, b, v in cursor.fetchall()]
+    """The database gauges (query ``metrics_database_gauges``) on ``cursor``, inside
+    its transaction, under ``AWA_METRICS_QUERY_TIMEOUT`` (set for this transaction
+    only, so a pooled session keeps its own setting)."""
+    sessions.set_local(cursor, "statement_timeout", str(int(conf.METRICS_QUERY_TIMEOUT * 1000)))
+    return database_gauges(cursor)
 
 
 class SharedGauges:
@@ -285,10 +246,9 @@ if prometheus_client is not None:
             opened_here = connection.connection is None
             try:
                 with transaction.atomic(using=self.using), connection.cursor() as cursor:
-                    cursor.execute("SELECT current_setting('statement_timeout')")
-                    previous = cursor.fetchone()[0]
+                    previous = statement_timeout(cursor)
                     rows = query_gauges(cursor)
-                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+                    sessions.set_local(cursor, "statement_timeout", previous)
                 return rows
             except (DatabaseError, InterfaceError) as exc:
                 logger.warning(
@@ -324,7 +284,7 @@ if prometheus_client is not None:
 
 
 def gauge_families(rows: Sequence[tuple[str, str, str, float]]) -> Iterator[Any]:
-    """Turn the rows of :data:`DATABASE_GAUGES` into metric families."""
+    """Turn the rows of :func:`query_gauges` into metric families."""
     jobs = GaugeMetricFamily("awa_jobs", "Jobs in awa_jobs by queue and state.", labels=["queue", "state"])
     schedules = GaugeMetricFamily(
         "awa_cron_schedules", "Schedules by state (active, paused, retired).", labels=["state"]

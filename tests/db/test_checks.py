@@ -12,7 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
-from awa_django import checks
+from awa_django.checks import database as database_checks
+from awa_django.checks import settings as setting_checks
+from awa_django.schedules import checks
 from awa_django.schedules.declaration import periodic
 from tests.helpers.processes import ROOT
 
@@ -117,7 +119,7 @@ def test_checks__are_registered_with_django() -> None:
     from django.core.checks import registry
 
     registered = registry.registry.get_checks()
-    for check in (checks.check_schedules, checks.check_settings, checks.check_database):
+    for check in (checks.check_schedules, setting_checks.check_settings, database_checks.check_database):
         assert check in registered
 
 
@@ -341,7 +343,7 @@ def test_checks__report_every_problem_at_once() -> None:
 # --- E020: durations and the catch-up limit -------------------------------------------------
 
 
-@pytest.mark.parametrize("key", checks.DURATION_SETTINGS)
+@pytest.mark.parametrize("key", setting_checks.DURATION_SETTINGS)
 @pytest.mark.parametrize("value", [-1, -0.5, "5", None, True, float("nan"), float("inf")], ids=repr)
 def test_check_settings__e020_bad_duration(key: str, value: Any) -> None:
     with override_settings(**{key: value}):
@@ -351,7 +353,7 @@ def test_check_settings__e020_bad_duration(key: str, value: Any) -> None:
     assert repr(value) in message.msg
 
 
-@pytest.mark.parametrize("key", checks.INTERVAL_SETTINGS)
+@pytest.mark.parametrize("key", setting_checks.INTERVAL_SETTINGS)
 @pytest.mark.parametrize("value", [0, -1, "5", None, float("nan")], ids=repr)
 def test_check_settings__e020_intervals_must_be_positive(key: str, value: Any) -> None:
     with override_settings(**{key: value}):
@@ -359,7 +361,7 @@ def test_check_settings__e020_intervals_must_be_positive(key: str, value: Any) -
     assert message.msg.startswith(f"{key} ") and "> 0" in message.msg
 
 
-@pytest.mark.parametrize("key", checks.INTERVAL_SETTINGS)
+@pytest.mark.parametrize("key", setting_checks.INTERVAL_SETTINGS)
 def test_check_settings__fractional_intervals_are_valid(key: str) -> None:
     # Rescue must stay well above the heartbeat interval (checked below).
     with override_settings(**{key: 0.25, "AWA_HEARTBEAT_INTERVAL": 0.1 if key == "AWA_RESCUE_AFTER" else 5}):
@@ -372,7 +374,7 @@ def test_check_settings__rescue_must_exceed_twice_the_heartbeat() -> None:
     assert message.msg.startswith("AWA_RESCUE_AFTER (9) must exceed twice AWA_HEARTBEAT_INTERVAL")
 
 
-@pytest.mark.parametrize("key", checks.DURATION_SETTINGS)
+@pytest.mark.parametrize("key", setting_checks.DURATION_SETTINGS)
 def test_check_settings__zero_and_fractional_durations_are_valid(key: str) -> None:
     with override_settings(**{key: 0}):
         assert awa_messages() == []
@@ -420,7 +422,7 @@ def test_check_database__e022_leader_alias_not_a_string(alias: Any) -> None:
 
 
 def test_check_database__postgresql_default_alias_is_valid() -> None:
-    assert checks.check_database() == []
+    assert database_checks.check_database() == []
 
 
 # --- manage.py check --------------------------------------------------------------------
@@ -519,7 +521,10 @@ def test_checks__every_error_id_is_documented_and_every_documented_one_is_report
     pattern = r"awa_django\.E\d{3}"
     documented = set(re.findall(pattern, (ROOT / "docs/reference/checks.md").read_text()))
     sources = (
-        ROOT / "awa_django/checks.py",
+        *(ROOT / "awa_django/checks").glob("*.py"),
+        ROOT / "awa_django/schedules/checks.py",
+        ROOT / "awa_django/tasks/checks.py",
+        ROOT / "awa_django/reconciliation/checks.py",
         ROOT / "awa_django/tasks/backend.py",
         ROOT / "awa_django/conf.py",
     )
@@ -531,14 +536,14 @@ def test_checks__every_error_id_is_documented_and_every_documented_one_is_report
 def test_check_sql_objects__e050_reports_a_dropped_or_replaced_function() -> None:
     from django.db import connection
 
-    assert checks.check_sql_objects(databases=["default"]) == []
+    assert database_checks.check_sql_objects(databases=["default"]) == []
     with connection.cursor() as cursor:
         cursor.execute("COMMENT ON FUNCTION awa_claim_v2(text[], integer, text) IS 'hand-edited'")
         cursor.execute(
             "ALTER FUNCTION awa_release_v2(bigint, integer, interval, interval, jsonb) RENAME TO awa_release_gone"
         )
     try:
-        messages = checks.check_sql_objects(databases=["default"])
+        messages = database_checks.check_sql_objects(databases=["default"])
     finally:
         with connection.cursor() as cursor:
             cursor.execute(
@@ -569,7 +574,7 @@ def test_check_sql_objects__e050_reports_a_body_replaced_by_hand_with_the_same_c
         cursor.execute("SELECT obj_description('awa_cron_protocol_version()'::regprocedure, 'pg_proc')")
         comment = cursor.fetchone()[0]
     try:
-        messages = checks.check_sql_objects(databases=["default"])
+        messages = database_checks.check_sql_objects(databases=["default"])
     finally:
         with connection.cursor() as cursor:
             cursor.execute(original)
@@ -581,7 +586,7 @@ def test_check_sql_objects__e050_reports_a_body_replaced_by_hand_with_the_same_c
             "(replaced by hand) in database 'default'",
         )
     ]
-    assert checks.check_sql_objects(databases=["default"]) == []
+    assert database_checks.check_sql_objects(databases=["default"]) == []
 
 
 @pytest.mark.django_db
@@ -612,7 +617,7 @@ def test_check_sql_objects__a_faithful_install_matches_every_shipped_body() -> N
         installed = {name: body_hash(source) for name, source in cursor.fetchall()}
     assert set(shipped) == declared and len(shipped) >= 25
     assert installed == shipped
-    assert checks.check_sql_objects(databases=["default"]) == []
+    assert database_checks.check_sql_objects(databases=["default"]) == []
 
 
 # --- E090: the admin's overdue threshold ------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
-from awa_django import checks
+from awa_django.checks import database as checks
 from awa_django.db.sqlfiles import read_sql
 from awa_django.models import Job
 from awa_django.schedules.validation import RUN_AFTER_MAX, RUN_AFTER_MIN

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.test import override_settings
 
-from awa_django.checks import check_poolers
+from awa_django.checks.poolers import check_poolers
 from awa_django.db.aliases import listen_alias, pooler_warning
 
 
@@ -79,7 +79,7 @@ def test_check_poolers__e100_for_a_listen_alias_that_is_not_postgresql() -> None
 
 
 def test_check_setting_limits__e020_for_non_positive_observability_durations() -> None:
-    from awa_django.checks import check_setting_limits
+    from awa_django.checks.settings import check_setting_limits
 
     assert check_setting_limits() == []
     with override_settings(AWA_HEALTH_MAX_PASS_AGE=0, AWA_METRICS_QUERY_TIMEOUT="5"):
@@ -89,7 +89,7 @@ def test_check_setting_limits__e020_for_non_positive_observability_durations() -
 
 
 def test_check_pgbouncer_sessions__postgresql_itself_is_not_a_pgbouncer(db: Any) -> None:
-    from awa_django.checks import check_pgbouncer_sessions
+    from awa_django.checks.poolers import check_pgbouncer_sessions
     from awa_django.db.aliases import probe_pgbouncer
 
     assert probe_pgbouncer("default") is None

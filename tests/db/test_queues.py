@@ -25,7 +25,7 @@ from awa_django.actions.queues import (
     resume_queue,
     retry_job,
 )
-from awa_django.management.commands.awa import default_actor
+from awa_django.cli.arguments import default_actor
 from awa_django.models import Job, JobState, QueueMeta
 from tests.factories import JobFactory
 from tests.helpers.database import db_now, raw_connection

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from awa_django import checks
+from awa_django.checks import database as checks
 
 pytestmark = pytest.mark.django_db
 

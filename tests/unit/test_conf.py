@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from awa_django import checks
+from awa_django.checks import settings as checks
 from awa_django.conf import DEFAULTS, SETTINGS, AwaSettings, Kind, conf
 
 # Kinds the table check validates; the others have dedicated checks (E001, E022, E040/E041, E100).

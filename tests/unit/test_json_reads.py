@@ -44,8 +44,8 @@ RULE_2 = (
 
 # (module path, function) -> the text it decodes, which no column holds.
 NOT_A_COLUMN = {
-    ("cli.py", "json_value"): "a --args/--kwargs command-line argument (catches RecursionError)",
-    ("cli.py", "option_pair"): "a --option KEY=VALUE command-line argument (catches RecursionError)",
+    ("cli/runtime.py", "json_value"): "a --args/--kwargs command-line argument (catches RecursionError)",
+    ("cli/runtime.py", "option_pair"): "a --option KEY=VALUE command-line argument (catches RecursionError)",
     ("admin/schedule_forms.py", "_decoded"): "an admin form's args/kwargs text (catches RecursionError)",
     ("schedules/builder.py", "_json"): "a round trip of json.dumps of a declared value",
     ("actions/runtime_schedules.py", "_stored"): "a round trip of json.dumps of a value just built",
@@ -54,7 +54,7 @@ NOT_A_COLUMN = {
 }
 
 # Modules opening psycopg connections that read no table (server probes, PgBouncer's console).
-RAW_CONNECTIONS = {"db/sessions.py", "db/aliases.py", "checks.py"}
+RAW_CONNECTIONS = {"db/sessions.py", "db/aliases.py", "checks/database.py"}
 
 DECODING_CALLS = {"loads", "load", "JSONDecoder", "raw_decode"}
 JSON_SQL = re.compile(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from awa_django.cli import ROW_FIELDS
+from awa_django.cli.cron import ROW_FIELDS
 from awa_django.cron import search
 from awa_django.reconciliation.manifest import DEFINITION_KEYS as MANIFEST_KEYS
 from awa_django.reconciliation.manifest import manifest_for

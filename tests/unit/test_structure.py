@@ -37,7 +37,7 @@ PUBLIC_REEXPORTS = {
     "taskpaths",
     "worker",
 }
-SUBPACKAGES = ("actions", "cron", "db", "reconciliation", "scheduler", "schedules", "tasks")
+SUBPACKAGES = ("actions", "checks", "cli", "cron", "db", "reconciliation", "scheduler", "schedules", "tasks")
 
 
 def _modules() -> list[Path]:

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from awa_django.cli import bounded_int, text_of
+from awa_django.cli.arguments import bounded_int, text_of
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 
 from ... import metrics
