@@ -20,6 +20,7 @@ import pytest
 from awa_django import cli
 from awa_django.actions.runtime_schedules import create_schedule, update_schedule
 from awa_django.admin.schedule_forms import FORM_OPTIONS, OPTIONS_NOT_IN_FORM, RUNTIME_FIELDS
+from awa_django.cli import runtime as cli_runtime
 from awa_django.schedules import flow
 from awa_django.schedules.builder import build_schedule
 from awa_django.schedules.declaration import periodic
@@ -68,11 +69,11 @@ def test_options__create_schedule_names_some_and_takes_the_rest() -> None:
 def test_options__cli_flags_and_option_keys() -> None:
     """Each dedicated flag of ``awa cron create|edit`` sets an option; every other
     option is given with ``--option KEY=VALUE``, whose keys are SETTINGS_KEYS."""
-    assert option_differences("awa cron create's flags", cli.RUNTIME_FLAGS.values(), partial=True) == []
+    assert option_differences("awa cron create's flags", cli_runtime.RUNTIME_FLAGS.values(), partial=True) == []
     for option in OPTIONS:
-        assert cli.option_pair(f"{option}=1") == (option, 1)
+        assert cli_runtime.option_pair(f"{option}=1") == (option, 1)
     with pytest.raises(Exception, match="not a schedule option"):
-        cli.option_pair("name=x")
+        cli_runtime.option_pair("name=x")
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -89,7 +90,7 @@ def test_options__cli_flags_are_the_runtime_flags_and_say_the_ranges(verb: str) 
     cli.add_arguments(parser)
     actions = {a.dest: a for a in _subparser(_subparser(parser, "cron"), verb)._actions}
     flags = set(actions) - {"help", "name", "actor", "option", "json"}
-    assert flags == set(cli.RUNTIME_FLAGS), flags ^ set(cli.RUNTIME_FLAGS)
+    assert flags == set(cli_runtime.RUNTIME_FLAGS), flags ^ set(cli_runtime.RUNTIME_FLAGS)
     for option in ("priority", "max_attempts", "every"):
         bounds = RANGES[option]
         assert f"{bounds.low} to {bounds.high}" in str(actions[option].help), option
