@@ -24,7 +24,7 @@ from ..db.guards import bound_transaction_waits
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..models import Job, QueueMeta
 from ..schedules.validation import queue_problem, text_problem
-from ..tasks import jobs
+from ..store import jobs
 from ..tasks.backend import AwaBackend
 from ..tasks.compat import task_backends
 from .common import ActionResult, require_actor, require_schedule_name
