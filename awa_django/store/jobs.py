@@ -46,12 +46,14 @@ __all__ = [
     "held_back",
     "insert",
     "insert_keyed",
+    "invalid_timestamps",
     "job_rows",
     "key_holder",
     "prune_batch",
     "release",
     "rescue",
     "retry",
+    "state",
     "state_of",
     "unique_key_holder_of",
 ]
@@ -419,3 +421,16 @@ def fetch_result(cursor: Cursor, job_id: int) -> JobRow | None:
     cursor.execute(query("job_result_by_id"), {"id": job_id})
     rows = job_rows(cursor)
     return rows[0] if rows else None
+
+
+def invalid_timestamps(cursor: Cursor, job_id: int) -> str | None:
+    """What makes job ``job_id``'s row unloadable ("run_at -infinity, ..."), or None."""
+    cursor.execute(query("job_invalid_timestamps"), {"id": job_id})
+    row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
+def state(cursor: Cursor, job_id: int) -> str | None:
+    """Job ``job_id``'s state, None when there is no such job."""
+    cursor.execute(query("job_state"), {"id": job_id})
+    return _state(cursor)
