@@ -54,7 +54,7 @@ SELECT h.id, h.unique_key
 -- name: count_prunable_jobs
 -- How many finished jobs finished more than age ago.
 SELECT count(*) FROM awa_jobs
- WHERE state IN ('completed', 'failed', 'cancelled') AND finished_at < clock_timestamp() - %(age)s;
+ WHERE state IN ('completed', 'failed', 'cancelled') AND finished_at < clock_timestamp() - %(age)s::interval;
 
 -- name: prune_jobs_batch
 -- Delete up to limit jobs finished more than age ago, through the
@@ -65,7 +65,7 @@ SELECT count(*) FROM awa_jobs
 DELETE FROM awa_jobs
  WHERE id IN (SELECT id FROM awa_jobs
                WHERE state IN ('completed', 'failed', 'cancelled')
-                 AND finished_at < clock_timestamp() - %(age)s
+                 AND finished_at < clock_timestamp() - %(age)s::interval
                LIMIT %(limit)s
                  FOR UPDATE SKIP LOCKED)
-   AND state IN ('completed', 'failed', 'cancelled') AND finished_at < clock_timestamp() - %(age)s;
+   AND state IN ('completed', 'failed', 'cancelled') AND finished_at < clock_timestamp() - %(age)s::interval;
