@@ -20,7 +20,7 @@ __all__ = ["INVALID", "JOB_JSON_COLUMNS", "JobRow", "job_row"]
 
 JOB_JSON_COLUMNS = ("args", "metadata", "errors", "result")
 # What a column that cannot be decoded reads as (its reason goes to args).
-_EMPTY: dict[str, Any] = {"metadata": {}, "errors": []}
+_EMPTY: dict[str, Any] = {"metadata": {}, "errors": []}  # Any: an empty object or array
 # Columns whose undecodable value does not stop the job: the errors of earlier
 # attempts are a record, not an input, so the next attempt runs and its failure
 # (if any) replaces them with a note (awa_errors_append_v1).
@@ -32,7 +32,8 @@ ERRORS_DROPPED = "awa_django.exceptions.ErrorsDropped"
 
 
 # ``values`` is any row sequence a cursor returns (a tuple from psycopg or
-# Django's cursor), and the dict's values are whatever the columns hold.
+# Django's cursor), and the dict's values are whatever the columns hold: the
+# leader's fire statement keeps such dicts (args deferred); JobRow types them.
 def job_row(columns: Sequence[str], values: Any, defer_args: bool = False) -> dict[str, Any]:
     """A raw ``awa_jobs`` row as a dict, with JSON columns decoded.
 

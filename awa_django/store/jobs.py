@@ -132,7 +132,7 @@ def held_back(cursor: Cursor, queues: Sequence[str] | None, limited: Sequence[st
     return bool(cursor.fetchone()[0])
 
 
-def _done_arrays(done: Sequence[Done]) -> dict[str, list[Any]]:
+def _done_arrays(done: Sequence[Done]) -> dict[str, list[Any]]:  # Any: ints or JSON text
     return {
         "ids": [d.id for d in done],
         "attempts": [d.attempt for d in done],
@@ -223,7 +223,7 @@ def _state(cursor: Cursor) -> str | None:
     return None if row is None else row[0]
 
 
-# An error entry is a JSON object whose values are any JSON value.
+# ``error``: an error entry, a JSON object whose values are any JSON value.
 def fail(cursor: Cursor, job_id: int, attempt: int, error: dict[str, Any], retry_in: timedelta) -> str | None:
     """Record a failed attempt: 'retryable' (again in ``retry_in``) or 'failed'; None when stale."""
     params = {"id": job_id, "attempt": attempt, "error": json.dumps(error), "retry_in": retry_in}

@@ -2,7 +2,7 @@
 
 Every report goes through :meth:`Outcomes.report`: a lost connection is
 retried on a fresh one for up to ``AWA_REPORT_RETRY_TIMEOUT`` (the SQL in
-:mod:`awa_django.tasks.jobs` is fenced by the attempt, so a retry cannot
+:mod:`awa_django.store.jobs` is fenced by the attempt, so a retry cannot
 record two outcomes). Failures are recorded at once, by the task thread.
 
 Successful attempts are completed in batches (a group commit): the task thread
@@ -34,6 +34,7 @@ from ..conf import conf
 from ..exceptions import UnstorableResult
 from ..store import jobs
 from ..store.job_rows import JobRow
+from ..store.jobs import Cursor
 from .backend import AwaBackend
 from .compat import Task, TaskResult, TaskResultStatus, task_finished
 from .paths import TaskNotHere
@@ -162,7 +163,7 @@ class Outcomes:
         self._idle = threading.Condition(self._lock)
 
     # -- retries ---------------------------------------------------------------
-    def report(self, what: str, label: Any, op: Callable[[Any, bool], T]) -> T:
+    def report(self, what: str, label: Any, op: Callable[[Cursor, bool], T]) -> T:
         """Run ``op(cursor, retried)``, retrying on a fresh connection while it fails to connect.
 
         ``retried`` tells ``op`` that an earlier try may have committed before
@@ -201,13 +202,13 @@ class Outcomes:
                 delay = min(delay * 2, REPORT_RETRY_MAX_DELAY)
 
     def _fenced(
-        self, what: str, row: JobRow, call: Callable[[Any], str | None], done: tuple[str, ...]
+        self, what: str, row: JobRow, call: Callable[[Cursor], str | None], done: tuple[str, ...]
     ) -> str | None:
         """Report one attempt; when a retry finds the fence spent, the row tells
         whether our earlier try committed (its state is one of ``done``)."""
         job_id, attempt = row.id, row.attempt
 
-        def op(cursor: Any, retried: bool) -> str | None:
+        def op(cursor: Cursor, retried: bool) -> str | None:
             state = call(cursor)
             if state is None and retried and done:
                 found = jobs.state_of(cursor, job_id, attempt)
@@ -358,7 +359,7 @@ class Outcomes:
         a claim whose connection breaks.
         """
 
-        def op(cursor: Any, retried: bool) -> tuple[list[JobRow], list[JobRow]]:
+        def op(cursor: Cursor, retried: bool) -> tuple[list[JobRow], list[JobRow]]:
             claimed: list[JobRow] = []
             if limit is None:
                 rows = jobs.complete(cursor, done)
