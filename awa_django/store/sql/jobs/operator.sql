@@ -23,7 +23,7 @@ UPDATE awa_jobs
        errors = awa_errors_append_v1(errors, jsonb_build_object(
            'exception_class_path', 'awa_django.exceptions.JobCancelled',
            'traceback', 'cancelled by ' || %(actor)s), %(max_bytes)s, %(max_depth)s)
- WHERE id = ANY (%(ids)s::bigint[])
+ WHERE id = ANY (%(ids)s)
    AND state IN ('available', 'scheduled', 'retryable')
 RETURNING id;
 
