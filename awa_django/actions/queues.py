@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connections, transaction
@@ -87,7 +87,7 @@ class QueueStatus:
     """A queue as operators see it."""
 
     queue: str
-    paused_at: Any
+    paused_at: datetime | None
     paused_by: str | None
     counts: dict[str, int]
     # QUEUE_LIMITS as the claim enforces them: {"rate": n, "period": seconds, "concurrency": m}.

@@ -228,6 +228,7 @@ class AwaBackend(BaseTaskBackend):
         return messages
 
 
+# ``payload``: the call's args, any JSON value.
 def _new_row(job: jobs.NewJob, payload: Any, max_attempts: int, done: jobs.Inserted) -> JobRow:
     """The row of a job just inserted, as the database holds it (``payload``:
     its args as JSON values), without reading it back."""
@@ -245,6 +246,8 @@ def _new_row(job: jobs.NewJob, payload: Any, max_attempts: int, done: jobs.Inser
     )
 
 
+# ``rows``: the fire statement's job rows as the leader keeps them (dicts of
+# store.job_rows.job_row, args decoded); ``send``: the announcer's signal sender.
 def announce_fires(rows: Iterable[dict[str, Any]], send: Callable[..., Any] | None = None) -> None:
     """Send ``task_enqueued`` for committed cron-fire job rows.
 
