@@ -3,7 +3,7 @@
 The search matches the term against a bounded part of each job's errors (the
 class and the last ERROR_TAIL_CHARS of the traceback, of the latest
 SEARCHED_ERRORS attempts, and nothing of errors stored larger than
-AWA_MAX_ARGS_BYTES: awa_django.admin.jobs.ERRORS_TEXT_SQL). This script
+AWA_MAX_ARGS_BYTES: the store's job_errors_text_expression). This script
 times that expression against the one it replaced (every attempt's whole
 traceback), on a table of ordinary failed jobs plus a few rows written by
 hand with 10 MB tracebacks (incompressible text, as PostgreSQL stores it).
@@ -31,8 +31,9 @@ import django
 
 django.setup()
 
-from awa_django.admin.jobs import ERROR_TAIL_CHARS, ERRORS_TEXT_SQL, SEARCHED_ERRORS  # noqa: E402
+from awa_django.admin.jobs import ERROR_TAIL_CHARS, SEARCHED_ERRORS  # noqa: E402
 from awa_django.db import jsonb  # noqa: E402
+from awa_django.store.queries import query  # noqa: E402
 
 # The expression the search used before: every attempt's whole class and traceback.
 UNBOUNDED_SQL = """
@@ -92,7 +93,7 @@ def timed(cursor: psycopg.Cursor, sql: str, term: str) -> float:
 def main() -> None:
     url = os.environ["DATABASE_URL"]
     with psycopg.connect(url) as conn, conn.cursor() as cursor:
-        bounded = ERRORS_TEXT_SQL
+        bounded = query("job_errors_text_expression")
         for value in (jsonb.max_bytes(), ERROR_TAIL_CHARS, SEARCHED_ERRORS):
             bounded = bounded.replace("%s", str(value), 1)
         fill_ordinary(cursor)

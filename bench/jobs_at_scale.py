@@ -90,7 +90,7 @@ def measure(campaign: Campaign, rows: int) -> dict[str, Any]:
     from django.db import connection
 
     from awa_django.actions.queues import prune_jobs
-    from awa_django.tasks import jobs
+    from awa_django.store import jobs
     from tests.testapp.tasks import record
 
     out: dict[str, Any] = {"rows_generated": rows, "generate_s": round(generate(campaign, rows), 1)}

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import connections
 
-from awa_django.scheduler.evaluator import job_row
+from awa_django.store.job_rows import job_row
 from awa_django.tasks.backend import AwaBackend
 from awa_django.tasks.compat import Task, TaskResult
 from awa_django.tasks.worker import Worker

@@ -11,20 +11,18 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connections, transaction
-from django.db.models import Count, Q
-from django.db.models.functions import Now
+from django.db.models import Q
 
 from ..conf import MAX_RETENTION, Kind, conf
 from ..db import timestamps
 from ..db.guards import bound_transaction_waits
 from ..exceptions import OperationRefused, ScheduleNotFound
-from ..models import Job, QueueMeta
 from ..schedules.validation import queue_problem, text_problem
-from ..tasks import jobs
+from ..store import jobs, queues
 from ..tasks.backend import AwaBackend
 from ..tasks.compat import task_backends
 from .common import ActionResult, require_actor, require_schedule_name
@@ -89,7 +87,7 @@ class QueueStatus:
     """A queue as operators see it."""
 
     queue: str
-    paused_at: Any
+    paused_at: datetime | None
     paused_by: str | None
     counts: dict[str, int]
     # QUEUE_LIMITS as the claim enforces them: {"rate": n, "period": seconds, "concurrency": m}.
@@ -109,10 +107,9 @@ def queue_limits(using: str = "default") -> dict[str, dict[str, int]]:
 
 def list_queues(using: str = "default") -> list[QueueStatus]:
     """Every queue that has jobs, operator state or limits, with job counts by state."""
-    counts: dict[str, dict[str, int]] = {}
-    for row in Job.objects.using(using).values("queue", "state").annotate(n=Count("id")):
-        counts.setdefault(row["queue"], {})[row["state"]] = row["n"]
-    meta = {m.queue: m for m in QueueMeta.objects.using(using).all()}
+    with connections[using].cursor() as cursor:
+        counts = queues.job_counts(cursor)
+        meta = queues.queue_meta(cursor)
     limits = queue_limits(using)
     return [
         QueueStatus(
@@ -127,7 +124,8 @@ def list_queues(using: str = "default") -> list[QueueStatus]:
 
 
 def is_queue_paused(queue: str, using: str = "default") -> bool:
-    return QueueMeta.objects.using(using).filter(queue=queue, paused_at__isnull=False).exists()
+    with connections[using].cursor() as cursor:
+        return queues.paused(cursor, queue)
 
 
 def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
@@ -137,10 +135,12 @@ def pause_queue(queue: str, actor: str, using: str = "default") -> ActionResult:
     with transaction.atomic(using=using):
         with connections[using].cursor() as cursor:
             bound_transaction_waits(cursor)
-        meta, _ = QueueMeta.objects.using(using).select_for_update().get_or_create(queue=queue)
-        if meta.paused_at is not None:
-            return ActionResult("pause_queue", [], name=queue, detail=f"already paused by {meta.paused_by}")
-        QueueMeta.objects.using(using).filter(queue=queue).update(paused_at=Now(), paused_by=actor)
+            meta = queues.lock_meta(cursor, queue)
+            if meta.paused_at is not None:
+                return ActionResult(
+                    "pause_queue", [], name=queue, detail=f"already paused by {meta.paused_by}"
+                )
+            queues.pause(cursor, queue, actor)
     logger.info(
         "queue %s paused by %s", queue, actor, extra={"event": "queue.paused", "queue": queue, "actor": actor}
     )
@@ -154,11 +154,7 @@ def resume_queue(queue: str, actor: str, using: str = "default") -> ActionResult
     with transaction.atomic(using=using):
         with connections[using].cursor() as cursor:
             bound_transaction_waits(cursor)  # a frozen pause may hold the row
-        changed = (
-            QueueMeta.objects.using(using)
-            .filter(queue=queue, paused_at__isnull=False)
-            .update(paused_at=None, paused_by=None)
-        )
+            changed = queues.resume(cursor, queue)
     if not changed:
         return ActionResult("resume_queue", [], name=queue, detail="not paused")
     logger.info(
@@ -202,8 +198,8 @@ def _refuse_impossible_timestamps(exc: IntegrityError, job_id: int, using: str) 
         != timestamps.JOB_TIMESTAMPS_CHECK
     ):
         return
-    job = timestamps.with_safe_timestamps(Job.objects.using(using).filter(id=job_id).only("id")).first()
-    why = (timestamps.invalid(job) if job is not None else None) or "?"
+    with connections[using].cursor() as cursor:
+        why = jobs.invalid_timestamps(cursor, job_id) or "?"
     raise OperationRefused(
         f"job {job_id} cannot be retried: it holds a timestamp no job can have ({why}); "
         "correct or delete the row"
@@ -315,7 +311,8 @@ def cancel_job(job_id: int, actor: str, using: str = "default") -> None:
     """
     if cancel_jobs([_job_id(job_id)], actor, using=using):
         return
-    found = Job.objects.using(using).filter(id=job_id).values_list("state", flat=True).first()
+    with connections[using].cursor() as cursor:
+        found = jobs.state(cursor, job_id)
     if found is None:
         raise OperationRefused(f"job {job_id} does not exist")
     raise OperationRefused(f"job {job_id} is {found}; only jobs not yet running can be cancelled")

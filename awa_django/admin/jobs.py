@@ -14,9 +14,8 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.core.paginator import Paginator
-from django.db import connections
-from django.db.models import DurationField, Q, QuerySet, TextField
-from django.db.models.expressions import RawSQL
+from django.db import connections, router
+from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KT
 from django.http import HttpRequest
 from django.urls import reverse
@@ -25,9 +24,10 @@ from django.utils.safestring import SafeString
 
 from ..actions import queues
 from ..db import jsonb
-from ..db.timestamps import TIMESTAMP_HIGH, TIMESTAMP_LOW, with_safe_timestamps
 from ..db.timestamps import shown as invalid_shown
+from ..db.timestamps import with_safe_timestamps
 from ..models import CronJob, Job, JobState, QueueMeta
+from ..store import jobs_admin
 from ..terminal import printable, printable_lines
 from .common import (
     ReadOnlyAdmin,
@@ -53,61 +53,20 @@ WAITING_STATES = (JobState.AVAILABLE, JobState.SCHEDULED, JobState.RETRYABLE)
 # The schedule filter offers at most this many names (any other works as ?cron_name=).
 SCHEDULE_CHOICES = 100
 
-# The latest attempt's error, read in SQL so the list never loads ``errors``
-# (every attempt's traceback, any size): its class and the end of its
-# traceback, where Python writes the exception's own lines.
+# The end of a traceback the list shows, where Python writes the exception's
+# own lines; the search reads as much of each of the latest SEARCHED_ERRORS
+# attempts (store.jobs_admin.errors_text), so a search costs the same
+# whatever the rows hold (bench/admin_search.py).
 ERROR_TAIL_CHARS = 2000
-# Errors stored larger than AWA_MAX_ARGS_BYTES (only raw SQL writes them) are
-# not read at all: pg_column_size is the stored size, and awa_jobs.errors is
-# stored uncompressed (0025_bounded_errors), so it is the real one.
-LAST_ERROR_CLASS_SQL = """
-    CASE WHEN pg_column_size(awa_jobs.errors) <= %s
-         THEN left(awa_jobs.errors -> -1 ->> 'exception_class_path', 300)
-         ELSE 'not read: errors stored over AWA_MAX_ARGS_BYTES' END
-"""
-LAST_ERROR_TAIL_SQL = """
-    CASE WHEN pg_column_size(awa_jobs.errors) <= %s THEN right(awa_jobs.errors -> -1 ->> 'traceback', %s) END
-"""
-# What the search reads of each job's errors (errors may hold any JSON, of
-# any size when written by raw SQL): of its latest SEARCHED_ERRORS entries,
-# the class and the end of the traceback (where Python writes the exception's
-# own lines, as the list shows them); and nothing of errors stored larger
-# than AWA_MAX_ARGS_BYTES (pg_column_size reads the stored size without
-# fetching the value; the column is stored uncompressed, so a value that
-# compresses well cannot pass for a small one): such a job, which no reader decodes, is found by its
-# task path or schedule only. So a search costs the same whatever the rows
-# hold (bench/admin_search.py).
 SEARCHED_ERRORS = 100
-ERRORS_TEXT_SQL = """
-    CASE WHEN pg_column_size(awa_jobs.errors) <= %s THEN
-        CASE WHEN jsonb_typeof(awa_jobs.errors) = 'array' THEN
-            (SELECT string_agg(concat_ws(' ', left(e ->> 'exception_class_path', 300),
-                                         right(e ->> 'traceback', %s)), ' ')
-               FROM jsonb_array_elements(awa_jobs.errors) WITH ORDINALITY AS a(e, n)
-              WHERE n > jsonb_array_length(awa_jobs.errors) - %s)
-        END
-    END
-"""
-# How long the latest attempt ran, or has been running; none when a timestamp
-# no datetime holds is involved (PostgreSQL refuses to subtract 'infinity').
-DURATION_SQL = f"""
-    CASE WHEN NOT coalesce(awa_jobs.attempted_at BETWEEN '{TIMESTAMP_LOW}' AND '{TIMESTAMP_HIGH}', FALSE)
-              OR NOT coalesce(awa_jobs.finished_at BETWEEN '{TIMESTAMP_LOW}' AND '{TIMESTAMP_HIGH}', TRUE)
-         THEN NULL
-         WHEN awa_jobs.finished_at IS NOT NULL THEN awa_jobs.finished_at - awa_jobs.attempted_at
-         WHEN awa_jobs.state = 'running' THEN statement_timestamp() - awa_jobs.attempted_at
-    END
-"""
 
 
 def with_last_error(queryset: QuerySet[Job]) -> QuerySet[Job]:
     """``queryset`` with what :func:`error_line` needs and the latest attempt's duration."""
     return queryset.annotate(
-        awa_error_class=RawSQL(LAST_ERROR_CLASS_SQL, [jsonb.max_bytes()], output_field=TextField()),
-        awa_error_tail=RawSQL(
-            LAST_ERROR_TAIL_SQL, [jsonb.max_bytes(), ERROR_TAIL_CHARS], output_field=TextField()
-        ),
-        awa_duration=RawSQL(DURATION_SQL, [], output_field=DurationField()),
+        awa_error_class=jobs_admin.last_error_class(jsonb.max_bytes()),
+        awa_error_tail=jobs_admin.last_error_tail(jsonb.max_bytes(), ERROR_TAIL_CHARS),
+        awa_duration=jobs_admin.duration(),
     )
 
 
@@ -157,11 +116,10 @@ class EstimatedCountPaginator(Paginator):  # type: ignore[type-arg]
             return capped
         if not queryset.query.where:
             with connections[queryset.db].cursor() as cursor:
-                cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'awa_jobs'::regclass")
-                row = cursor.fetchone()
-            if row and row[0] > capped:
+                estimate = jobs_admin.estimated_count(cursor)
+            if estimate is not None and estimate > capped:
                 self.estimate = "about"
-                return int(row[0])
+                return estimate
         self.estimate = "more than"
         return COUNT_CAP
 
@@ -176,8 +134,8 @@ class QueueFilter(admin.SimpleListFilter):
         names: set[str] = set()
         for backend in getattr(settings, "TASKS", {}).values():
             names.update(backend.get("QUEUES") or [])
-        names.update(QueueMeta.objects.values_list("queue", flat=True))
-        names.update(CronJob.objects.values_list("queue", flat=True).distinct())
+        with connections[router.db_for_read(QueueMeta)].cursor() as cursor:
+            names.update(jobs_admin.known_queue_names(cursor))
         if self.value():
             names.add(str(self.value()))
         return [(n, printable(n)) for n in sorted(names)]
@@ -193,7 +151,8 @@ class KindFilter(admin.SimpleListFilter):
     parameter_name = "kind"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        kinds = set(CronJob.objects.values_list("kind", flat=True).distinct())
+        with connections[router.db_for_read(CronJob)].cursor() as cursor:
+            kinds = jobs_admin.schedule_kinds(cursor)
         if self.value():
             kinds.add(str(self.value()))
         return [(k, printable(k)) for k in sorted(kinds)]
@@ -210,7 +169,8 @@ class CronNameFilter(admin.SimpleListFilter):
     parameter_name = "cron_name"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        names = set(CronJob.objects.order_by("name").values_list("name", flat=True)[:SCHEDULE_CHOICES])
+        with connections[router.db_for_read(CronJob)].cursor() as cursor:
+            names = jobs_admin.first_schedule_names(cursor, SCHEDULE_CHOICES)
         if self.value():
             names.add(str(self.value()))
         return [(n, printable(n)) for n in sorted(names)]
@@ -311,16 +271,12 @@ class JobAdmin(ReadOnlyAdmin):
         """The whole term, case-insensitively, in the task path, the schedule
         name or an attempt's error: the class, or the end of the traceback
         (``ERROR_TAIL_CHARS``), of each of the latest ``SEARCHED_ERRORS``
-        attempts (see :data:`ERRORS_TEXT_SQL`)."""
+        attempts (see :func:`awa_django.store.jobs_admin.errors_text`)."""
         term = search_term.strip()
         if term:
             queryset = queryset.alias(
                 awa_cron_key=KT("metadata__cron_name"),
-                awa_errors_text=RawSQL(
-                    ERRORS_TEXT_SQL,
-                    [jsonb.max_bytes(), ERROR_TAIL_CHARS, SEARCHED_ERRORS],
-                    output_field=TextField(),
-                ),
+                awa_errors_text=jobs_admin.errors_text(jsonb.max_bytes(), ERROR_TAIL_CHARS, SEARCHED_ERRORS),
             ).filter(
                 Q(kind__icontains=term) | Q(awa_cron_key__icontains=term) | Q(awa_errors_text__icontains=term)
             )

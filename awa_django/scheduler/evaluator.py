@@ -31,8 +31,9 @@ from ..conf import conf
 from ..cron import search
 from ..db import jsonb
 from ..db.sessions import dict_rows
+from ..store.job_rows import job_row
 from . import policies
-from .firing import FIRE, ROW_FAULTS, decode_args, fire_plan, job_row, log_fired
+from .firing import FIRE, ROW_FAULTS, decode_args, fire_plan, log_fired
 from .pipeline import FirePipeline
 from .row_checks import PARSE_CACHE_SIZE, TIMESTAMP_HIGH, TIMESTAMP_LOW, max_args_bytes, row_problem
 

@@ -24,6 +24,7 @@ from django.db import DataError, IntegrityError, InternalError, OperationalError
 
 from ..conf import conf
 from ..db import jsonb, sessions
+from ..store.job_rows import job_row
 from ..tasks import tracing
 
 logger = logging.getLogger("awa_django.evaluator")
@@ -32,13 +33,6 @@ FIRE = "SELECT * FROM awa_cron_fire_v8(%s::jsonb)"
 # Errors a value in one row can cause (constraint, bad data, a trigger's
 # RAISE); anything else is not a row's fault.
 ROW_FAULTS = (IntegrityError, DataError, InternalError)
-_JSON_COLUMNS = ("args", "metadata", "errors", "result")
-# What a column that cannot be decoded reads as (its reason goes to args).
-_EMPTY: dict[str, Any] = {"metadata": {}, "errors": []}
-# Columns whose undecodable value does not stop the job: the errors of earlier
-# attempts are a record, not an input, so the next attempt runs and its failure
-# (if any) replaces them with a note (awa_errors_append_v1).
-_RECORD_ONLY = frozenset({"errors"})
 
 
 # A prepared slot's batch, sent just before its slot: the database sleeps
@@ -112,38 +106,6 @@ def _finite_or_text(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return _NON_FINITE[repr(value)]
     return value
-
-
-def job_row(columns: list[str], values: Any, defer_args: bool = False) -> dict[str, Any]:
-    """A raw ``awa_jobs`` row as a dict, with JSON columns decoded.
-
-    Django's psycopg adapters hand jsonb to Python as text (JSONField decodes it
-    itself), so raw cursors must decode it here, through :func:`jsonb.decode`:
-    a value too large, too deep or invalid never raises. ``args`` then holds an
-    :class:`~awa_django.db.jsonb.Undecodable` naming the column (the worker
-    fails such a job with that reason); so does a ``metadata`` that is not an
-    object, which then reads as empty, so the row's other readers go on.
-    ``errors`` that cannot be read (not an array, too deep, too large) read as
-    empty and do not stop the job: the next attempt always runs. With
-    ``defer_args``, ``args`` stays a :class:`~awa_django.db.jsonb.Deferred`
-    (see :func:`decode_args`).
-    """
-    job = dict(zip(columns, values, strict=True))
-    for key in _JSON_COLUMNS:
-        value = job.get(key)
-        if isinstance(value, str):
-            job[key] = (
-                jsonb.Deferred(value, key) if defer_args and key == "args" else jsonb.decode(value, key)
-            )
-    for key, empty in _EMPTY.items():
-        value = job.get(key)
-        if key in job and value is not None and not isinstance(value, (type(empty), jsonb.Undecodable)):
-            value = jsonb.Undecodable(key, f"is {jsonb.type_name(value)}, not {jsonb.type_name(empty)}")
-        if isinstance(value, jsonb.Undecodable):
-            job[key] = empty
-            if key not in _RECORD_ONLY and not isinstance(job.get("args"), jsonb.Undecodable):
-                job["args"] = value
-    return job
 
 
 def decode_args(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:

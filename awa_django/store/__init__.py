@@ -12,4 +12,4 @@ The store sits above ``db/`` (connections, guards, JSON decoding), the settings,
 the cron engine and the exceptions, and below everything else.
 """
 
-__all__ = ["queries"]
+__all__ = ["job_rows", "jobs", "jobs_admin", "queries", "queues"]

@@ -6,8 +6,8 @@
 ``enqueue`` is ``awa_django.enqueue`` (unique and concurrency keys); ``limits``
 parses the backend's ``QUEUE_LIMITS`` for the claim;
 ``payloads`` checks what a job may store; ``paths`` loads a job's task from its
-dotted path; ``context`` tells a running task about its job; ``jobs`` holds
-every statement on ``awa_jobs``; ``worker`` is ``runtasks``: it claims jobs and
+dotted path; ``context`` tells a running task about its job; ``results`` builds the
+``TaskResult`` of a job row; ``worker`` is ``runtasks``: it claims jobs and
 hands them to its ``runner`` threads (which call back through
 ``runner.Pool``), and ``outcomes`` records how each attempt ended, completing
 the successful ones in batches. ``tracing`` carries an OpenTelemetry trace
@@ -19,10 +19,10 @@ __all__ = [
     "compat",
     "context",
     "enqueue",
-    "jobs",
     "limits",
     "paths",
     "payloads",
+    "results",
     "tracing",
     "worker",
 ]

@@ -12,8 +12,6 @@ same table and are indistinguishable from enqueued tasks once inserted.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -22,40 +20,28 @@ from typing import Any
 from django.apps import apps
 from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections, transaction
-from django.db.models.base import ModelState
 
 from ..conf import conf
-from ..db.timestamps import with_safe_timestamps
-from ..models import Job, JobState
 from ..schedules.validation import queue_problem, run_after_problem
+from ..store import jobs
+from ..store.job_rows import JobRow
 from . import tracing
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
     Task,
-    TaskError,
     TaskResult,
     TaskResultDoesNotExist,
-    TaskResultStatus,
     task_enqueued,
 )
 from .limits import claim_limits, queue_limits_problems, unlisted_queues
 from .paths import require_runnable_here, resolve_task
 from .payloads import call_parts, checked_payload, enqueue_calls, naming_call
+from .results import to_task_result
 
 # A result id: a job id (bigint identity) in canonical decimal form.
 RESULT_ID = re.compile(r"[1-9][0-9]{0,18}")
 BIGINT_MAX = 2**63 - 1
-
-STATUS = {
-    JobState.AVAILABLE: TaskResultStatus.READY,
-    JobState.SCHEDULED: TaskResultStatus.READY,
-    JobState.RETRYABLE: TaskResultStatus.READY,
-    JobState.RUNNING: TaskResultStatus.RUNNING,
-    JobState.COMPLETED: TaskResultStatus.SUCCESSFUL,
-    JobState.FAILED: TaskResultStatus.FAILED,
-    JobState.CANCELLED: TaskResultStatus.FAILED,
-}
 
 
 class AwaBackend(BaseTaskBackend):
@@ -114,8 +100,8 @@ class AwaBackend(BaseTaskBackend):
         if not calls:
             return []
         checked: set[int] = set()  # tasks validated already (by identity)
-        jobs: list[Job] = []
-        encoded: list[str] = []
+        new: list[jobs.NewJob] = []
+        payloads: list[Any] = []  # each call's args as JSON values (any JSON value)
         for index, call in enumerate(calls, 1):
             with naming_call(index, len(calls), call):
                 task, args, kwargs = call_parts(call, self.alias)
@@ -125,59 +111,22 @@ class AwaBackend(BaseTaskBackend):
                     checked.add(id(task))
                 payload, text = checked_payload(args, kwargs)
             run_after = task.run_after
-            jobs.append(
-                _unsaved_job(
-                    kind=task.module_path,
-                    queue=task.queue_name,
-                    args=payload,
-                    priority=task.priority,
-                    max_attempts=self.max_attempts,
-                    metadata={"run_after": run_after.isoformat()} if run_after is not None else {},
-                )
+            metadata = {"run_after": run_after.isoformat()} if run_after is not None else {}
+            new.append(
+                jobs.NewJob(task.module_path, task.queue_name, text, task.priority, metadata, run_after)
             )
-            encoded.append(text)
-        tracing.stamp_jobs(job.metadata for job in jobs)
-        self._insert_many(jobs, encoded, [task.run_after for task, _, _ in calls])
-        results = [self.result_for(job, task) for (task, _, _), job in zip(calls, jobs, strict=True)]
+            payloads.append(payload)
+        tracing.stamp_jobs(job.metadata for job in new)
+        with connections[self.database].cursor() as cursor:
+            inserted = jobs.insert(cursor, new, self.max_attempts)
+        if len(inserted) != len(new):  # pragma: no cover - the INSERT has no WHERE
+            raise RuntimeError(f"{len(inserted)} rows inserted for {len(new)} jobs")
+        results = [
+            to_task_result(_new_row(job, payload, self.max_attempts, done), self.alias, task)
+            for (task, _, _), job, payload, done in zip(calls, new, payloads, inserted, strict=True)
+        ]
         self.announce(results)
         return results
-
-    def _insert_many(self, jobs: list[Job], encoded: list[str], run_afters: list[datetime | None]) -> None:
-        """INSERT ``jobs`` in one statement (arrays unnested); fill in what the database computed."""
-        with connections[self.database].cursor() as cursor:
-            if len(jobs) == 1:  # enqueue(): plain VALUES, no arrays to build and unnest
-                one = jobs[0]
-                cursor.execute(
-                    INSERT_ONE,
-                    {
-                        "kind": one.kind,
-                        "queue": one.queue,
-                        "args": encoded[0],
-                        "priority": one.priority,
-                        "max_attempts": self.max_attempts,
-                        "metadata": json.dumps(one.metadata),
-                        "run_after": run_afters[0],
-                    },
-                )
-            else:
-                cursor.execute(
-                    INSERT_MANY,
-                    [
-                        self.max_attempts,
-                        [j.kind for j in jobs],
-                        [j.queue for j in jobs],
-                        encoded,
-                        [j.priority for j in jobs],
-                        [json.dumps(j.metadata) for j in jobs],
-                        run_afters,
-                    ],
-                )
-            rows = cursor.fetchall()
-        if len(rows) != len(jobs):  # pragma: no cover - the INSERT has no WHERE
-            raise RuntimeError(f"{len(rows)} rows inserted for {len(jobs)} jobs")
-        for job, (job_id, state, run_at, created_at) in zip(jobs, sorted(rows), strict=True):
-            job.id, job.state, job.run_at, job.created_at = job_id, state, run_at, created_at
-            job._state.db = self.database
 
     def announce(self, results: Iterable[TaskResult[Any, Any]]) -> None:
         """Send ``task_enqueued`` for ``results`` once their transaction commits."""
@@ -205,82 +154,12 @@ class AwaBackend(BaseTaskBackend):
             or int(result_id) > BIGINT_MAX
         ):
             raise TaskResultDoesNotExist(f"{result_id!r:.100} is not a result id of this backend")
-        try:
+        with connections[self.database].cursor() as cursor:
             # A timestamp no datetime holds (raw SQL) reads as None, not a DataError.
-            job = with_safe_timestamps(Job.objects.using(self.database)).get(id=int(result_id))
-        except Job.DoesNotExist:
-            raise TaskResultDoesNotExist(result_id) from None
-        return self.result_for(job)
-
-    def result_for(self, job: Job, task: Task[Any, Any] | None = None) -> TaskResult[Any, Any]:
-        """Build the ``TaskResult`` of a job row."""
-        return self.result_from_row({name: getattr(job, name) for name in RESULT_COLUMNS}, task)
-
-    def result_from_row(
-        self, row: dict[str, Any], task: Task[Any, Any] | None = None
-    ) -> TaskResult[Any, Any]:
-        """Build the ``TaskResult`` of a raw ``awa_jobs`` row dict (JSON decoded), without a model instance."""
-        if task is None:
-            task = resolve_task(row["kind"])
-            if task is None:
-                raise TaskResultDoesNotExist(f"{row['id']}: {row['kind']!r} is not an importable Task")
-        task = self._as_enqueued(task, row)
-        # A value that could not be decoded (see db.jsonb) reads as empty here.
-        args = row["args"] if isinstance(row["args"], dict) else {}
-        state = row["state"]
-        result: TaskResult[Any, Any] = TaskResult(
-            task=task,
-            id=str(row["id"]),
-            status=STATUS[JobState(state)],
-            enqueued_at=row["created_at"],
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
-            last_attempted_at=row["attempted_at"],
-            # Set below: normalize_json (TaskResult's own) would walk the
-            # decoded JSON again in Python, seconds for a megabyte of args.
-            args=[],
-            kwargs={},
-            backend=self.alias,
-            errors=[
-                TaskError(
-                    exception_class_path=str(e.get("exception_class_path", "builtins.Exception")),
-                    traceback=str(e.get("traceback", "")),
-                )
-                for e in (row["errors"] if isinstance(row["errors"], list) else [])
-                if isinstance(e, dict)
-            ],
-            worker_ids=list(row["worker_ids"] or []),
-        )
-        # Decoded from jsonb: lists, dicts, strings, numbers, booleans and None
-        # already, which is what normalize_json would make of them.
-        object.__setattr__(result, "args", list(args.get("args", [])))
-        object.__setattr__(result, "kwargs", dict(args.get("kwargs", {})))
-        if state == JobState.COMPLETED:
-            object.__setattr__(result, "_return_value", row["result"])
-        return result
-
-    def _as_enqueued(self, task: Task[Any, Any], row: dict[str, Any]) -> Task[Any, Any]:
-        """``task`` with the ``.using()`` overrides job ``row`` was enqueued with."""
-        overrides: dict[str, Any] = {}
-        if row["priority"] != task.priority:
-            overrides["priority"] = row["priority"]
-        if row["queue"] != task.queue_name:
-            overrides["queue_name"] = row["queue"]
-        if task.backend != self.alias:
-            overrides["backend"] = self.alias
-        metadata = row["metadata"]
-        run_after = metadata.get("run_after") if isinstance(metadata, dict) else None
-        if isinstance(run_after, str):
-            with contextlib.suppress(ValueError):  # a hand-written row: keep the task as declared
-                overrides["run_after"] = datetime.fromisoformat(run_after)
-        if not overrides:
-            return task
-        try:
-            return task.using(**overrides)
-        except (InvalidTask, ValueError, KeyError):
-            # e.g. a cron fire into a queue this backend does not list: the
-            # row stays readable, with the task as declared.
-            return task
+            row = jobs.fetch_result(cursor, int(result_id))
+        if row is None:
+            raise TaskResultDoesNotExist(result_id)
+        return to_task_result(row, self.alias)
 
     def _unlisted_limit_warnings(self) -> list[CheckMessage]:
         """W105: a ``QUEUE_LIMITS`` queue that ``QUEUES`` does not list never applies."""
@@ -349,80 +228,26 @@ class AwaBackend(BaseTaskBackend):
         return messages
 
 
-# One INSERT for a whole batch: parallel arrays unnested in call order (the
-# ids, from the identity, follow that order). Like enqueue(), "deferred" and
-# run_at are decided by the database clock.
-# The columns a TaskResult is built from (result_from_row).
-RESULT_COLUMNS = (
-    "id",
-    "kind",
-    "state",
-    "created_at",
-    "started_at",
-    "finished_at",
-    "attempted_at",
-    "args",
-    "errors",
-    "worker_ids",
-    "result",
-    "priority",
-    "queue",
-    "metadata",
-)
-
-INSERT_MANY = """
-    INSERT INTO awa_jobs (kind, queue, args, priority, max_attempts, metadata, state, run_at)
-    SELECT u.kind, u.queue, u.args, u.priority, %s, u.metadata,
-           CASE WHEN u.run_after > statement_timestamp() THEN 'scheduled' ELSE 'available' END,
-           coalesce(u.run_after, statement_timestamp())
-      FROM unnest(%s::text[], %s::text[], %s::jsonb[], %s::integer[], %s::jsonb[], %s::timestamptz[])
-           WITH ORDINALITY AS u(kind, queue, args, priority, metadata, run_after, n)
-     ORDER BY u.n
-    RETURNING id, state, run_at, created_at
-"""
+# ``payload``: the call's args, any JSON value.
+def _new_row(job: jobs.NewJob, payload: Any, max_attempts: int, done: jobs.Inserted) -> JobRow:
+    """The row of a job just inserted, as the database holds it (``payload``:
+    its args as JSON values), without reading it back."""
+    return JobRow(
+        id=done.id,
+        state=done.state,
+        kind=job.kind,
+        queue=job.queue,
+        args=payload,
+        priority=job.priority,
+        max_attempts=max_attempts,
+        run_at=done.run_at,
+        created_at=done.created_at,
+        metadata=job.metadata,
+    )
 
 
-# One job (enqueue()): the same row as INSERT_MANY's, from scalar parameters.
-# Half the time of a one-element unnest, client and server.
-INSERT_ONE = """
-    INSERT INTO awa_jobs (kind, queue, args, priority, max_attempts, metadata, state, run_at)
-    VALUES (%(kind)s, %(queue)s, %(args)s::jsonb, %(priority)s, %(max_attempts)s, %(metadata)s::jsonb,
-            CASE WHEN %(run_after)s::timestamptz > statement_timestamp() THEN 'scheduled' ELSE 'available' END,
-            coalesce(%(run_after)s::timestamptz, statement_timestamp()))
-    RETURNING id, state, run_at, created_at
-"""
-
-
-def _unsaved_job(**values: Any) -> Job:
-    """A ``Job`` of a new row, without ``Model.__init__`` (most of a bulk enqueue's
-    time); the database-computed columns are filled in after the INSERT."""
-    job = Job.__new__(Job)
-    job._state = ModelState()
-    job._state.adding = False
-    job.__dict__.update(_NEW_JOB_DEFAULTS, errors=[], worker_ids=[], tags=[], **values)
-    return job
-
-
-_NEW_JOB_DEFAULTS: dict[str, Any] = {
-    "id": None,
-    "state": JobState.AVAILABLE,
-    "attempt": 0,
-    "run_at": None,
-    "created_at": None,
-    "attempted_at": None,
-    "started_at": None,
-    "finished_at": None,
-    "heartbeat_at": None,
-    "result": None,
-}
-
-
-def job_from_row(row: dict[str, Any]) -> Job:
-    """An unsaved ``Job`` instance from a raw ``awa_jobs`` row dict."""
-    fields = {f.attname for f in Job._meta.concrete_fields}
-    return Job(**{k: v for k, v in row.items() if k in fields})
-
-
+# ``rows``: the fire statement's job rows as the leader keeps them (dicts of
+# store.job_rows.job_row, args decoded); ``send``: the announcer's signal sender.
 def announce_fires(rows: Iterable[dict[str, Any]], send: Callable[..., Any] | None = None) -> None:
     """Send ``task_enqueued`` for committed cron-fire job rows.
 
@@ -438,7 +263,7 @@ def announce_fires(rows: Iterable[dict[str, Any]], send: Callable[..., Any] | No
             continue
         backend = task.get_backend()
         if isinstance(backend, AwaBackend):
-            result = backend.result_from_row(row, task)
+            result = to_task_result(JobRow.from_dict(row), backend.alias, task)
             if send is None:
                 task_enqueued.send(type(backend), task_result=result)
             else:

@@ -19,24 +19,23 @@ itself, with any ``.using()`` overrides, is passed as it would be enqueued.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from django.db import connections
 
+from ..store import jobs
 from . import tracing
 from .backend import AwaBackend
 from .compat import Task, TaskResult
-from .jobs import job_rows
 from .paths import require_runnable_here
 from .payloads import call_parts, checked_payload
+from .results import to_task_result
 
 __all__ = ["MAX_KEY_LENGTH", "MAX_CONCURRENCY_LIMIT", "FlowKeys", "enqueue", "flow_keys"]
 
 MAX_KEY_LENGTH = 500  # characters; a btree index entry must stay well under 2,700 bytes
 MAX_CONCURRENCY_LIMIT = 1_000_000
-UNFINISHED = ("available", "scheduled", "running", "retryable")
 # How often an enqueue that found its key taken looks again when the job that
 # held it finished in between (each round is one INSERT and one SELECT).
 ROUNDS = 5
@@ -130,46 +129,16 @@ def insert_keyed(
     run_after = task.run_after
     metadata: dict[str, Any] = {"run_after": run_after.isoformat()} if run_after is not None else {}
     tracing.stamp_jobs([metadata])  # the trace context, as backend.enqueue writes it
-    params = {
-        "kind": task.module_path,
-        "queue": task.queue_name,
-        "args": text,
-        "priority": task.priority,
-        "max_attempts": backend.max_attempts,
-        "metadata": json.dumps(metadata),
-        "run_after": run_after,
-        **keys._asdict(),
-    }
+    new = jobs.NewJob(task.module_path, task.queue_name, text, task.priority, metadata, run_after)
     with connections[backend.database].cursor() as cursor:
         for _ in range(ROUNDS):
-            cursor.execute(INSERT_KEYED, params)
-            rows = job_rows(cursor)
-            if rows:
-                result = backend.result_from_row(rows[0], task)
+            row = jobs.insert_keyed(cursor, new, backend.max_attempts, *keys)
+            if row is not None:
+                result = to_task_result(row, backend.alias, task)
                 backend.announce([result])
                 return result
-            cursor.execute(HOLDER, [keys.unique_key, list(UNFINISHED)])
-            held = job_rows(cursor)
-            if held:
-                same = held[0]["kind"] == task.module_path
-                return backend.result_from_row(held[0], task if same else None)
+            held = jobs.unique_key_holder_of(cursor, str(keys.unique_key))
+            if held is not None:
+                same = held.kind == task.module_path
+                return to_task_result(held, backend.alias, task if same else None)
     raise RuntimeError(f"unique_key {keys.unique_key!r:.100}: taken and freed {ROUNDS} times in a row")
-
-
-# One keyed job. ON CONFLICT names the partial unique index awa_jobs_unique_key
-# (its predicate repeated): the insert does nothing while an unfinished job
-# holds the key, waiting first for a transaction that is inserting one.
-INSERT_KEYED = """
-    INSERT INTO awa_jobs (kind, queue, args, priority, max_attempts, metadata, state, run_at,
-                          unique_key, concurrency_key, concurrency_limit)
-    VALUES (%(kind)s, %(queue)s, %(args)s::jsonb, %(priority)s, %(max_attempts)s, %(metadata)s::jsonb,
-            CASE WHEN %(run_after)s::timestamptz > statement_timestamp() THEN 'scheduled' ELSE 'available' END,
-            coalesce(%(run_after)s::timestamptz, statement_timestamp()),
-            %(unique_key)s, %(concurrency_key)s, %(concurrency_limit)s)
-    ON CONFLICT (unique_key)
-       WHERE unique_key IS NOT NULL AND state IN ('available', 'scheduled', 'running', 'retryable')
-       DO NOTHING
-    RETURNING *
-"""
-
-HOLDER = "SELECT * FROM awa_jobs WHERE unique_key = %s AND state = ANY (%s)"

@@ -2,7 +2,7 @@
 
 Every report goes through :meth:`Outcomes.report`: a lost connection is
 retried on a fresh one for up to ``AWA_REPORT_RETRY_TIMEOUT`` (the SQL in
-:mod:`awa_django.tasks.jobs` is fenced by the attempt, so a retry cannot
+:mod:`awa_django.store.jobs` is fenced by the attempt, so a retry cannot
 record two outcomes). Failures are recorded at once, by the task thread.
 
 Successful attempts are completed in batches (a group commit): the task thread
@@ -32,11 +32,14 @@ from django.db import DatabaseError, DataError, InterfaceError, OperationalError
 from .. import bounded_text, metrics
 from ..conf import conf
 from ..exceptions import UnstorableResult
-from . import jobs
+from ..store import jobs
+from ..store.job_rows import JobRow
+from ..store.jobs import Cursor
 from .backend import AwaBackend
 from .compat import Task, TaskResult, TaskResultStatus, task_finished
 from .paths import TaskNotHere
 from .payloads import exception_text, storable_text
+from .results import to_task_result
 
 logger = logging.getLogger("awa_django.worker")
 
@@ -49,8 +52,12 @@ REPORT_RETRY_MAX_DELAY = 2.0  # seconds between report retries, at most
 # An exception class's dotted path, as stored (a class's __qualname__ is code's to choose).
 CLASS_PATH_MAX_CHARS = 300
 T = TypeVar("T")
-Row = dict[str, Any]
 Key = tuple[int, int]
+
+
+def _labels(row: JobRow) -> dict[str, str]:
+    """What the metrics label an attempt's outcome with."""
+    return {"queue": row.queue}
 
 
 def retry_delay(attempt: int) -> float:
@@ -110,7 +117,7 @@ class ReportAbandoned(Exception):
 class Success:
     """An attempt whose task returned: what is left is to store its value."""
 
-    row: Row
+    row: JobRow
     task: Task[Any, Any]
     result: TaskResult[Any, Any]
     value: Any
@@ -118,11 +125,11 @@ class Success:
 
     @property
     def key(self) -> Key:
-        return (int(self.row["id"]), int(self.row["attempt"]))
+        return (self.row.id, self.row.attempt)
 
     @property
     def done(self) -> jobs.Done:
-        return jobs.Done(int(self.row["id"]), int(self.row["attempt"]), self.encoded)
+        return jobs.Done(self.row.id, self.row.attempt, self.encoded)
 
 
 class Refill(Protocol):
@@ -133,7 +140,7 @@ class Refill(Protocol):
     def reserve(self) -> int:
         """How many attempts to claim now (reserved until :meth:`admit`)."""
 
-    def admit(self, rows: list[Row], reserved: int, keep: bool, wake: bool = True) -> Any:
+    def admit(self, rows: list[JobRow], reserved: int, keep: bool, wake: bool = True) -> Any:
         """Start the attempts ``rows`` claimed for ``reserved`` slots; with
         ``keep``, one of them is returned for the calling thread to run."""
 
@@ -156,7 +163,7 @@ class Outcomes:
         self._idle = threading.Condition(self._lock)
 
     # -- retries ---------------------------------------------------------------
-    def report(self, what: str, label: Any, op: Callable[[Any, bool], T]) -> T:
+    def report(self, what: str, label: Any, op: Callable[[Cursor, bool], T]) -> T:
         """Run ``op(cursor, retried)``, retrying on a fresh connection while it fails to connect.
 
         ``retried`` tells ``op`` that an earlier try may have committed before
@@ -195,13 +202,13 @@ class Outcomes:
                 delay = min(delay * 2, REPORT_RETRY_MAX_DELAY)
 
     def _fenced(
-        self, what: str, row: Row, call: Callable[[Any], str | None], done: tuple[str, ...]
+        self, what: str, row: JobRow, call: Callable[[Cursor], str | None], done: tuple[str, ...]
     ) -> str | None:
         """Report one attempt; when a retry finds the fence spent, the row tells
         whether our earlier try committed (its state is one of ``done``)."""
-        job_id, attempt = int(row["id"]), int(row["attempt"])
+        job_id, attempt = row.id, row.attempt
 
-        def op(cursor: Any, retried: bool) -> str | None:
+        def op(cursor: Cursor, retried: bool) -> str | None:
             state = call(cursor)
             if state is None and retried and done:
                 found = jobs.state_of(cursor, job_id, attempt)
@@ -222,9 +229,9 @@ class Outcomes:
             )
 
     # -- failures --------------------------------------------------------------
-    def fail(self, row: Row, exc: BaseException, result: TaskResult[Any, Any] | None) -> str | None:
+    def fail(self, row: JobRow, exc: BaseException, result: TaskResult[Any, Any] | None) -> str | None:
         """Record a failed attempt: retryable while attempts remain, else failed."""
-        job_id, attempt = int(row["id"]), int(row["attempt"])
+        job_id, attempt = row.id, row.attempt
         entry = error_entry(exc, attempt, self.worker_id)
         retry_in = timedelta(seconds=retry_delay(attempt))
         state = self._fenced(
@@ -237,7 +244,7 @@ class Outcomes:
             return None
         with self._lock:
             self.failed += 1
-        metrics.observe_finished(row, state)
+        metrics.observe_finished(_labels(row), state)
         # A BaseException that is not an Exception (SystemExit, KeyboardInterrupt,
         # GeneratorExit, custom) is never an ordinary failure: always ERROR, with
         # its traceback, so it is not mistaken for a crash of the worker. The
@@ -247,7 +254,7 @@ class Outcomes:
             level,
             "job %s (%s) attempt %s failed -> %s: %s: %s",
             job_id,
-            row["kind"],
+            row.kind,
             attempt,
             state,
             entry["exception_class_path"],
@@ -264,24 +271,24 @@ class Outcomes:
             self.send_finished(finished)
         return state
 
-    def _stored_result(self, row: Row, fallback: TaskResult[Any, Any]) -> TaskResult[Any, Any]:
+    def _stored_result(self, row: JobRow, fallback: TaskResult[Any, Any]) -> TaskResult[Any, Any]:
         """The ``TaskResult`` as stored (finished_at, errors), for ``task_finished``."""
         try:
             with connections[self.using].cursor() as cursor:
-                stored = jobs.fetch(cursor, int(row["id"]))
+                stored = jobs.fetch(cursor, row.id)
         except DatabaseError:
             return fallback
-        return fallback if stored is None else self.backend.result_from_row(stored, fallback.task)
+        return fallback if stored is None else to_task_result(stored, self.backend.alias, fallback.task)
 
-    def fail_job(self, row: Row, exc: BaseException) -> str | None:
+    def fail_job(self, row: JobRow, exc: BaseException) -> str | None:
         """Fail the job for good: it can never run here (bad path, bad args)."""
-        job_id, attempt = int(row["id"]), int(row["attempt"])
+        job_id, attempt = row.id, row.attempt
         entry = error_entry(exc, attempt, self.worker_id)
         state = self._fenced(
             "fail", row, lambda c: jobs.fail_job(c, job_id, attempt, entry), done=("failed",)
         )
         if state is not None:
-            metrics.observe_finished(row, state)
+            metrics.observe_finished(_labels(row), state)
             with self._lock:
                 self.failed += 1
             logger.error(
@@ -292,13 +299,13 @@ class Outcomes:
             )
         return state
 
-    def release(self, row: Row, reason: TaskNotHere) -> str | None:
+    def release(self, row: JobRow, reason: TaskNotHere) -> str | None:
         """Hand back an attempt whose task module this process does not have.
 
         Without counting the attempt, for another deployment sharing the
         queue; once the job is older than ``AWA_UNKNOWN_TASK_TIMEOUT`` it fails.
         """
-        job_id, attempt = int(row["id"]), int(row["attempt"])
+        job_id, attempt = row.id, row.attempt
         give_up = max(0.0, float(conf.UNKNOWN_TASK_TIMEOUT))
         delay = min(RELEASE_DELAY, timedelta(seconds=max(1.0, give_up)))
         entry = error_entry(reason, attempt, self.worker_id)
@@ -309,7 +316,7 @@ class Outcomes:
             done=(),
         )
         if state is not None:
-            metrics.observe_finished(row, state if state == "failed" else "released")
+            metrics.observe_finished(_labels(row), state if state == "failed" else "released")
         if state == "failed":
             with self._lock:
                 self.failed += 1
@@ -336,13 +343,13 @@ class Outcomes:
         )
 
     # -- completions -----------------------------------------------------------
-    def store_done(self, done: Sequence[jobs.Done]) -> dict[Key, Row]:
+    def store_done(self, done: Sequence[jobs.Done]) -> dict[Key, JobRow]:
         """Complete ``done`` in one statement; the stored rows by (id, attempt)."""
         return self.store_and_claim(done, None, None)[0]
 
     def store_and_claim(
         self, done: Sequence[jobs.Done], queues: list[str] | None, limit: int | None
-    ) -> tuple[dict[Key, Row], list[Row]]:
+    ) -> tuple[dict[Key, JobRow], list[JobRow]]:
         """Complete ``done`` and claim up to ``limit`` jobs in one statement;
         (the stored rows by (id, attempt), the claimed rows). ``limit`` None:
         complete only (``awa_complete_many_v1``).
@@ -352,8 +359,8 @@ class Outcomes:
         a claim whose connection breaks.
         """
 
-        def op(cursor: Any, retried: bool) -> tuple[list[Row], list[Row]]:
-            claimed: list[Row] = []
+        def op(cursor: Cursor, retried: bool) -> tuple[list[JobRow], list[JobRow]]:
+            claimed: list[JobRow] = []
             if limit is None:
                 rows = jobs.complete(cursor, done)
             else:
@@ -362,13 +369,13 @@ class Outcomes:
                     cursor, done, queues, claim, self.worker_id, self.backend.queue_limits
                 )
             if retried:  # what our lost try committed is completed already
-                got = {int(r["id"]) for r in rows}
+                got = {r.id for r in rows}
                 rows += jobs.completed(cursor, [d for d in done if d.id not in got])
             return rows, claimed
 
         label = ",".join(str(d.id) for d in done)
         rows, claimed = self.report("complete", label, op)
-        return {(int(r["id"]), int(r["attempt"])): r for r in rows}, claimed
+        return {(r.id, r.attempt): r for r in rows}, claimed
 
     def complete(self, success: Success) -> str | None:
         """Complete one attempt now; its new state ('completed', or 'retryable'/'failed'
@@ -419,7 +426,7 @@ class Outcomes:
 
     def _store_batch(
         self, batch: Sequence[Success], queues: list[str] | None, limit: int | None
-    ) -> tuple[dict[Key, Row] | bool, list[Row]]:
+    ) -> tuple[dict[Key, JobRow] | bool, list[JobRow]]:
         """Store ``batch`` (claiming up to ``limit``): (the stored rows, the claimed rows).
 
         Instead of the rows: True when each attempt must be stored alone (a
@@ -436,7 +443,7 @@ class Outcomes:
             logger.exception("unexpected error completing a batch", extra={"event": "worker.error"})
             return False, []
 
-    def _finish_batch(self, batch: Sequence[Success], stored: dict[Key, Row] | bool) -> None:
+    def _finish_batch(self, batch: Sequence[Success], stored: dict[Key, JobRow] | bool) -> None:
         """Count, log and announce (``task_finished``) the attempts of a stored batch."""
         if stored is True:
             for success in batch:
@@ -486,22 +493,22 @@ class Outcomes:
         self._finish_batch(batch, stored)
         return {success.key: "completed" if success.key in stored else None for success in batch}
 
-    def _completed(self, success: Success, stored: Row) -> None:
+    def _completed(self, success: Success, stored: JobRow) -> None:
         with self._lock:
             self.completed += 1
         job_id = success.key[0]
-        metrics.observe_finished(success.row, "completed")
+        metrics.observe_finished(_labels(success.row), "completed")
         if logger.isEnabledFor(logging.INFO):
             logger.info(
                 "job %s (%s) completed",
                 job_id,
-                success.row["kind"],
+                success.row.kind,
                 extra={"event": "job.completed", "job_id": job_id},
             )
         # The result task_started was sent with, marked finished: the
         # completion changed no other column, so no read back is needed.
         finished = success.result
         object.__setattr__(finished, "status", TaskResultStatus.SUCCESSFUL)
-        object.__setattr__(finished, "finished_at", stored["finished_at"])
+        object.__setattr__(finished, "finished_at", stored.finished_at)
         object.__setattr__(finished, "_return_value", success.value)
         self.send_finished(finished)

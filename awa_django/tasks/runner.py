@@ -21,11 +21,13 @@ from django.db import close_old_connections, connections
 
 from ..db import sessions
 from ..exceptions import InvalidJobRow, UnstorableResult
-from . import context, jobs, tracing
+from ..store.job_rows import JobRow
+from . import context, tracing
 from .compat import TaskContext, normalize_json, task_started
 from .outcomes import Outcomes, Success
 from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
 from .payloads import payload_problem, unstorable_reason
+from .results import to_task_result
 
 logger = logging.getLogger("awa_django.worker")
 
@@ -42,45 +44,45 @@ CHECK_KEPT_CONNECTION_AFTER = 1.0
 class Attempt:
     """One claimed attempt being run in its own thread."""
 
-    row: dict[str, Any]
+    row: JobRow
     started: float = field(default_factory=time.monotonic)
     timed_out: bool = False
 
     @property
     def key(self) -> tuple[int, int]:
-        return (int(self.row["id"]), int(self.row["attempt"]))
+        return (self.row.id, self.row.attempt)
 
 
-def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None:
+def run_attempt(outcomes: Outcomes, row: JobRow) -> Success | str | None:
     """Run one claimed attempt: a :class:`Success` to complete, or the state its failure recorded.
 
     Whatever the task does (return, raise any ``BaseException``, return
     something PostgreSQL cannot store), the attempt ends with an outcome.
     None means the failure report was stale (the attempt was rescued).
     """
-    invalid = jobs.invalid_timestamps(row)
+    invalid = row.invalid_timestamps
     if invalid is not None:
-        # Loaded as None (see jobs.claim): the job fails alone, for good (the
+        # Loaded as None (see store.jobs.claim): the job fails alone, for good (the
         # stored value would fail every retry); the jobs claimed with it run.
         return outcomes.fail_job(
-            row, InvalidJobRow(f"job {row['id']} holds a timestamp no job can have ({invalid})")
+            row, InvalidJobRow(f"job {row.id} holds a timestamp no job can have ({invalid})")
         )
     try:
-        task = load_task(row["kind"])
-        args, kwargs = call_arguments(row["args"])
+        task = load_task(row.kind)
+        args, kwargs = call_arguments(row.args)
     except TaskNotHere as exc:
         return outcomes.release(row, exc)
     except TaskNotRunnable as exc:
         return outcomes.fail_job(row, exc)
     backend = outcomes.backend
-    result = backend.result_from_row(row, task)
+    result = to_task_result(row, backend.alias, task)
     info = context.JobInfo(
-        id=int(row["id"]),
-        attempt=int(row["attempt"]),
-        max_attempts=int(row["max_attempts"]),
-        queue=row["queue"],
-        kind=row["kind"],
-        metadata=dict(row["metadata"] or {}),
+        id=row.id,
+        attempt=row.attempt,
+        max_attempts=row.max_attempts,
+        queue=row.queue,
+        kind=row.kind,
+        metadata=dict(row.metadata or {}),
     )
     try:
         # The attempt's span covers the task and the checks of its return value.
@@ -106,15 +108,15 @@ def run_attempt(outcomes: Outcomes, row: dict[str, Any]) -> Success | str | None
     return Success(row, task, result, value, encoded)
 
 
-def _encoded(row: dict[str, Any], value: Any) -> str:
+def _encoded(row: JobRow, value: Any) -> str:
     """``value`` (JSON-normalised) as the JSON text stored; UnstorableResult if jsonb would refuse it."""
     reason = unstorable_reason(value)
     if reason is not None:
-        raise UnstorableResult(f"the return value of {row['kind']} {reason}")
+        raise UnstorableResult(f"the return value of {row.kind} {reason}")
     text = json.dumps(value, allow_nan=False)
     reason = payload_problem(text)
     if reason is not None:
-        raise UnstorableResult(f"the return value of {row['kind']} {reason}")
+        raise UnstorableResult(f"the return value of {row.kind} {reason}")
     return text
 
 

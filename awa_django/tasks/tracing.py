@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..store.job_rows import JobRow
+
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import propagate, trace
@@ -58,7 +60,7 @@ def stamp_jobs(metadatas: Iterable[dict[str, Any]]) -> None:
             metadata[METADATA_KEY] = carrier
 
 
-def attempt_span(row: Mapping[str, Any]) -> contextlib.AbstractContextManager[None]:
+def attempt_span(row: JobRow) -> contextlib.AbstractContextManager[None]:
     """The span an attempt of claimed job ``row`` runs in, continuing its job's trace."""
     if not ENABLED or not _configured():
         return _OFF
@@ -73,29 +75,28 @@ def _configured() -> bool:
 
 
 @contextlib.contextmanager
-def _attempt_span(row: Mapping[str, Any]) -> Iterator[None]:
-    metadata = row.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
+def _attempt_span(row: JobRow) -> Iterator[None]:
+    metadata = row.metadata
     carrier = metadata.get(METADATA_KEY)
     # A hand-written or damaged value starts a trace of its own instead.
     parent = propagate.extract(_text_headers(carrier)) if isinstance(carrier, dict) else None
     attributes: dict[str, str | int] = {
         "messaging.system": MESSAGING_SYSTEM,
         "messaging.operation.type": "process",
-        "messaging.destination.name": str(row["queue"]),
-        "messaging.message.id": str(row["id"]),
-        "awa.task.path": str(row["kind"]),
-        "awa.job.id": int(row["id"]),
-        "awa.job.queue": str(row["queue"]),
-        "awa.job.attempt": int(row["attempt"]),
-        "awa.job.max_attempts": int(row["max_attempts"]),
+        "messaging.destination.name": row.queue,
+        "messaging.message.id": str(row.id),
+        "awa.task.path": row.kind,
+        "awa.job.id": row.id,
+        "awa.job.queue": row.queue,
+        "awa.job.attempt": row.attempt,
+        "awa.job.max_attempts": row.max_attempts,
     }
     for key, name in (("cron_name", "awa.cron.name"), ("cron_fire_at", "awa.cron.fire_at")):
         if isinstance(metadata.get(key), str):
             attributes[name] = metadata[key]
     tracer = trace.get_tracer(TRACER_NAME)
     span = tracer.start_span(
-        f"run {row['kind']}", context=parent, kind=trace.SpanKind.CONSUMER, attributes=attributes
+        f"run {row.kind}", context=parent, kind=trace.SpanKind.CONSUMER, attributes=attributes
     )
     with _recording(span):
         yield

@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from datetime import timedelta
-from typing import Any
 
 from django.db import DatabaseError, connections
 
@@ -30,7 +29,8 @@ from ..health import Progress
 from ..reconciliation.snapshots import RuntimeReporter
 from ..schedules.declaration import Schedule
 from ..shutdown import install_two_stage_shutdown
-from . import jobs
+from ..store import jobs
+from ..store.job_rows import JobRow
 from .backend import AwaBackend
 from .compat import task_backends
 from .limits import require_limits
@@ -158,7 +158,7 @@ class Worker:
                 # Cleared before counting: a slot freed from here on wakes _wait.
                 self._slot_freed.clear()
                 free = self.reserve()
-                claimed: list[dict[str, Any]] = []
+                claimed: list[JobRow] = []
                 try:
                     claimed = self.claim(free) if free > 0 else []
                 finally:
@@ -181,7 +181,7 @@ class Worker:
         logger.info("worker %s stopped", self.worker_id, extra={"event": "worker.stopped"})
 
     # -- claiming ------------------------------------------------------------
-    def claim(self, limit: int) -> list[dict[str, Any]]:
+    def claim(self, limit: int) -> list[JobRow]:
         """Claim up to ``limit`` ready jobs in one statement (one new attempt each)."""
         with (
             sessions.reconnect_on_error(self.using, "claim", logger, "worker.error"),
@@ -198,15 +198,15 @@ class Worker:
             connections[self.using].cursor() as cursor,
         ):
             for row in jobs.rescue(cursor, timedelta(seconds=float(conf.RESCUE_AFTER))):
-                metrics.observe_rescued(row["state"])
-                dropped = jobs.dropped_errors(row)
+                metrics.observe_rescued(row.state)
+                dropped = row.dropped_errors()
                 logger.warning(
                     "job %s attempt %s rescued -> %s%s",
-                    row["id"],
-                    row["attempt"],
-                    row["state"],
+                    row.id,
+                    row.attempt,
+                    row.state,
                     f" ({dropped})" if dropped else "",
-                    extra={"event": "job.rescued", "job_id": row["id"]},
+                    extra={"event": "job.rescued", "job_id": row.id},
                 )
 
     def _wait(self, busy: bool) -> None:
@@ -234,9 +234,7 @@ class Worker:
             self._reserved += free
             return free
 
-    def admit(
-        self, rows: list[dict[str, Any]], reserved: int, keep: bool, wake: bool = True
-    ) -> Attempt | None:
+    def admit(self, rows: list[JobRow], reserved: int, keep: bool, wake: bool = True) -> Attempt | None:
         """Start the attempts ``rows`` claimed for ``reserved`` slots, each in a task
         thread; with ``keep``, one is returned for the calling task thread instead.
 
@@ -250,7 +248,7 @@ class Worker:
             for attempt in attempts:
                 self._running[attempt.key] = attempt
         if attempts:
-            metrics.observe_claimed(rows)
+            metrics.observe_claimed([{"queue": row.queue} for row in rows])
         kept = attempts.pop() if keep and attempts else None
         for attempt in attempts:
             self.handoff(attempt)
@@ -341,7 +339,7 @@ class Worker:
             pass  # already logged; rescue decides the attempt's fate
         except Exception:  # never lose the slot on a bug in reporting
             logger.exception(
-                "job %s: unexpected worker error", attempt.row["id"], extra={"event": "worker.error"}
+                "job %s: unexpected worker error", attempt.row.id, extra={"event": "worker.error"}
             )
         finally:
             self._release(attempt)
@@ -374,17 +372,14 @@ class Worker:
         for attempt in expired:
             row = attempt.row
             exc = TaskTimeout(
-                f"attempt {row['attempt']} of job {row['id']} ({row['kind']}) "
-                f"exceeded AWA_TASK_TIMEOUT ({limit}s)"
+                f"attempt {row.attempt} of job {row.id} ({row.kind}) exceeded AWA_TASK_TIMEOUT ({limit}s)"
             )
             try:
                 self.outcomes.fail(row, exc, None)
             except (ReportAbandoned, DatabaseError):
-                logger.exception(
-                    "job %s: cannot record its timeout", row["id"], extra={"event": "worker.error"}
-                )
+                logger.exception("job %s: cannot record its timeout", row.id, extra={"event": "worker.error"})
 
-    def execute(self, row: dict[str, Any]) -> str | None:
+    def execute(self, row: JobRow) -> str | None:
         """Run one claimed attempt and record its outcome now; return the new state.
 
         Whatever the task does, the attempt ends with a recorded outcome. None

@@ -60,10 +60,10 @@ def test_task_result__started_at_is_the_first_attempt_last_attempted_at_the_late
     (first,) = worker.claim(1)
     worker.execute(first)
     (second,) = worker.claim(1)
-    assert second["attempt"] == 2
+    assert second.attempt == 2
     fetched = tasks.always_fails.get_backend().get_result(result.id)
-    assert fetched.started_at == first["attempted_at"]
-    assert fetched.last_attempted_at == second["attempted_at"] > first["attempted_at"]
+    assert fetched.started_at == first.attempted_at
+    assert fetched.last_attempted_at == second.attempted_at > first.attempted_at
     assert fetched.worker_ids == [worker.worker_id, worker.worker_id] and fetched.attempts == 2
     assert fetched.status == TaskResultStatus.RUNNING
     assert len(fetched.errors) == 1 and "Traceback" in fetched.errors[0].traceback

@@ -24,7 +24,7 @@ from django.test import override_settings
 
 from awa_django.db.jsonb import Undecodable
 from awa_django.models import Job
-from awa_django.tasks import jobs
+from awa_django.store import jobs
 from awa_django.tasks.outcomes import ReportAbandoned, error_entry, repeats_on_retry
 from awa_django.tasks.runner import run_attempt
 from awa_django.tasks.worker import Worker
@@ -65,8 +65,8 @@ def stored_errors(job_id: int) -> tuple[Any, int]:
         size = int(cursor.fetchone()[0])
         row = jobs.fetch(cursor, job_id)
     assert row is not None
-    assert not isinstance(row["args"], Undecodable), row["args"]
-    return row["errors"], size
+    assert not isinstance(row.args, Undecodable), row.args
+    return row.errors, size
 
 
 def classes(errors: list[dict[str, Any]]) -> list[str]:
@@ -97,14 +97,14 @@ def test_rescue__rescues_the_stale_row_beside_a_deep_one_and_names_the_deep_one(
 def test_rescue__a_10_mb_errors_row_is_trimmed_and_its_next_attempt_runs() -> None:
     huge = hand_written(HUGE_ERRORS)
     innocent = hand_written("'[]'")
-    rescued = {row["id"] for row in jobs.rescue(connection.cursor(), timedelta(seconds=1))}
+    rescued = {row.id for row in jobs.rescue(connection.cursor(), timedelta(seconds=1))}
     assert rescued == {huge, innocent}
     errors, size = stored_errors(huge)
     assert size <= 1024 * 1024
     assert classes(errors) == ["awa_django.exceptions.ErrorsDropped", "awa_django.exceptions.WorkerLost"]
     assert "1 earlier error entries" in errors[0]["traceback"]
     claimed = jobs.claim(connection.cursor(), None, 10, "next-worker")
-    assert {row["id"]: row["args"] for row in claimed} == {huge: ARGS, innocent: ARGS}
+    assert {row.id: row.args for row in claimed} == {huge: ARGS, innocent: ARGS}
 
 
 def test_fail_job__a_deep_errors_row_fails_alone_within_the_stack() -> None:
@@ -162,7 +162,7 @@ def test_run_attempt__a_10_mb_message_is_stored_cut_and_the_next_attempt_runs() 
     assert entry["traceback"].rstrip().endswith("END-OF-HUGE-MESSAGE")
     Job.objects.filter(id=job.id).update(run_at=job.created_at)
     (again,) = worker.claim(1)
-    assert again["attempt"] == 2 and again["args"] == {"args": [10], "kwargs": {}}
+    assert again.attempt == 2 and again.args == {"args": [10], "kwargs": {}}
 
 
 def test_complete__a_batch_completes_beside_rows_with_deep_and_huge_errors() -> None:
@@ -172,7 +172,7 @@ def test_complete__a_batch_completes_beside_rows_with_deep_and_huge_errors() -> 
     worker = Worker()
     (innocent,) = worker.claim(1)
     small_stack()
-    done = [jobs.Done(deep, 1, '"d"'), jobs.Done(huge, 1, '"h"'), jobs.Done(int(innocent["id"]), 1, '"i"')]
+    done = [jobs.Done(deep, 1, '"d"'), jobs.Done(huge, 1, '"h"'), jobs.Done(int(innocent.id), 1, '"i"')]
     stored = worker.outcomes.store_done(done)
     assert sorted(stored) == sorted((d.id, 1) for d in done)
     assert set(Job.objects.filter(id__in=[d.id for d in done]).values_list("state", flat=True)) == {

@@ -19,8 +19,8 @@ import pytest
 from django.db import connection, transaction
 
 from awa_django.models import CronJob
-from awa_django.scheduler.evaluator import job_row
 from awa_django.scheduler.firing import FIRE
+from awa_django.store.job_rows import job_row
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import db_now
 from tests.helpers.fires import plan_entry

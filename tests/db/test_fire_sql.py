@@ -17,7 +17,7 @@ from django.db import DatabaseError, connection, transaction
 
 from awa_django import contract
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.evaluator import job_row
+from awa_django.store.job_rows import job_row
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context
 from tests.helpers.fires import CURRENT_FIRE, FIRE, T0, fire, fresh, plan_entry

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 import awa_django
 from awa_django.models import Job, JobState
-from awa_django.tasks import jobs
+from awa_django.store import jobs
 from awa_django.tasks.compat import IMMEDIATE_BACKEND, TaskResult, TaskResultStatus
 from tests.helpers.database import raw_connection
 from tests.testapp.tasks import record, send_mail
@@ -33,7 +33,7 @@ def cursor() -> Iterator[Any]:
 
 
 def claim_ids(cursor: Any, limit: int = 10, limits: dict[str, Any] | None = None) -> list[int]:
-    return [r["id"] for r in jobs.claim(cursor, None, limit, "w-1", limits)]
+    return [r.id for r in jobs.claim(cursor, None, limit, "w-1", limits)]
 
 
 def finish(job_id: int) -> None:
@@ -175,7 +175,7 @@ def test_concurrency_key__rescue_releases_the_key(cursor: Any) -> None:
     second = int(awa_django.enqueue(record, concurrency_key="k").id)
     assert claim_ids(cursor) == [first]
     Job.objects.filter(id=first).update(heartbeat_at=timezone.now() - timedelta(hours=1))
-    assert [r["id"] for r in jobs.rescue(cursor, timedelta(minutes=1))] == [first]
+    assert [r.id for r in jobs.rescue(cursor, timedelta(minutes=1))] == [first]
     # The key is free again: one of its jobs (the rescued one waits for its run_at) runs.
     Job.objects.filter(id=first).update(run_at=timezone.now() - timedelta(minutes=1))
     assert claim_ids(cursor) == [first]
@@ -187,10 +187,8 @@ def test_concurrency_key__complete_and_claim_frees_the_slot_in_the_same_statemen
     first = int(awa_django.enqueue(record, concurrency_key="k").id)
     second = int(awa_django.enqueue(record, concurrency_key="k").id)
     (row,) = jobs.claim(cursor, None, 5, "w-1")
-    done, claimed = jobs.complete_and_claim(
-        cursor, [jobs.Done(first, row["attempt"], "null")], None, 5, "w-1"
-    )
-    assert [r["id"] for r in done] == [first] and [r["id"] for r in claimed] == [second]
+    done, claimed = jobs.complete_and_claim(cursor, [jobs.Done(first, row.attempt, "null")], None, 5, "w-1")
+    assert [r.id for r in done] == [first] and [r.id for r in claimed] == [second]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -23,7 +23,7 @@ from django.urls import reverse
 from awa_django.db import jsonb
 from awa_django.models import CronJob, Job
 from awa_django.scheduler.evaluator import evaluate
-from awa_django.tasks import jobs
+from awa_django.store import jobs
 from awa_django.tasks.compat import task_backends
 from awa_django.tasks.worker import Worker
 from tests.factories import CronJobFactory
@@ -162,7 +162,7 @@ def test_rescue__returns_undecodable_rows_without_failing() -> None:
     sql("UPDATE awa_jobs SET attempt = 1, heartbeat_at = now() - interval '1 hour' WHERE id = %s", [job_id])
     with connection.cursor() as cursor:
         (row,) = jobs.rescue(cursor, timedelta(seconds=1))
-    assert isinstance(row["args"], jsonb.Undecodable)
+    assert isinstance(row.args, jsonb.Undecodable)
     Worker().rescue()  # logs the rescued rows: no RecursionError
 
 

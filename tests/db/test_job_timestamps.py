@@ -17,7 +17,7 @@ from awa_django.checks import database as checks
 from awa_django.db.sqlfiles import read_sql
 from awa_django.models import Job
 from awa_django.schedules.validation import RUN_AFTER_MAX, RUN_AFTER_MIN
-from awa_django.tasks import jobs
+from awa_django.store import jobs
 from awa_django.tasks.compat import TaskResultStatus, default_task_backend
 from awa_django.tasks.worker import Worker
 from tests.helpers.jobrows import (
@@ -105,16 +105,16 @@ def test_complete_and_claim__flags_a_claimed_row_it_cannot_load() -> None:
     with without_timestamp_check():
         with connection.cursor() as cursor:
             (claimed,) = jobs.claim(cursor, None, 1, "w")
-            assert jobs.invalid_timestamps(claimed) is None
+            assert claimed.invalid_timestamps is None
             bad = insert_job("available", run_at="'infinity'", created_at="'-infinity'")
             sql("UPDATE awa_jobs SET run_at = now() - interval '1 hour' WHERE id = %s", [bad])
             completed, rows = jobs.complete_and_claim(
                 cursor, [jobs.Done(int(done.id), 1, "null")], None, 1, "w"
             )
-        assert [r["id"] for r in completed] == [int(done.id)]
-        assert [r["id"] for r in rows] == [bad]
-        assert rows[0]["created_at"] is None and rows[0]["run_at"] is not None
-        assert jobs.invalid_timestamps(rows[0]) == "created_at -infinity"
+        assert [r.id for r in completed] == [int(done.id)]
+        assert [r.id for r in rows] == [bad]
+        assert rows[0].created_at is None and rows[0].run_at is not None
+        assert rows[0].invalid_timestamps == "created_at -infinity"
         sql("UPDATE awa_jobs SET state = 'failed' WHERE id = %s", [bad])
 
 

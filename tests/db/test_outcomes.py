@@ -14,11 +14,11 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from awa_django.models import Job
-from awa_django.tasks import jobs
-from awa_django.tasks.backend import job_from_row
+from awa_django.store import jobs
 from awa_django.tasks.compat import TaskResultStatus, task_finished
 from awa_django.tasks.outcomes import Success
 from awa_django.tasks.paths import load_task
+from awa_django.tasks.results import to_task_result
 from awa_django.tasks.worker import Worker
 from tests.testapp import tasks
 
@@ -43,8 +43,8 @@ def successes(worker: Worker, values: list[Any], encoded: list[str] | None = Non
     rows = worker.claim(len(values))
     out = []
     for i, row in enumerate(rows):
-        task = load_task(row["kind"])
-        result = worker.backend.result_for(job_from_row(row), task)
+        task = load_task(row.kind)
+        result = to_task_result(row, worker.backend.alias, task)
         text = encoded[i] if encoded else json.dumps(values[i])
         out.append(Success(row, task, result, values[i], text))
     return out
@@ -122,7 +122,7 @@ def test_batch__a_value_postgres_refuses_fails_only_its_attempt() -> None:
 def test_batch__a_rescued_attempt_is_not_completed_and_not_counted(caplog: pytest.LogCaptureFixture) -> None:
     worker = Worker(concurrency=2)
     stale, fine = successes(worker, [1, 2])
-    Job.objects.filter(id=stale.key[0]).update(heartbeat_at=stale.row["heartbeat_at"] - timedelta(hours=1))
+    Job.objects.filter(id=stale.key[0]).update(heartbeat_at=stale.row.heartbeat_at - timedelta(hours=1))
     with connection.cursor() as cursor:
         jobs.rescue(cursor, timedelta(minutes=5))
     with caplog.at_level(logging.WARNING, logger="awa_django"):

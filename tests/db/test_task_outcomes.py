@@ -12,8 +12,8 @@ import pytest
 from django.test.utils import override_settings
 
 from awa_django.models import Job
+from awa_django.store.jobs import Done
 from awa_django.tasks.compat import InvalidTask, TaskResultStatus, task_finished
-from awa_django.tasks.jobs import Done
 from awa_django.tasks.worker import Worker
 from tests.testapp import tasks
 from tests.testapp.models import Effect
@@ -30,7 +30,7 @@ def job(result: Any) -> Job:
 def run_one(result: Any) -> str | None:
     worker = Worker()
     (row,) = worker.claim(1)
-    assert int(row["id"]) == int(result.id)
+    assert int(row.id) == int(result.id)
     return worker.execute(row)
 
 
@@ -273,8 +273,8 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
     result = tasks.write_effect.enqueue("twice")
     worker = Worker()
     (row,) = worker.claim(1)
-    done = [Done(int(row["id"]), int(row["attempt"]), '"twice"')]
-    assert list(worker.outcomes.store_done(done)) == [(int(row["id"]), int(row["attempt"]))]
+    done = [Done(int(row.id), int(row.attempt), '"twice"')]
+    assert list(worker.outcomes.store_done(done)) == [(int(row.id), int(row.attempt))]
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -285,7 +285,7 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
     with raw_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
     # First try hits the dead session, the retry finds the job already completed.
-    assert list(worker.outcomes.store_done(done)) == [(int(row["id"]), int(row["attempt"]))]
+    assert list(worker.outcomes.store_done(done)) == [(int(row.id), int(row.attempt))]
     assert job(result).state == "completed"
 
 
@@ -380,13 +380,13 @@ def test_worker__heartbeat_report_survives_a_terminated_connection() -> None:
     result = tasks.write_effect.enqueue("beat")
     worker = Worker()
     (row,) = worker.claim(1)
-    Job.objects.filter(id=int(result.id)).update(heartbeat_at=row["heartbeat_at"] - timedelta(minutes=5))
+    Job.objects.filter(id=int(result.id)).update(heartbeat_at=row.heartbeat_at - timedelta(minutes=5))
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
     with raw_connection() as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
-    ids, attempts = [int(row["id"])], [int(row["attempt"])]
+    ids, attempts = [int(row.id)], [int(row.attempt)]
     stamped = worker.outcomes.heartbeat(list(zip(ids, attempts, strict=True)))
     assert stamped == 1
-    assert job(result).heartbeat_at > row["heartbeat_at"] - timedelta(minutes=1)
+    assert job(result).heartbeat_at > row.heartbeat_at - timedelta(minutes=1)

@@ -16,6 +16,7 @@ import pytest
 from django.db import connection, transaction
 
 from awa_django.models import Job
+from awa_django.store.job_rows import JobRow
 from awa_django.tasks import context
 from awa_django.tasks.outcomes import Success
 from awa_django.tasks.runner import Attempt, Runner, drop_unusable_connections, run_attempt
@@ -26,9 +27,9 @@ from tests.testapp import tasks
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def claimed(worker: Worker, job_id: Any) -> dict[str, Any]:
+def claimed(worker: Worker, job_id: Any) -> JobRow:
     (row,) = worker.claim(1)
-    assert int(row["id"]) == int(job_id)
+    assert int(row.id) == int(job_id)
     return row
 
 
@@ -149,7 +150,7 @@ class StandInWorker:
 
 
 def attempt(job_id: int) -> Attempt:
-    return Attempt({"id": str(job_id), "attempt": "1"})
+    return Attempt(JobRow(id=job_id, attempt=1))
 
 
 def run_runner(worker: StandInWorker, *handoff: Attempt | None) -> None:

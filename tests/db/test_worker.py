@@ -53,7 +53,7 @@ def test_worker__claims_in_priority_then_run_at_order() -> None:
     second = tasks.write_effect.enqueue("second")
     high = tasks.write_effect.using(priority=50).enqueue("high")
     worker = Worker()
-    order = [int(worker.claim(1)[0]["id"]) for _ in range(4)]
+    order = [int(worker.claim(1)[0].id) for _ in range(4)]
     assert order == [int(r.id) for r in (high, first, second, low)]
 
 
@@ -62,16 +62,16 @@ def test_worker__never_claims_from_a_paused_queue() -> None:
     mail = tasks.send_mail.enqueue("a@example.com")
     other = tasks.write_effect.enqueue("default-queue")
     worker = Worker()
-    assert [int(r["id"]) for r in worker.claim(10)] == [int(other.id)]
+    assert [int(r.id) for r in worker.claim(10)] == [int(other.id)]
     assert job(mail).state == "available"  # enqueue was not refused
     queues.resume_queue("mail", "ops")
-    assert [int(r["id"]) for r in worker.claim(10)] == [int(mail.id)]
+    assert [int(r.id) for r in worker.claim(10)] == [int(mail.id)]
 
 
 def test_worker__only_claims_listed_queues() -> None:
     mail = tasks.send_mail.enqueue("x@example.com")
     tasks.write_effect.enqueue("default")
-    assert [int(r["id"]) for r in Worker(queues=["mail"]).claim(10)] == [int(mail.id)]
+    assert [int(r.id) for r in Worker(queues=["mail"]).claim(10)] == [int(mail.id)]
 
 
 def test_worker__deferred_job_waits_for_run_after() -> None:
@@ -81,7 +81,7 @@ def test_worker__deferred_job_waits_for_run_after() -> None:
     assert job(later).state == "scheduled"
     assert Worker().claim(10) == []
     Job.objects.filter(id=int(later.id)).update(run_at=timezone.now() - timedelta(seconds=1))
-    assert [int(r["id"]) for r in Worker().claim(10)] == [int(later.id)]
+    assert [int(r.id) for r in Worker().claim(10)] == [int(later.id)]
 
 
 @override_settings(**NO_BACKOFF)
@@ -128,14 +128,14 @@ def test_worker__late_report_from_a_rescued_attempt_is_ignored() -> None:
     result = tasks.write_effect.enqueue("twice")
     dead = Worker()
     (first,) = dead.claim(1)
-    Job.objects.filter(id=int(result.id)).update(heartbeat_at=first["heartbeat_at"] - timedelta(seconds=5))
+    Job.objects.filter(id=int(result.id)).update(heartbeat_at=first.heartbeat_at - timedelta(seconds=5))
     rescuer = Worker()
     rescuer.rescue()
     row = job(result)
     assert (row.state, row.attempt) == ("retryable", 1)
     assert row.errors[-1]["exception_class_path"] == "awa_django.exceptions.WorkerLost"
     (second,) = rescuer.claim(1)
-    assert second["attempt"] == 2
+    assert second.attempt == 2
     assert dead.execute(first) is None  # the dead attempt reports late: ignored
     assert job(result).state == "running"
     assert rescuer.execute(second) == "completed"
@@ -148,7 +148,7 @@ def test_worker__rescue_of_the_last_attempt_fails_the_job() -> None:
     result = tasks.write_effect.enqueue("last")
     Job.objects.filter(id=int(result.id)).update(max_attempts=1)
     (row,) = Worker().claim(1)
-    Job.objects.filter(id=int(result.id)).update(heartbeat_at=row["heartbeat_at"] - timedelta(seconds=5))
+    Job.objects.filter(id=int(result.id)).update(heartbeat_at=row.heartbeat_at - timedelta(seconds=5))
     Worker().rescue()
     assert job(result).state == "failed"
 
@@ -157,17 +157,13 @@ def test_worker__heartbeat_keeps_running_attempts_fresh() -> None:
     result = tasks.write_effect.enqueue("beat")
     worker = Worker()
     (row,) = worker.claim(1)
-    old = row["heartbeat_at"] - timedelta(minutes=5)
+    old = row.heartbeat_at - timedelta(minutes=5)
     Job.objects.filter(id=int(result.id)).update(heartbeat_at=old)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"]]]
-        )
+        cursor.execute("SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row.id], [row.attempt]])
         assert cursor.fetchone()[0] == 1
         # A heartbeat for a stale attempt number changes nothing.
-        cursor.execute(
-            "SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row["id"]], [row["attempt"] + 1]]
-        )
+        cursor.execute("SELECT awa_heartbeat_v1(%s::bigint[], %s::integer[])", [[row.id], [row.attempt + 1]])
         assert cursor.fetchone()[0] == 0
     assert job(result).heartbeat_at > old
 

@@ -12,11 +12,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from awa_django.models import Job
-from awa_django.tasks import jobs
-from awa_django.tasks.backend import job_from_row
+from awa_django.store import jobs
 from awa_django.tasks.compat import task_started
 from awa_django.tasks.outcomes import Success
 from awa_django.tasks.paths import load_task
+from awa_django.tasks.results import to_task_result
 from awa_django.tasks.worker import Worker
 from tests.helpers.workers import start_in_thread
 from tests.testapp import tasks
@@ -132,7 +132,7 @@ class Refill:
         return free
 
     def admit(self, rows: list[dict[str, Any]], reserved: int, keep: bool, wake: bool = True) -> Any:
-        self.admitted.append(([int(r["id"]) for r in rows], reserved, keep))
+        self.admitted.append(([int(r.id) for r in rows], reserved, keep))
         return rows[-1] if keep and rows else None
 
     def handoff(self, attempt: Any) -> None:
@@ -140,8 +140,8 @@ class Refill:
 
 
 def success(worker: Worker, row: dict[str, Any], value: Any, encoded: str | None = None) -> Success:
-    task = load_task(row["kind"])
-    result = worker.backend.result_for(job_from_row(row), task)
+    task = load_task(row.kind)
+    result = to_task_result(row, worker.backend.alias, task)
     return Success(row, task, result, value, json.dumps(value) if encoded is None else encoded)
 
 
@@ -155,10 +155,10 @@ def test_flush__with_a_refill_completes_and_claims_in_one_statement_and_keeps_on
     with CaptureQueriesContext(connection) as queries:
         kept = worker.outcomes.flush(refill)
     assert [q["sql"].count("awa_complete_claim_v3") for q in queries.captured_queries] == [1]
-    assert worker.completed == 1 and Job.objects.get(id=row["id"]).state == "completed"
+    assert worker.completed == 1 and Job.objects.get(id=row.id).state == "completed"
     claimed_ids = [int(waiting[0].id), int(waiting[1].id)]
     assert refill.admitted == [(claimed_ids, 2, True)]
-    assert int(kept["id"]) == claimed_ids[-1] and refill.handed == []
+    assert int(kept.id) == claimed_ids[-1] and refill.handed == []
     assert Job.objects.get(id=int(waiting[2].id)).state == "available"
 
 
@@ -173,7 +173,7 @@ def test_flush__a_batch_postgres_refuses_claims_nothing_and_gives_its_reservatio
     worker.outcomes.add(success(worker, bad, "bad", encoded='"\\u0000"'))  # jsonb refuses \u0000
     assert worker.outcomes.flush(refill) is None
     assert refill.admitted == [([], 2, False)] or refill.admitted == [([], 2, True)]
-    assert Job.objects.get(id=good["id"]).state == "completed"
-    assert Job.objects.get(id=bad["id"]).state == "retryable"
+    assert Job.objects.get(id=good.id).state == "completed"
+    assert Job.objects.get(id=bad.id).state == "retryable"
     assert Job.objects.get(id=int(other.id)).state == "available"
     assert worker.completed == 1 and worker.failed == 1

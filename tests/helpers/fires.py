@@ -20,7 +20,7 @@ from django.db import connection
 from awa_django import contract
 from awa_django.models import CronJob, Job
 from awa_django.scheduler import prefire
-from awa_django.scheduler.evaluator import job_row
+from awa_django.store.job_rows import job_row
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

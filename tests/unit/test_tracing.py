@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+from awa_django.store.job_rows import JobRow
 from awa_django.tasks import tracing
 from tests.helpers.processes import ROOT
 
@@ -25,7 +26,8 @@ WITHOUT_OTEL = textwrap.dedent(
     metadata = {}
     tracing.stamp_jobs([metadata])
     assert metadata == {}
-    assert isinstance(tracing.attempt_span({}), contextlib.nullcontext)
+    from awa_django.store.job_rows import JobRow
+    assert isinstance(tracing.attempt_span(JobRow(id=1)), contextlib.nullcontext)
     plan = [{"name": "nightly", "fires": ["2026-03-01T12:00:00+00:00"]}]
     assert tracing.fire_traced(plan, lambda sent: [sent]) == [plan]
     assert not any(name.startswith("opentelemetry") for name in sys.modules if sys.modules[name])
@@ -55,10 +57,10 @@ def test_fire_traced__sends_the_plan_unchanged_without_a_configured_sdk() -> Non
 
 def test_attempt_span__without_a_configured_sdk_is_skipped() -> None:
     """No tracer provider set: the attempt runs without a span (and its cost)."""
-    row = {"id": 1, "kind": "tests.testapp.tasks.record", "queue": "default", "attempt": 1, "max_attempts": 3}
-    assert isinstance(tracing.attempt_span({**row, "metadata": {}}), contextlib.nullcontext)
+    row = JobRow(id=1, kind="tests.testapp.tasks.record", queue="default", attempt=1, max_attempts=3)
+    assert isinstance(tracing.attempt_span(row), contextlib.nullcontext)
     ran = []
-    with contextlib.suppress(RuntimeError), tracing.attempt_span({**row, "metadata": {}}):
+    with contextlib.suppress(RuntimeError), tracing.attempt_span(row):
         ran.append(1)
         raise RuntimeError("the task's failure goes on to the worker")
     assert ran == [1]
