@@ -177,15 +177,19 @@ def plan_batch(rows: list[ScheduleRow], limit: int) -> list[PlannedFire]:
     return [plan_row(row, limit, memo, max_bytes) for row in rows]
 
 
-def _timing(row: ScheduleRow) -> search.Timing | str:
+def _timing(row: ScheduleRow, created_at: datetime) -> search.Timing | str:
     """The row's timing (its expression, or its interval), or why it has none."""
     if row.every_seconds is not None:
-        return search.Interval(row.every_seconds, search.interval_anchor(row.anchor, row.created_at))
+        return search.Interval(row.every_seconds, search.interval_anchor(row.anchor, created_at))
     return _parsed_expression(row.cron_expr or "")
 
 
 def _plan_valid_row(row: ScheduleRow, limit: int) -> PlannedFire:
-    expression = _timing(row)
+    # A row the checks passed has both (created_at is NOT NULL; an
+    # out-of-range one, read as None, is parked by row_problem).
+    created_at, now = row.created_at, row.now
+    assert created_at is not None and now is not None
+    expression = _timing(row, created_at)
     if isinstance(expression, str):
         return park_entry(row, expression)
     try:
@@ -193,23 +197,22 @@ def _plan_valid_row(row: ScheduleRow, limit: int) -> PlannedFire:
     except search.CronError as exc:
         return park_entry(row, str(exc))
     last: datetime | None = row.last_enqueued_at
-    assert row.now is not None  # every due query reads the database's clock
     fires = search.due_fires(
         expression,
         zone,
         last_enqueued_at=last,
-        created_at=row.created_at,
-        now=row.now,
+        created_at=created_at,
+        now=now,
         catch_up=row.missed_fire_policy == "catch_up",
         limit=limit,
     )
     _warn_catch_up_limit(row, len(fires), limit)
     # The new CAS token is the last due slot, fired or not.
     advance = fires[-1] if fires else None
-    fires, missed = policies.split_deadline(fires, row.now, row.starting_deadline)
+    fires, missed = policies.split_deadline(fires, now, row.starting_deadline)
     # The next fire strictly after the new CAS token; for a never-fired row with
     # nothing due, after the (inclusive) first-fire search bound.
-    after = advance or search.search_start(last, row.created_at)
+    after = advance or search.search_start(last, created_at)
     upcoming = search.next_fire(expression, zone, after)
     return replace(
         _entry(row),

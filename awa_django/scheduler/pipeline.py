@@ -33,7 +33,9 @@ from typing import Any
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-Plan = list[dict[str, Any]]
+from ..store.schedule_rows import PlannedFire
+
+Plan = list[PlannedFire]
 Fire = Callable[[Any, Plan], list[dict[str, Any]]]
 OnFired = Callable[[list[dict[str, Any]]], None]
 

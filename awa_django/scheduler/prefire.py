@@ -63,6 +63,7 @@ STALE_AFTER = 1.0
 # a statement_timeout shorter than this would cancel it.
 DATABASE_WAIT = 0.05
 
+
 @dataclass
 class Prepared:
     """The fires of one slot, planned ahead."""
@@ -90,7 +91,9 @@ def prepare(
     size = batch_size(len(rows))
     for start in range(0, len(rows), size):
         at_slot = AtSlot(prepared.slot, STALE_AFTER)
-        prepared.batches.append(SerializedPlan(evaluator.plan_batch(rows[start : start + size], limit), at_slot))
+        prepared.batches.append(
+            SerializedPlan(evaluator.plan_batch(rows[start : start + size], limit), at_slot)
+        )
     return prepared
 
 

@@ -11,8 +11,8 @@ import functools
 
 from ..cron.interval import MAX_EVERY
 from ..db import jsonb
-from ..store.schedule_rows import ScheduleRow
 from ..schedules import validation
+from ..store.schedule_rows import ScheduleRow
 from .policies import deadline_problem
 
 # Timestamps the evaluator accepts (see docs/explanation/semantics.md).
@@ -29,9 +29,7 @@ def max_args_bytes() -> int:
     return jsonb.max_bytes()
 
 
-def row_problem(
-    row: ScheduleRow, max_bytes: int | None = None, max_depth: int | None = None
-) -> str | None:
+def row_problem(row: ScheduleRow, max_bytes: int | None = None, max_depth: int | None = None) -> str | None:
     """Why the evaluator cannot handle ``row`` (a value no declaration could
     produce, written by raw SQL or an old writer), or None.
 

@@ -24,6 +24,7 @@ __all__ = [
     "due_batch",
     "insert_runtime",
     "lock_definition",
+    "last_jobs",
     "lock_state",
     "next_due",
     "next_slot",
@@ -195,3 +196,9 @@ def update_runtime(cursor: Any, definition: dict[str, Any], owner: str, timing: 
 def pause_runtime(cursor: Any, names: list[str], actor: str, owner: str) -> None:
     """Pause the named rows of ``owner`` as ``actor``."""
     cursor.execute(query("pause_runtime_schedules"), [actor, names, owner])
+
+
+def last_jobs(cursor: Any, names: list[str]) -> dict[str, tuple[int, str, bool]]:
+    """The newest job of each named schedule: (id, state, triggered manually)."""
+    cursor.execute(query("schedules_last_jobs"), [names])
+    return {name: (job_id, state, bool(manual)) for name, job_id, state, manual in cursor.fetchall()}
