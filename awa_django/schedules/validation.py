@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..cron.parse import non_ascii_reason
+from ..db.json_limits import depth_problem, size_problem
 
 # A cron expression longer than this is refused before it is parsed: parsing
 # cost grows with the text, and every evaluation pass parses due rows again.
@@ -202,20 +203,6 @@ def kind_problem(kind: str) -> str | None:
         return problem
     if not _DOTTED_PATH.fullmatch(kind):
         return f"{kind!r} is not an absolute dotted path such as 'myapp.tasks.send_digest'"
-    return None
-
-
-def size_problem(size: int, limit: int) -> str | None:
-    """A JSON value whose encoded size exceeds ``AWA_MAX_ARGS_BYTES``."""
-    if size > limit:
-        return f"is {size} bytes as JSON; the limit is AWA_MAX_ARGS_BYTES={limit}"
-    return None
-
-
-def depth_problem(depth: int, limit: int) -> str | None:
-    """A JSON value nested deeper than ``AWA_MAX_JSON_DEPTH`` (arrays and objects within one another)."""
-    if depth > limit:
-        return f"is nested deeper than {limit} levels (AWA_MAX_JSON_DEPTH={limit})"
     return None
 
 
