@@ -178,7 +178,12 @@ def test_fire_plan__a_row_that_cannot_even_be_parked_does_not_fail_the_others(
 def test_fire_plan__an_error_that_is_no_rows_fault_propagates(monkeypatch: pytest.MonkeyPatch) -> None:
     CronJobFactory(name="a")
     plan = [entry("a")]
-    monkeypatch.setattr(firing, "FIRE", "SELECT * FROM awa_cron_fire_no_such_version(%s::jsonb)")
+    from awa_django.store import fires
+
+    def missing_version(cursor: Any, plan_text: str) -> Any:
+        cursor.execute("SELECT * FROM awa_cron_fire_no_such_version(%s::jsonb)", [plan_text])
+
+    monkeypatch.setattr(fires, "fire", missing_version)
     with pytest.raises(ProgrammingError):
         fire(plan)
     assert Job.objects.count() == 0

@@ -69,7 +69,7 @@ def test_prepare__batches_carry_their_json_made_before_the_slot() -> None:
     prepared = prepared_for(["ahead"])
     (batch,) = prepared.batches
     assert isinstance(batch, SerializedPlan)
-    assert json.loads(batch.text) == list(batch)
+    assert json.loads(batch.text) == [entry.as_json() for entry in batch] == batch.entries
 
 
 def test_fire_prepared__never_before_the_slot_and_once() -> None:
