@@ -54,6 +54,11 @@ class AtSlot:
     stale_seen: bool = False
 
 
+# The entries a plan is sent as are JSON objects (``dict[str, Any]``:
+# PlannedFire.as_json, to which tracing adds its carrier); the jobs returned
+# are ``awa_jobs`` rows as the jobs' decoder (job_row) makes them.
+
+
 class SerializedPlan(list[PlannedFire]):
     """A plan with its JSON made in advance (a prepared slot's batches are
     serialized before the slot, so only the statement runs after it) and,
