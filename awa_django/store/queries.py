@@ -44,9 +44,7 @@ def parse_file(path: Path, family: str) -> list[Query]:
     for index, header in enumerate(headers):
         end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
         body = text[header.end() : end].strip()
-        statement = "\n".join(
-            line for line in body.splitlines() if not line.lstrip().startswith("--")
-        ).strip()
+        statement = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("--")).strip()
         if not statement:
             raise QueryFileError(f"{path}: query {header['name']!r} is empty")
         found.append(Query(header["name"], family, path, body.rstrip(";").rstrip()))
@@ -61,9 +59,7 @@ def all_queries() -> dict[str, Query]:
         family = path.relative_to(SQL_DIR).parts[0]
         for found in parse_file(path, family):
             if found.name in queries:
-                raise QueryFileError(
-                    f"query {found.name!r} is defined in {queries[found.name].path} and in {path}"
-                )
+                raise QueryFileError(f"query {found.name!r} is defined in {queries[found.name].path} and in {path}")
             queries[found.name] = found
     return queries
 

@@ -17,9 +17,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_a_file_splits_into_named_queries_with_their_comments(tmp_path: Path) -> None:
-    path = write(
-        tmp_path, "-- file comment\n-- name: one\n-- what one does\nSELECT 1;\n\n-- name: two\nSELECT 2\n"
-    )
+    path = write(tmp_path, "-- file comment\n-- name: one\n-- what one does\nSELECT 1;\n\n-- name: two\nSELECT 2\n")
     found = queries.parse_file(path, "jobs")
     assert [(q.name, q.sql) for q in found] == [("one", "-- what one does\nSELECT 1"), ("two", "SELECT 2")]
 
@@ -31,9 +29,7 @@ def test_sql_before_the_first_header_is_refused(tmp_path: Path) -> None:
 
 def test_an_empty_query_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(queries.QueryFileError, match="'one' is empty"):
-        queries.parse_file(
-            write(tmp_path, "-- name: one\n-- only a comment\n-- name: two\nSELECT 2\n"), "jobs"
-        )
+        queries.parse_file(write(tmp_path, "-- name: one\n-- only a comment\n-- name: two\nSELECT 2\n"), "jobs")
 
 
 def test_a_duplicate_name_across_files_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
