@@ -7,12 +7,14 @@ whose parameters PostgreSQL cannot type) fails here, whatever its caller.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 from django.db import connection
 
 from awa_django.store.queries import all_queries
+from awa_django.store.schedule_rows import ScheduleRow
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +59,21 @@ def test_schedule_query__prepares_on_the_migrated_database(name: str) -> None:
 def test_numbered__repeats_a_named_parameter_and_counts_positional_ones() -> None:
     assert numbered("a = %(x)s AND b = %(y)s AND c = %(x)s") == "a = $1 AND b = $2 AND c = $1"
     assert numbered("a = %s AND b = %s") == "a = $1 AND b = $2"
+
+
+DUE_READS = {
+    "due_schedules_batch": {"after": "", "limit": 1, "max_depth": 32},
+    "due_schedules_all": {"max_depth": 32},
+    "schedule_plan_row": {"name": "", "max_depth": 32},
+    "next_slot_schedules": {"ahead": 0.5, "limit": 1, "max_depth": 32},
+}
+
+
+@pytest.mark.parametrize("name", sorted(DUE_READS))
+def test_due_reads__select_the_columns_schedule_row_holds(name: str) -> None:
+    """The due reads write their column list out each; none drifts from ScheduleRow."""
+    with connection.cursor() as cursor:
+        cursor.execute(all_queries()[name].sql, DUE_READS[name])
+        columns = [c.name for c in cursor.description]
+    extra = ["slot", "slot_in"] if name == "next_slot_schedules" else []
+    assert columns == [f.name for f in dataclasses.fields(ScheduleRow)] + extra
