@@ -43,6 +43,7 @@ from ..schedules import validation
 from ..schedules.declaration import name_identity
 from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code
 from ..schedules.shape import Schedule
+from ..store import schedules as store
 from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from ..tasks.payloads import exception_text
 from . import runtime_schedules
@@ -399,8 +400,7 @@ class TakenNames:
     @classmethod
     def load(cls, using: str = "default") -> TakenNames:
         with connections[using].cursor() as cursor:
-            cursor.execute("SELECT name, owner_id, retired_at IS NOT NULL FROM awa_cron_jobs")
-            return cls(cursor.fetchall())
+            return cls(store.stored_names(cursor))
 
     def add_stored(self, name: str) -> None:
         """Count ``name`` as a stored runtime schedule."""

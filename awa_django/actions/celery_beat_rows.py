@@ -6,7 +6,7 @@ time zone field raises while loading it), a timestamp of ``'-infinity'`` or
 beyond year 9999 (Python's ``datetime`` cannot hold it). Loading rows through
 the models would fail the whole import on such a row, naming none. So the rows
 are read with one plain query per page (columns named by the models' own
-metadata), in primary-key order, ``page_size`` rows at a time: a zone stays
+metadata, the statement composed in :mod:`awa_django.store.celery_beat_source`), in primary-key order, ``page_size`` rows at a time: a zone stays
 text (validated per row, like any schedule's), and a timestamp is read as its
 text and its epoch, so one that ``datetime`` cannot hold still says whether it
 is in the past or the future (:class:`FarInstant`).
@@ -23,6 +23,9 @@ from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections
+
+from ..store import celery_beat_source as source
+from ..store.celery_beat_source import SourceColumn, SourceJoin, SourceShape
 
 __all__ = ["FarInstant", "PeriodicTaskReader"]
 
@@ -71,46 +74,22 @@ class PeriodicTaskReader:
 
     def __init__(self, model: Any, using: str = "default") -> None:
         self.using = using
-        quote = connections[using].ops.quote_name
-        self._table = quote(model._meta.db_table)
-        self._pk = quote(model._meta.pk.column)
-        selected: list[str] = [f"p.{self._pk}"]
-        joins: list[str] = []
+        columns: list[SourceColumn] = [SourceColumn("p", model._meta.pk.column)]
+        joins: list[SourceJoin] = []
         for attribute in _TASK:
-            selected.extend(self._columns(model, "p", attribute))
+            columns.append(_column(model, "p", attribute))
         for index, (relation, attributes) in enumerate(_RELATED.items()):
             alias = f"r{index}"
             target = model._meta.get_field(relation)
             related = target.related_model
-            joins.append(
-                f"LEFT JOIN {quote(related._meta.db_table)} {alias} "
-                f"ON {alias}.{quote(related._meta.pk.column)} = p.{quote(target.column)}"
-            )
-            selected.append(f"{alias}.{quote(related._meta.pk.column)}")
-            for attribute in attributes:
-                selected.extend(self._columns(related, alias, attribute))
-        head = f"SELECT {', '.join(selected)} FROM {self._table} p {' '.join(joins)}"
-        self._first = f"{head} ORDER BY p.{self._pk} LIMIT %s"
-        self._next = f"{head} WHERE p.{self._pk} > %s ORDER BY p.{self._pk} LIMIT %s"
-
-    def _columns(self, model: Any, alias: str, attribute: str) -> list[str]:
-        """The select-list entries of one attribute (NULL when this version has no such field)."""
-        try:
-            column = (
-                f"{alias}.{connections[self.using].ops.quote_name(model._meta.get_field(attribute).column)}"
-            )
-        except FieldDoesNotExist:
-            column = "NULL"
-        if attribute in _TIMESTAMPS:
-            return [f"{column}::text", f"extract(epoch from {column})"]
-        if attribute == "timezone":
-            return [f"{column}::text"]
-        return [column]
+            joins.append(SourceJoin(related._meta.db_table, alias, related._meta.pk.column, target.column))
+            columns.append(SourceColumn(alias, related._meta.pk.column))
+            columns.extend(_column(related, alias, attribute) for attribute in attributes)
+        self._shape = SourceShape(model._meta.db_table, model._meta.pk.column, tuple(columns), tuple(joins))
 
     def count(self) -> int:
         with connections[self.using].cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {self._table}")
-            return int(cursor.fetchone()[0])
+            return source.count(cursor, self._shape)
 
     def pages(self, page_size: Callable[[], int]) -> Iterator[list[SimpleNamespace]]:
         """Every row, in primary-key order, one query per page of ``page_size()`` rows
@@ -119,11 +98,7 @@ class PeriodicTaskReader:
         while True:
             size = page_size()
             with connections[self.using].cursor() as cursor:
-                if last is None:
-                    cursor.execute(self._first, [size])
-                else:
-                    cursor.execute(self._next, [last, size])
-                rows = cursor.fetchall()
+                rows = source.page(cursor, self._shape, last, size)
             if not rows:
                 return
             last = rows[-1][0]
@@ -153,3 +128,16 @@ def _read(target: SimpleNamespace, attribute: str, values: Iterator[Any]) -> Non
         setattr(target, attribute, _instant(text, next(values)))
     else:
         setattr(target, attribute, next(values))
+
+
+def _column(model: Any, alias: str, attribute: str) -> SourceColumn:
+    """How one attribute is read (NULL when this version has no such field)."""
+    try:
+        column: str | None = model._meta.get_field(attribute).column
+    except FieldDoesNotExist:
+        column = None
+    if attribute in _TIMESTAMPS:
+        return SourceColumn(alias, column, "timestamp")
+    if attribute == "timezone":
+        return SourceColumn(alias, column, "text")
+    return SourceColumn(alias, column)

@@ -25,6 +25,7 @@ from ..exceptions import InvalidSchedule
 from ..models import CronJob
 from ..schedules.declaration import declared_schedules
 from ..schedules.runtime import RUNTIME_OWNER
+from ..store import schedule_views
 
 __all__ = [
     "Mismatch",
@@ -77,7 +78,7 @@ def undeclared_rows(names: frozenset[str] | None = None, using: str = "default")
     """Live rows of this deployment's owner that no declaration names, by name
     (``names``: default, :func:`declared_names`; none while that is unknown)."""
     names = declared_names() if names is None else names
-    return CronJob.objects.using(using).filter(undeclared_q(names)).order_by("name")
+    return schedule_views.cron_jobs(using, undeclared_q(names))
 
 
 def undeclared(row: CronJob, names: frozenset[str] | None) -> bool:

@@ -39,7 +39,8 @@ from ..db.guards import bound_transaction_waits
 from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
 from ..schedules.declaration import name_identity
 from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code, row_options
-from ..schedules.shape import COMPARED_KEYS, DEFINITION_KEYS, FIELDS, RECORDSET_COLUMNS, Schedule
+from ..schedules.shape import COMPARED_KEYS, DEFINITION_KEYS, FIELDS, Schedule
+from ..store import schedules as store
 from .common import ActionResult, require_actor, require_schedule_name
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "create_schedule",
     "delete_schedule",
     "runtime_definition",
+    "schedule_exists",
     "update_schedule",
 ]
 
@@ -62,27 +64,6 @@ logger = logging.getLogger("awa_django.operations")
 NOTIFY_CHANNEL = "awa_cron"
 # Definition columns whose change moves the fire clock to the edit.
 TIMING_KEYS = ("cron_expr", "every_seconds", "anchor", "timezone", "missed_fire_policy")
-
-_SELECT_ROW = (
-    f"SELECT {', '.join(DEFINITION_KEYS)}, owner_id, retired_at IS NOT NULL "
-    "FROM awa_cron_jobs WHERE name = %s FOR UPDATE"
-)
-_INSERT = f"""
-    INSERT INTO awa_cron_jobs AS c ({", ".join(DEFINITION_KEYS)}, owner_id, created_at, updated_at)
-    SELECT {", ".join(f"d.{k}" for k in DEFINITION_KEYS)}, %s, clock_timestamp(), clock_timestamp()
-      FROM jsonb_to_recordset(%s::jsonb) AS d({RECORDSET_COLUMNS})
-    ON CONFLICT (name) DO NOTHING
-    RETURNING c.name"""
-# A slot that fired stays fired; the new timing starts at the edit.
-_UPDATE = f"""
-    UPDATE awa_cron_jobs AS c
-       SET {", ".join(f"{k} = d.{k}" for k in COMPARED_KEYS)},
-           last_enqueued_at = CASE WHEN %s THEN greatest(c.last_enqueued_at, clock_timestamp())
-                                   ELSE c.last_enqueued_at END,
-           updated_at = clock_timestamp()
-      FROM jsonb_to_recordset(%s::jsonb) AS d({RECORDSET_COLUMNS})
-     WHERE c.name = d.name AND c.owner_id = %s AND c.retired_at IS NULL
-    RETURNING c.name"""
 
 
 def where_declared(name: str, owner_id: str | None) -> str:
@@ -105,10 +86,9 @@ def code_declaration(name: str, using: str = "default") -> str | None:
     if declared_in_code(name) is not None:
         return f"schedule {name!r} is {where_declared(name, None)}"
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT owner_id FROM awa_cron_jobs WHERE name = %s", [name])
-        row = cursor.fetchone()
-    if row is not None and row[0] != RUNTIME_OWNER:
-        return f"schedule {name!r} is {where_declared(name, row[0])}"
+        found, owner_id = store.schedule_owner(cursor, name)
+    if found and owner_id != RUNTIME_OWNER:
+        return f"schedule {name!r} is {where_declared(name, owner_id)}"
     return None
 
 
@@ -121,15 +101,15 @@ def _refuse_code_name(name: str, owner_id: str | None) -> NoReturn:
 
 def _locked_row(cursor: Any, name: str) -> tuple[dict[str, Any], str | None, bool] | None:
     """Lock and read ``name``: (definition, owner_id, retired) or None."""
-    cursor.execute(_SELECT_ROW, [name])
-    row = cursor.fetchone()
-    if row is None:
+    found = store.lock_definition(cursor, name)
+    if found is None:
         return None
-    return _definition(row), row[-2], row[-1]
+    values, owner_id, retired = found
+    return _definition(values), owner_id, retired
 
 
-def _definition(row: Any) -> dict[str, Any]:
-    """The definition columns of a row read by ``_SELECT_ROW``, jsonb decoded.
+def _definition(row: list[Any]) -> dict[str, Any]:
+    """The definition columns of a row read by ``lock_runtime_schedule``, jsonb decoded.
 
     A stored value that cannot be decoded (raw SQL nested it too deep, see
     :mod:`awa_django.db.jsonb`) refuses the operation, naming the schedule and
@@ -152,14 +132,13 @@ def _begin(cursor: Any) -> None:
     # Lock order of every writer: protocol lock, owner rows, schedule rows.
     # The protocol lock orders this write with adoption and reconciliation.
     bound_transaction_waits(cursor)  # a frozen peer may hold the lock
-    cursor.execute("SELECT awa_cron_protocol_lock()")
+    store.protocol_lock(cursor)
 
 
 def _lookalike_row(cursor: Any, name: str) -> str | None:
     """Another stored name an operator could not tell from ``name`` (case, Unicode form)."""
     identity = name_identity(name)
-    cursor.execute("SELECT name FROM awa_cron_jobs")
-    for (other,) in cursor.fetchall():
+    for other in store.schedule_names(cursor):
         if other != name and name_identity(other) == identity:
             return str(other)
     return None
@@ -170,6 +149,13 @@ def lookalike_name(name: str, using: str = "default") -> str | None:
     (a form checks it before saving; the create checks it again under the lock)."""
     with connections[using].cursor() as cursor:
         return _lookalike_row(cursor, name)
+
+
+def schedule_exists(name: str, using: str = "default") -> bool:
+    """Whether a row called ``name`` is stored (a form's early answer; the create
+    decides under its locks)."""
+    with connections[using].cursor() as cursor:
+        return store.schedule_exists(cursor, name)
 
 
 def _log(action: str, name: str, actor: str) -> None:
@@ -243,10 +229,10 @@ def create_schedule(
                 "name",
                 f"differs from {twin!r} only in case or Unicode form; choose distinct names",
             )
-        cursor.execute(_INSERT, [RUNTIME_OWNER, json.dumps([schedule.columns()])])
-        if cursor.fetchone() is None:  # a concurrent sync inserted the name first
+        if not store.insert_runtime(cursor, RUNTIME_OWNER, [schedule.columns()]):
+            # a concurrent sync inserted the name first
             _refuse_code_name(schedule.name, None)
-        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+        store.notify_changed(cursor, NOTIFY_CHANNEL)
     _log("created", schedule.name, actor)
     return schedule
 
@@ -269,16 +255,11 @@ def create_imported_schedules(
         return set()
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         _begin(cursor)
-        cursor.execute(_INSERT, [RUNTIME_OWNER, json.dumps([s.columns() for s in schedules])])
-        created = {str(row[0]) for row in cursor.fetchall()}
+        created = store.insert_runtime(cursor, RUNTIME_OWNER, [s.columns() for s in schedules])
         held = [name for name in paused if name in created]
         if held:
-            cursor.execute(
-                "UPDATE awa_cron_jobs SET paused_at = clock_timestamp(), paused_by = %s, "
-                "updated_at = clock_timestamp() WHERE name = ANY(%s) AND owner_id = %s",
-                [actor, held, RUNTIME_OWNER],
-            )
-        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+            store.pause_runtime(cursor, held, actor, RUNTIME_OWNER)
+        store.notify_changed(cursor, NOTIFY_CHANNEL)
     logger.info(
         "runtime schedules imported by %s: %d created (%d paused)",
         actor,
@@ -297,13 +278,13 @@ def runtime_definition(name: str, using: str = "default") -> dict[str, Any]:
     """
     name = require_schedule_name(name, "runtime_definition")
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        cursor.execute(_SELECT_ROW.replace(" FOR UPDATE", ""), [name])
-        row = cursor.fetchone()
-    if row is None:
+        found = store.lock_definition(cursor, name, lock=False)
+    if found is None:
         raise ScheduleNotFound(name)
-    if row[-2] != RUNTIME_OWNER:
-        _refuse_code_name(name, row[-2])
-    return row_options(_definition(row))
+    values, owner_id, _retired = found
+    if owner_id != RUNTIME_OWNER:
+        _refuse_code_name(name, owner_id)
+    return row_options(_definition(values))
 
 
 def update_schedule(name: str, *, actor: str, using: str = "default", **changes: Any) -> ActionResult:
@@ -337,11 +318,10 @@ def update_schedule(name: str, *, actor: str, using: str = "default", **changes:
         # A new timing starts at the edit: a forward move of the fire clock
         # that enqueues nothing, never an unaware fire.
         with sessions.owner_context(cursor, RUNTIME_OWNER), sessions.policies_context(cursor):
-            cursor.execute(_UPDATE, [timing, json.dumps([new]), RUNTIME_OWNER])
-            written = cursor.fetchone() is not None
+            written = store.update_runtime(cursor, new, RUNTIME_OWNER, timing)
         if not written:
             raise OperationRefused(f"schedule {name!r} could not be changed (fenced by the database)")
-        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+        store.notify_changed(cursor, NOTIFY_CHANNEL)
     _log("updated", name, actor)
     return ActionResult("update", [name], name=name, detail=", ".join(changed))
 
@@ -387,12 +367,8 @@ def delete_schedule(name: str, *, actor: str, using: str = "default") -> ActionR
         # The fence refuses to delete an owned row: release it first (an
         # operator's lifecycle change), then delete it, in one transaction.
         with sessions.operator_context(cursor):
-            cursor.execute(
-                "UPDATE awa_cron_jobs SET owner_id = NULL, retired_at = NULL, retired_by = NULL, "
-                "retired_revision = NULL WHERE name = %s",
-                [name],
-            )
-            cursor.execute("DELETE FROM awa_cron_jobs WHERE name = %s", [name])
-        cursor.execute("SELECT pg_notify(%s, '')", [NOTIFY_CHANNEL])
+            store.release(cursor, name)
+            store.remove(cursor, name)
+        store.notify_changed(cursor, NOTIFY_CHANNEL)
     _log("deleted", name, actor)
     return ActionResult("delete", [name], name=name)

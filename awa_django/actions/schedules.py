@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import IntegrityError, connections, transaction
 from django.db.models import Case, F, QuerySet, TextField, When
-from django.db.models.functions import Cast, Now
+from django.db.models.functions import Cast
 from django.db.models.query import ModelIterable
 
 from ..cron import search
@@ -22,9 +22,11 @@ from ..db.guards import bound_transaction_waits
 from ..db.sessions import database_now
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..models import CronJob
-from ..scheduler.evaluator import job_row
 from ..schedules import validation
 from ..schedules.runtime import RUNTIME_OWNER
+from ..store import schedule_views
+from ..store import schedules as store
+from ..store.job_rows import job_row
 from ..tasks.backend import announce_fires
 from .common import ActionResult, require_actor, require_schedule_name
 
@@ -45,21 +47,6 @@ TIMESTAMP_COLUMNS = (
 )
 
 
-def _safe_rows(where: str, params: list[Any], using: str) -> list[CronJob]:
-    columns: list[str] = []
-    for f in CronJob._meta.concrete_fields:
-        assert f.column is not None
-        if f.column in TIMESTAMP_COLUMNS:
-            columns.append(
-                f"CASE WHEN {f.column} BETWEEN '0001-01-02' AND '9999-12-30' THEN {f.column} END "
-                f"AS {f.column}, {f.column}::text AS {f.column}_text"
-            )
-        else:
-            columns.append(f.column)
-    sql = f"SELECT {', '.join(columns)} FROM awa_cron_jobs {where} ORDER BY name"
-    return list(CronJob.objects.using(using).raw(sql, params))
-
-
 # The range a Python datetime can hold, with a day's margin for time zones.
 _SAFE_RANGE = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
 
@@ -77,7 +64,7 @@ class _SafeTimestampIterable(ModelIterable):  # type: ignore[type-arg]
 
 
 def with_safe_timestamps(queryset: QuerySet[CronJob]) -> QuerySet[CronJob]:
-    """``queryset`` with the :data:`TIMESTAMP_COLUMNS` loaded as by :func:`_safe_rows`.
+    """``queryset`` with the :data:`TIMESTAMP_COLUMNS` loaded as by the query ``schedule_rows_safe``.
 
     The ORM form of the operator views' raw query, for the admin: filtering,
     ordering and pagination still work on the real columns, while a row whose
@@ -96,7 +83,7 @@ def with_safe_timestamps(queryset: QuerySet[CronJob]) -> QuerySet[CronJob]:
 def get_schedule(name: str, using: str = "default") -> CronJob:
     """The schedule row called ``name``, or :class:`ScheduleNotFound`."""
     name = require_schedule_name(name, "get_schedule")
-    rows = _safe_rows("WHERE name = %s", [name], using)
+    rows = schedule_views.safe_schedule_rows(using, name)
     if not rows:
         raise ScheduleNotFound(name)
     return rows[0]
@@ -104,7 +91,7 @@ def get_schedule(name: str, using: str = "default") -> CronJob:
 
 def list_schedules(using: str = "default") -> list[CronJob]:
     """All schedule rows, by name."""
-    return _safe_rows("", [], using)
+    return schedule_views.safe_schedule_rows(using)
 
 
 # The most fires upcoming_fires computes: one at a time, in Python, so a huge
@@ -159,9 +146,8 @@ def pause(name: str, actor: str, using: str = "default") -> ActionResult:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
         if row.paused:
             return ActionResult("pause", [], name=name, detail=f"already paused by {row.paused_by}")
-        CronJob.objects.using(using).filter(name=name).update(
-            paused_at=Now(), paused_by=actor, updated_at=Now()
-        )
+        with connections[using].cursor() as cursor:
+            store.pause(cursor, name, actor)
     logger.info(
         "schedule %s paused by %s",
         name,
@@ -181,9 +167,8 @@ def resume(name: str, actor: str, using: str = "default") -> ActionResult:
             raise OperationRefused(f"schedule {name!r} is retired; restore it first")
         if not row.paused:
             return ActionResult("resume", [], name=name, detail="not paused")
-        CronJob.objects.using(using).filter(name=name).update(
-            paused_at=None, paused_by=None, updated_at=Now()
-        )
+        with connections[using].cursor() as cursor:
+            store.resume(cursor, name)
     logger.info(
         "schedule %s resumed by %s",
         name,
@@ -205,7 +190,7 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
         bound_transaction_waits(cursor)  # FOR SHARE may wait on a frozen peer
         try:
             with transaction.atomic(using=using):
-                cursor.execute("SELECT * FROM awa_cron_trigger_v1(%s, %s)", [name, actor])
+                columns, rows = store.trigger(cursor, name, actor)
         except IntegrityError as exc:
             if (
                 getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
@@ -215,8 +200,6 @@ def trigger(name: str, actor: str, using: str = "default") -> dict[str, Any]:
             raise OperationRefused(
                 f"schedule {name!r}: an unfinished job holds its unique_key; trigger it once that job finished"
             ) from None
-        columns = [c.name for c in cursor.description]
-        rows = cursor.fetchall()
         if not rows:
             row = get_schedule(name, using)  # raises ScheduleNotFound
             raise OperationRefused(f"schedule {row.name!r} is retired; restore it first")
@@ -251,7 +234,8 @@ def remove(name: str, actor: str, using: str = "default") -> ActionResult:
             raise OperationRefused(
                 f"schedule {name!r} is owned by {row.owner_id!r}; retire it instead of removing it"
             )
-        CronJob.objects.using(using).filter(name=name).delete()
+        with connections[using].cursor() as cursor:
+            store.remove(cursor, name)
     logger.info(
         "schedule %s removed by %s",
         name,
@@ -278,12 +262,7 @@ def _lock(name: str, using: str) -> _Locked:
         # Flags computed in SQL, no timestamp converted: a pause or retirement
         # no datetime can hold ('infinity' by raw SQL) must not stop an
         # operator from resuming or removing the row.
-        cursor.execute(
-            "SELECT paused_at IS NOT NULL, paused_by, retired_at IS NOT NULL, owner_id "
-            "FROM awa_cron_jobs WHERE name = %s FOR UPDATE",
-            [name],
-        )
-        row = cursor.fetchone()
+        row = store.lock_state(cursor, name)
     if row is None:
         raise ScheduleNotFound(name)
     return _Locked(*row)

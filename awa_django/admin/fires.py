@@ -6,13 +6,13 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.db.models.fields.json import KT
 from django.urls import reverse
 
 from ..actions import schedules
 from ..cron import search
 from ..db.timestamps import with_safe_timestamps
-from ..models import CronJob, Job
+from ..models import CronJob
+from ..store import schedule_views
 from .common import TIME_FORMAT, seconds, utc
 from .jobs import error_line, fire_time, with_last_error
 
@@ -60,13 +60,7 @@ def _offset(value: timedelta | None) -> str:
 
 def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
     """The newest ``count`` jobs of ``row`` with their state and duration (one query)."""
-    jobs = (
-        Job.objects.using(row._state.db or "default")
-        .alias(cron_key=KT("metadata__cron_name"))
-        .filter(metadata__has_key="cron_name", cron_key=row.name)
-        .order_by("-id")
-        .only("id", "state", "metadata", "attempted_at", "finished_at", "attempt", "created_at")
-    )
+    jobs = schedule_views.schedule_jobs(row._state.db or "default", row.name)
     zone = zone_of(row)
     out = []
     for job in with_last_error(with_safe_timestamps(jobs))[:count]:

@@ -27,6 +27,7 @@ from ..actions.runtime_schedules import (
     create_schedule,
     delete_schedule,
     lookalike_name,
+    schedule_exists,
     update_schedule,
 )
 from ..cron.describe import describe_schedule
@@ -187,7 +188,7 @@ class RuntimeScheduleForm(forms.ModelForm):  # type: ignore[type-arg]
             if reason:
                 self.add_error("name", f"{reason}; it is read-only here.")
                 return data
-            if CronJob.objects.filter(name=name).exists():
+            if schedule_exists(name):
                 self.add_error("name", "a runtime schedule has this name: edit it instead.")
                 return data
             twin = lookalike_name(name)

@@ -16,20 +16,12 @@ from ..actions.declarations import Mismatch
 from ..conf import conf
 from ..cron import search
 from ..db import sessions
-from ..models import CronJob, QueueMeta
+from ..models import CronJob
+from ..store import schedule_views
+from ..store import schedules as store
 from .common import live_leader
 from .fires import zone_of
 
-# The newest job of each schedule on the page: one index scan per name
-# (awa_jobs_cron_name_id), one query per page.
-LAST_JOBS_SQL = """
-    SELECT n.name, j.id, j.state, j.metadata ? 'triggered_manually'
-      FROM unnest(%s::text[]) AS n(name)
-     CROSS JOIN LATERAL (
-           SELECT id, state, metadata FROM awa_jobs
-            WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = n.name
-            ORDER BY id DESC LIMIT 1) AS j
-"""
 # The stored next_fire_at of a row that can never fire (see evaluator.NEVER).
 NEVER_YEAR = 9999
 
@@ -81,20 +73,11 @@ def annotate_page(rows: list[CronJob], using: str = "default") -> None:
     now = sessions.database_now(using)
     leader = live_leader(using) is not None
     queues = sorted({r.queue for r in rows})
-    paused = (
-        set(
-            QueueMeta.objects.using(using)
-            .filter(queue__in=queues, paused_at__isnull=False)
-            .values_list("queue", flat=True)
-        )
-        if queues
-        else set()
-    )
+    paused = schedule_views.paused_queues(using, queues)
     last: dict[str, tuple[int, str, bool]] = {}
     if rows:
         with connections[using].cursor() as cursor:
-            cursor.execute(LAST_JOBS_SQL, [[r.name for r in rows]])
-            last = {name: (job_id, state, manual) for name, job_id, state, manual in cursor.fetchall()}
+            last = store.last_jobs(cursor, [r.name for r in rows])
     names = declarations.declared_names()
     for row in rows:
         info = row_info(row, now, leader, paused)

@@ -30,7 +30,7 @@ from typing import Any
 from django.db import models
 
 from ..conf import DEFAULTS, Kind, conf
-from ..schedules.validation import depth_problem, size_problem
+from .json_limits import depth_problem, size_problem
 
 __all__ = [
     "MANIFEST_WRAPS",

@@ -1,4 +1,4 @@
-"""The fire statement: one call of ``awa_cron_fire_v8`` per batch of plan entries.
+"""The fire statement: one call of ``awa_cron_fire_v8`` per batch of :class:`PlannedFire`.
 
 The jobs it returns carry their ``args`` undecoded (:class:`~awa_django.db.jsonb.Deferred`)
 until :func:`decode_args`: the firing thread never decodes a payload.
@@ -16,7 +16,8 @@ import json
 import logging
 import math
 import weakref
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,39 +25,16 @@ from django.db import DataError, IntegrityError, InternalError, OperationalError
 
 from ..conf import conf
 from ..db import jsonb, sessions
+from ..store import fires
 from ..store.job_rows import job_row
+from ..store.schedule_rows import PlannedFire
 from ..tasks import tracing
 
 logger = logging.getLogger("awa_django.evaluator")
 
-FIRE = "SELECT * FROM awa_cron_fire_v8(%s::jsonb)"
 # Errors a value in one row can cause (constraint, bad data, a trigger's
 # RAISE); anything else is not a row's fault.
 ROW_FAULTS = (IntegrityError, DataError, InternalError)
-
-
-# A prepared slot's batch, sent just before its slot: the database sleeps
-# until the slot (its clock decides, as for every fire), then checks the plan
-# is still fresh and fires it (or an empty plan when stale), all in this one
-# statement, so no round trip to the leader (and no wake-up of one of its
-# threads on a busy machine) stands between the slot and the fire. The
-# function stamps every row with clock_timestamp(), read after the sleep, and
-# reads no statement or transaction time. Always one row: the first column
-# says whether the plan was fresh; the others are a job, or all NULL.
-FIRE_AT_SLOT = """
-    WITH waited AS MATERIALIZED (SELECT pg_sleep_until(%(slot)s)),
-         checked AS MATERIALIZED (
-            SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s) AS fresh FROM waited)
-    SELECT checked.fresh, j.*
-      FROM checked
-      LEFT JOIN LATERAL awa_cron_fire_v8(CASE WHEN checked.fresh THEN %(plan)s::jsonb
-                                              ELSE '[]'::jsonb END) AS j ON true
-"""
-# The same wait and freshness check alone, before a batch of such a plan is
-# fired again entry by entry.
-SLEEP_UNTIL_SLOT = """
-    SELECT clock_timestamp() - %(slot)s <= make_interval(secs => %(stale)s), pg_sleep_until(%(slot)s)
-"""
 
 
 @dataclass
@@ -70,16 +48,22 @@ class AtSlot:
     stale_seen: bool = False
 
 
-class SerializedPlan(list[dict[str, Any]]):
-    """A plan with its JSON text made in advance (a prepared slot's batches are
-    serialized before the slot, so only the statement runs after it) and,
-    with ``at_slot``, sent as :data:`FIRE_AT_SLOT`. The text is used only
-    while the plan is sent as it was made: entries re-built for tracing or
-    sent one by one are serialized again."""
+# The entries a plan is sent as are JSON objects (``dict[str, Any]``:
+# PlannedFire.as_json, to which tracing adds its carrier); the jobs returned
+# are ``awa_jobs`` rows as the jobs' decoder (job_row) makes them.
 
-    def __init__(self, plan: list[dict[str, Any]], at_slot: AtSlot | None = None) -> None:
+
+class SerializedPlan(list[PlannedFire]):
+    """A plan with its JSON made in advance (a prepared slot's batches are
+    serialized before the slot, so only the statement runs after it) and,
+    with ``at_slot``, sent by the query ``fire_plan_at_slot``. The text is
+    used only while the plan is sent as it was made: entries re-built for
+    tracing or sent one by one are serialized again."""
+
+    def __init__(self, plan: list[PlannedFire], at_slot: AtSlot | None = None) -> None:
         super().__init__(plan)
-        self.text = plan_text(plan)
+        self.entries = [entry.as_json() for entry in plan]
+        self.text = entries_text(self.entries)
         self.at_slot = at_slot
 
 
@@ -87,8 +71,13 @@ class SerializedPlan(list[dict[str, Any]]):
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
-def plan_text(plan: list[dict[str, Any]]) -> str:
-    """A plan as the JSON the fire statement reads.
+def plan_text(plan: Sequence[PlannedFire]) -> str:
+    """A plan as the JSON the fire statement reads (see :func:`entries_text`)."""
+    return entries_text([entry.as_json() for entry in plan])
+
+
+def entries_text(entries: list[dict[str, Any]]) -> str:
+    """Plan entries (as JSON objects) as the JSON text the fire statement reads.
 
     A row written by raw SQL may hold ``'NaN'`` or ``'Infinity'`` in a float
     column (``starting_deadline``, ``jitter``); its entry (the one that parks
@@ -97,9 +86,9 @@ def plan_text(plan: list[dict[str, Any]]) -> str:
     parked instead of the whole plan failing as invalid JSON.
     """
     try:
-        return json.dumps(plan, allow_nan=False)
+        return json.dumps(entries, allow_nan=False)
     except ValueError:
-        return json.dumps([{k: _finite_or_text(v) for k, v in entry.items()} for entry in plan])
+        return json.dumps([{k: _finite_or_text(v) for k, v in entry.items()} for entry in entries])
 
 
 def _finite_or_text(value: Any) -> Any:
@@ -135,46 +124,45 @@ def _bound_waits(cursor: Any) -> None:
     # its end): set it every time there.
     if raw is not None and _bounded.get(raw) == milliseconds and not cursor.db.in_atomic_block:
         return
-    cursor.execute("SELECT set_config('lock_timeout', %s, false)", [str(milliseconds)])
+    fires.set_lock_timeout(cursor, milliseconds)
     if raw is not None:
         _bounded[raw] = milliseconds
 
 
-def _fire(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _fire(cursor: Any, plan: Sequence[PlannedFire]) -> list[dict[str, Any]]:
     # Each firing entry in a trace of its own, carried into its jobs (a no-op
-    # without OpenTelemetry).
+    # without OpenTelemetry, which then sends the very list it was given).
     made = plan if isinstance(plan, SerializedPlan) else None
-    return tracing.fire_traced(plan, lambda sent: _send(cursor, sent, made))
+    entries = made.entries if made is not None else [entry.as_json() for entry in plan]
+    return tracing.fire_traced(entries, lambda sent: _send(cursor, sent, made, sent is entries))
 
 
-def _send(cursor: Any, plan: list[dict[str, Any]], made: SerializedPlan | None) -> list[dict[str, Any]]:
-    text = made.text if made is not None and plan is made else plan_text(plan)
+def _send(
+    cursor: Any, entries: list[dict[str, Any]], made: SerializedPlan | None, as_made: bool
+) -> list[dict[str, Any]]:
+    text = made.text if made is not None and as_made else entries_text(entries)
     if made is None or made.at_slot is None:
-        cursor.execute(FIRE, [text])
-        columns = [c.name for c in cursor.description]
-        return [job_row(columns, r, defer_args=True) for r in cursor.fetchall()]
+        columns, rows = fires.fire(cursor, text)
+        return [job_row(columns, r, defer_args=True) for r in rows]
     at = made.at_slot
-    cursor.execute(FIRE_AT_SLOT, {"slot": at.slot, "stale": at.stale, "plan": text})
-    columns = [c.name for c in cursor.description][1:]
-    rows = cursor.fetchall()
-    if rows and not rows[0][0]:
+    fresh, (columns, rows) = fires.fire_at_slot(cursor, text, at.slot, at.stale)
+    if not fresh:
         at.stale_seen = True
-    return [job_row(columns, r[1:], defer_args=True) for r in rows if r[1] is not None]
+    return [job_row(columns, r, defer_args=True) for r in rows]
 
 
-def _slot_passed(cursor: Any, plan: list[dict[str, Any]]) -> bool:
+def _slot_passed(cursor: Any, plan: Sequence[PlannedFire]) -> bool:
     """For a plan sent at its slot: wait for the slot; False when it is stale."""
     at = plan.at_slot if isinstance(plan, SerializedPlan) else None
     if at is None:
         return True
-    cursor.execute(SLEEP_UNTIL_SLOT, {"slot": at.slot, "stale": at.stale})
-    if cursor.fetchone()[0]:
+    if fires.sleep_until_slot(cursor, at.slot, at.stale):
         return True
     at.stale_seen = True
     return False
 
 
-def fire_plan(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fire_plan(cursor: Any, plan: Sequence[PlannedFire]) -> list[dict[str, Any]]:
     """Run the set-based fire statement; if it fails anyway, isolate the row.
 
     Every value the statement uses was validated per row, so the fallback is
@@ -217,35 +205,35 @@ def _lock_timed_out(exc: Exception) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) == "55P03"
 
 
-def _defer_after_timeout(entry: dict[str, Any], exc: Exception) -> None:
+def _defer_after_timeout(entry: PlannedFire, exc: Exception) -> None:
     """A row whose fire waited out AWA_LOCK_TIMEOUT on another transaction: not
     fired, not parked; the next pass tries it again (its slots are still due)."""
     logger.warning(
         "schedule %s not fired this pass: its fire waited over AWA_LOCK_TIMEOUT on another "
         "transaction (one inserting a job with the same unique_key?): %s",
-        entry["name"],
+        entry.name,
         (str(exc).strip().splitlines() or [""])[0],
-        extra={"event": "cron.fire_deferred", "schedule": entry["name"]},
+        extra={"event": "cron.fire_deferred", "schedule": entry.name},
     )
 
 
-def _park_after_failure(cursor: Any, entry: dict[str, Any], exc: Exception) -> None:
+def _park_after_failure(cursor: Any, entry: PlannedFire, exc: Exception) -> None:
     reason = f"fire statement failed: {(str(exc).strip().splitlines() or [''])[0]}"
     logger.error(
         "schedule %s cannot be fired and is parked: %s",
-        entry["name"],
+        entry.name,
         reason,
-        extra={"event": "cron.parked", "schedule": entry["name"], "reason": reason},
+        extra={"event": "cron.parked", "schedule": entry.name, "reason": reason},
     )
     try:
         with sessions.savepoint_if_nested(cursor.db.alias):
-            _fire(cursor, [{**entry, "fires": [], "park": reason}])
+            _fire(cursor, [replace(entry, fires=(), park=reason)])
     except ROW_FAULTS as park_exc:
         logger.error(
             "schedule %s cannot even be parked: %s",
-            entry["name"],
+            entry.name,
             park_exc,
-            extra={"event": "cron.error", "schedule": entry["name"]},
+            extra={"event": "cron.error", "schedule": entry.name},
         )
 
 

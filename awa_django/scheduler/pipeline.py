@@ -6,7 +6,7 @@ statement (mostly the database). Done in turn, each waits for the other. A
 :class:`FirePipeline` runs the fire statements on a thread of its own, with
 its own connection, one batch at a time and in order, while the leader's
 thread reads and plans the next batch (the next read only touches rows
-after the batches already handed over: the keyset of ``SELECT_DUE_BATCH``).
+after the batches already handed over: the keyset of the query ``due_schedules_batch``).
 
 Every batch is still its own statement, committed on its own (autocommit),
 with the same compare-and-swap; at most one batch waits while another is
@@ -33,7 +33,9 @@ from typing import Any
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-Plan = list[dict[str, Any]]
+from ..store.schedule_rows import PlannedFire
+
+Plan = list[PlannedFire]
 Fire = Callable[[Any, Plan], list[dict[str, Any]]]
 OnFired = Callable[[list[dict[str, Any]]], None]
 

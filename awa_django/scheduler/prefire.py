@@ -33,7 +33,8 @@ from django.db import connections
 
 from ..conf import conf
 from ..db import jsonb
-from ..db.sessions import dict_rows
+from ..store import schedules as store
+from ..store.schedule_rows import PlannedFire
 from . import evaluator
 from .firing import AtSlot, SerializedPlan, decode_args, log_fired
 from .pipeline import FirePipeline, finish_all
@@ -62,24 +63,6 @@ STALE_AFTER = 1.0
 # a statement_timeout shorter than this would cancel it.
 DATABASE_WAIT = 0.05
 
-# The rows at the earliest stored slot, when that slot is at most %(ahead)s
-# seconds away: only through the partial index awa_cron_jobs_due.
-SELECT_NEXT_SLOT = f"""
-    SELECT {evaluator.DUE_COLUMNS}, next_fire_at AS slot,
-           EXTRACT(EPOCH FROM next_fire_at - clock_timestamp())::float8 AS slot_in
-      FROM awa_cron_jobs
-     WHERE name = ANY(ARRAY(
-        SELECT name FROM awa_cron_jobs
-         WHERE paused_at IS NULL AND retired_at IS NULL
-           AND next_fire_at = (SELECT min(next_fire_at) FROM awa_cron_jobs
-                                WHERE paused_at IS NULL AND retired_at IS NULL
-                                  AND next_fire_at IS NOT NULL)
-           AND next_fire_at > statement_timestamp()
-           AND next_fire_at <= statement_timestamp() + make_interval(secs => %(ahead)s)
-         ORDER BY name LIMIT %(limit)s))
-     ORDER BY name
-"""
-
 
 @dataclass
 class Prepared:
@@ -89,7 +72,7 @@ class Prepared:
     # time.monotonic() at the slot, as measured when the rows were read (the
     # database's clock, through the distance to the slot it reported).
     slot_at: float = 0.0
-    batches: list[list[dict[str, Any]]] = field(default_factory=list)
+    batches: list[SerializedPlan] = field(default_factory=list)
     evaluated: int = 0
 
 
@@ -100,23 +83,17 @@ def prepare(
     seconds (and not already due); None when there is nothing to prepare."""
     limit = int(conf.CATCH_UP_LIMIT)
     with connections[using].cursor() as cursor:
-        cursor.execute(
-            SELECT_NEXT_SLOT,
-            {"ahead": ahead, "limit": rows_limit or PREPARED_ROWS, "max_depth": jsonb.max_depth()},
-        )
-        rows = dict_rows(cursor)
-    if not rows:
+        found = store.next_slot(cursor, ahead, rows_limit or PREPARED_ROWS, jsonb.max_depth())
+    if found is None:
         return None
-    prepared = Prepared(
-        slot=rows[0]["slot"], slot_at=time.monotonic() + rows[-1]["slot_in"], evaluated=len(rows)
-    )
+    rows = found.rows  # each planned as of the slot it fires at
+    prepared = Prepared(slot=found.slot, slot_at=time.monotonic() + found.slot_in, evaluated=len(rows))
     size = batch_size(len(rows))
     for start in range(0, len(rows), size):
-        batch = rows[start : start + size]
-        for row in batch:
-            row["now"] = row["slot"]  # planned as of the slot it fires at
         at_slot = AtSlot(prepared.slot, STALE_AFTER)
-        prepared.batches.append(SerializedPlan(evaluator.plan_batch(batch, limit), at_slot))
+        prepared.batches.append(
+            SerializedPlan(evaluator.plan_batch(rows[start : start + size], limit), at_slot)
+        )
     return prepared
 
 
@@ -137,8 +114,8 @@ def fire_prepared(
     """Wait for the slot, then send the prepared batches.
 
     The leader's thread waits until ``DATABASE_WAIT`` before the slot (a
-    ``stop`` ends that wait: nothing is sent), then sends each batch as
-    :data:`~.firing.FIRE_AT_SLOT`: the database sleeps the rest, checks the
+    ``stop`` ends that wait: nothing is sent), then sends each batch by the
+    query ``fire_plan_at_slot``: the database sleeps the rest, checks the
     plan is fresh and fires it, in one statement. Returns None, having fired
     nothing, when stopped or the plan is stale. With several batches (in
     autocommit), they are dealt out over up to ``FIRE_LANES`` connections:
@@ -182,9 +159,9 @@ def fire_prepared(
     return result
 
 
-def _stale(plan: list[dict[str, Any]]) -> bool:
+def _stale(plan: list[PlannedFire]) -> bool:
     return isinstance(plan, SerializedPlan) and plan.at_slot is not None and plan.at_slot.stale_seen
 
 
-def _fire_batch(cursor: Any, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _fire_batch(cursor: Any, plan: list[PlannedFire]) -> list[dict[str, Any]]:
     return evaluator.fire_plan(cursor, plan)

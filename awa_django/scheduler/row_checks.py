@@ -8,11 +8,11 @@ such value, and the evaluator parks that row alone (see :mod:`.evaluator`).
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from ..cron.interval import MAX_EVERY
 from ..db import jsonb
 from ..schedules import validation
+from ..store.schedule_rows import ScheduleRow
 from .policies import deadline_problem
 
 # Timestamps the evaluator accepts (see docs/explanation/semantics.md).
@@ -29,9 +29,7 @@ def max_args_bytes() -> int:
     return jsonb.max_bytes()
 
 
-def row_problem(
-    row: dict[str, Any], max_bytes: int | None = None, max_depth: int | None = None
-) -> str | None:
+def row_problem(row: ScheduleRow, max_bytes: int | None = None, max_depth: int | None = None) -> str | None:
     """Why the evaluator cannot handle ``row`` (a value no declaration could
     produce, written by raw SQL or an old writer), or None.
 
@@ -42,44 +40,44 @@ def row_problem(
         ("created_at", "created_text"),
         ("anchor", "anchor_text"),
     ):
-        if row.get(column) is None and row.get(text_column) is not None:
+        if getattr(row, column) is None and getattr(row, text_column) is not None:
             return (
-                f"{column} {row[text_column]!r} is outside the supported range "
+                f"{column} {getattr(row, text_column)!r} is outside the supported range "
                 f"{TIMESTAMP_LOW[:10]} to {TIMESTAMP_HIGH[:10]}"
             )
     problem = _args_problem(row)
     if problem:
         return problem
-    if row["metadata_type"] != "object":
-        return f"metadata is a JSON {row['metadata_type']}, not an object"
+    if row.metadata_type != "object":
+        return f"metadata is a JSON {row.metadata_type}, not an object"
     limit = max_args_bytes() if max_bytes is None else max_bytes
     depth_limit = jsonb.max_depth() if max_depth is None else max_depth
     for column in ("args", "metadata"):
-        problem = validation.size_problem(int(row[f"{column}_bytes"]), limit)
-        # The depth as SELECT_DUE measured it, up to the limit + 1 (0 when
+        problem = validation.size_problem(int(getattr(row, f"{column}_bytes")), limit)
+        # The depth as the due query measured it, up to the limit + 1 (0 when
         # the value has no more opening brackets than the limit).
-        problem = problem or validation.depth_problem(int(row.get(f"{column}_depth") or 0), depth_limit)
+        problem = problem or validation.depth_problem(int(getattr(row, f"{column}_depth") or 0), depth_limit)
         if problem:
             return f"{column} {problem}"
-    problem = _kind_problem(row["kind"])
+    problem = _kind_problem(row.kind)
     if problem:
         return f"kind {problem}"
-    problem = _timing_problem(row.get("cron_expr"), row.get("every_seconds"))
+    problem = _timing_problem(row.cron_expr, row.every_seconds)
     if problem:
         return problem
-    problem = _timezone_problem(row["timezone"])
+    problem = _timezone_problem(row.timezone)
     if problem:
         return f"timezone {problem}"
-    if row["missed_fire_policy"] not in ("coalesce", "catch_up"):
-        return f"missed_fire_policy {row['missed_fire_policy']!r} is not coalesce or catch_up"
+    if row.missed_fire_policy not in ("coalesce", "catch_up"):
+        return f"missed_fire_policy {row.missed_fire_policy!r} is not coalesce or catch_up"
     for column in ("starting_deadline", "jitter"):
-        problem = deadline_problem(row.get(column))
+        problem = deadline_problem(getattr(row, column))
         if problem:
             return f"{column} {problem}"
     return None
 
 
-def _timing_problem(cron_expr: Any, every_seconds: Any) -> str | None:
+def _timing_problem(cron_expr: str | None, every_seconds: int | None) -> str | None:
     """Why a row has no timing the evaluator can use: exactly one of an
     expression and an interval (the table's CHECK says so too)."""
     if every_seconds is not None:
@@ -102,15 +100,15 @@ ARGS_TYPES = {"args": "array", "kwargs": "object"}
 ARGS_SHAPE = 'args is not {"args": [...], "kwargs": {...}}'
 
 
-def _args_problem(row: dict[str, Any]) -> str | None:
-    if row["args_type"] != "object":
-        return f"{ARGS_SHAPE}: it is a JSON {row['args_type']}"
-    keys = list(row["args_keys"] or [])
+def _args_problem(row: ScheduleRow) -> str | None:
+    if row.args_type != "object":
+        return f"{ARGS_SHAPE}: it is a JSON {row.args_type}"
+    keys = list(row.args_keys or [])
     for key in keys:
         if key not in ARGS_TYPES:
             return f"{ARGS_SHAPE}: it has the key {key[:80]!r}"
     for key, expected in ARGS_TYPES.items():
-        found = row[f"args_{key}_type"]
+        found = getattr(row, f"args_{key}_type")
         if key in keys and found != expected:
             return f"{ARGS_SHAPE}: its {key!r} is a JSON {found}, not an {expected}"
     return None

@@ -1,6 +1,6 @@
 """Additive definition sync: code-declared schedules -> ``awa_cron_jobs``.
 
-UPSERT only (the one upsert of :mod:`.upsert`). It never deletes (several
+UPSERT only (the one upsert of :mod:`awa_django.store.schedule_upsert`). It never deletes (several
 deployments may share one database and each declares only its own schedules),
 never touches ``last_enqueued_at``, pause or lifecycle columns, and skips rows
 whose definition is unchanged.
@@ -15,7 +15,7 @@ from django.db import DataError, IntegrityError, InternalError, connections, tra
 
 from ..db import sessions
 from ..db.guards import bound_transaction_waits
-from . import upsert
+from ..store import schedule_upsert as upsert
 from .declaration import Schedule
 
 logger = logging.getLogger("awa_django.sync")

@@ -20,6 +20,11 @@ from typing import Any
 from .. import contract
 from ..cron.parse import non_ascii_reason
 
+# The payload limits' wording lives below db/ (its JSON decoder words them too);
+# re-exported for the validators that name it here.
+from ..db.json_limits import depth_problem as depth_problem
+from ..db.json_limits import size_problem as size_problem
+
 # A cron expression longer than this is refused before it is parsed: parsing
 # cost grows with the text, and every evaluation pass parses due rows again.
 MAX_EXPRESSION_LENGTH = contract.CRON_EXPRESSION_MAX_LENGTH
@@ -203,20 +208,6 @@ def kind_problem(kind: str) -> str | None:
         return problem
     if not _DOTTED_PATH.fullmatch(kind):
         return f"{kind!r} is not an absolute dotted path such as 'myapp.tasks.send_digest'"
-    return None
-
-
-def size_problem(size: int, limit: int) -> str | None:
-    """A JSON value whose encoded size exceeds ``AWA_MAX_ARGS_BYTES``."""
-    if size > limit:
-        return f"is {size} bytes as JSON; the limit is AWA_MAX_ARGS_BYTES={limit}"
-    return None
-
-
-def depth_problem(depth: int, limit: int) -> str | None:
-    """A JSON value nested deeper than ``AWA_MAX_JSON_DEPTH`` (arrays and objects within one another)."""
-    if depth > limit:
-        return f"is nested deeper than {limit} levels (AWA_MAX_JSON_DEPTH={limit})"
     return None
 
 

@@ -179,11 +179,11 @@ def test_admin_schedule_jobs__found_through_the_cron_name_index(big_tables: None
     """The list's last jobs, the detail's last fires and ?cron_name= use awa_jobs_cron_name_id."""
     from django.db.models.fields.json import KT
 
-    from awa_django.admin.schedule_rows import LAST_JOBS_SQL
     from awa_django.models import Job
+    from awa_django.store.queries import query
 
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + LAST_JOBS_SQL, [["sched-00001", "sched-00002"]])
+        cursor.execute("EXPLAIN " + query("schedules_last_jobs"), [["sched-00001", "sched-00002"]])
         plan = "\n".join(r[0] for r in cursor.fetchall())
     assert "awa_jobs_cron_name_id" in plan, plan
     newest = (

@@ -56,18 +56,20 @@ def test_schedule_list__never_fired_row_is_overdue_from_the_slot_the_leader_fire
     # The leader's own next fire for the row, before it fires: the same slot.
     row = CronJob.objects.get(name="daily")
     plan = evaluator._plan_valid_row(
-        {
-            "name": row.name,
-            "last_enqueued_at": None,
-            "created_at": row.created_at,
-            "prev_text": None,
-            "created_text": None,
-            "cron_expr": row.cron_expr,
-            "timezone": row.timezone,
-            "missed_fire_policy": "coalesce",
-            "starting_deadline": None,
-            "now": slot - timedelta(seconds=1),  # nothing due yet, only the next fire
-        },
+        evaluator.ScheduleRow.from_row(
+            {
+                "name": row.name,
+                "last_enqueued_at": None,
+                "created_at": row.created_at,
+                "prev_text": None,
+                "created_text": None,
+                "cron_expr": row.cron_expr,
+                "timezone": row.timezone,
+                "missed_fire_policy": "coalesce",
+                "starting_deadline": None,
+                "now": slot - timedelta(seconds=1),  # nothing due yet, only the next fire
+            }
+        ),
         limit=10,
     )
-    assert plan["fires"] == [] and plan["next_fire_at"] == slot.isoformat()
+    assert plan.fires == () and plan.next_fire_at == slot.isoformat()

@@ -171,13 +171,13 @@ def test_evaluate__next_due_in_tracks_the_earliest_schedule() -> None:
 
 
 def test_evaluate__due_rows_are_found_through_the_partial_index() -> None:
-    from awa_django.scheduler.evaluator import SELECT_DUE
+    from awa_django.store.queries import query
 
     CronJobFactory.create_batch(20, cron_expr="0 0 1 1 *")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE awa_cron_jobs")
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + SELECT_DUE, {"max_depth": 32})
+        cursor.execute("EXPLAIN " + query("due_schedules_all"), {"max_depth": 32})
         plan = "\n".join(r[0] for r in cursor.fetchall())
     # Both arms (due, and awaiting computation) scan the partial index.
     assert plan.count("awa_cron_jobs_due") == 2, plan
@@ -221,13 +221,15 @@ def test_evaluate__rows_left_pending_are_not_read_twice_in_one_pass(
 
 
 def test_evaluate__due_batches_are_found_through_the_partial_index() -> None:
-    from awa_django.scheduler.evaluator import SELECT_DUE_BATCH
+    from awa_django.store.queries import query
 
     CronJobFactory.create_batch(20, cron_expr="0 0 1 1 *")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE awa_cron_jobs")
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + SELECT_DUE_BATCH, {"after": "", "limit": 500, "max_depth": 32})
+        cursor.execute(
+            "EXPLAIN " + query("due_schedules_batch"), {"after": "", "limit": 500, "max_depth": 32}
+        )
         plan = "\n".join(r[0] for r in cursor.fetchall())
     # Both arms (due, and awaiting computation) scan the partial index; the
     # batch's rows are then looked up by name (an index, never a scan).

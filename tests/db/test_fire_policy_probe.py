@@ -19,8 +19,8 @@ import pytest
 from django.db import connection, transaction
 
 from awa_django.models import CronJob
-from awa_django.scheduler.firing import FIRE
 from awa_django.store.job_rows import job_row
+from awa_django.store.queries import query
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import db_now
 from tests.helpers.fires import plan_entry
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.django_db
 BATCH = 200
 JOIN_FILTER = re.compile(r"Rows Removed by Join Filter: (\d+)")
 # The function the leader calls.
-LEADER_FUNCTION = re.search(r"FROM (\w+)\(", FIRE).group(1)  # type: ignore[union-attr]
+LEADER_FUNCTION = re.search(r"FROM (\w+)\(", query("fire_plan")).group(1)  # type: ignore[union-attr]
 # The per-row read of awa_jobs, however the planner reads it (index or bitmap
 # scan, as the table's statistics decide): how many times it ran.
 PROBE = re.compile(

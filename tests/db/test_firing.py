@@ -9,6 +9,7 @@ directly, inside a transaction as the leader's batches are.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,30 +19,29 @@ from django.db import ProgrammingError, connection, transaction
 from awa_django.db import jsonb
 from awa_django.models import CronJob, Job
 from awa_django.scheduler import evaluator, firing
+from awa_django.store import schedules as store
+from awa_django.store.schedule_rows import PlannedFire
 from awa_django.tasks.compat import task_enqueued
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def entry(name: str, fires: int = 1) -> dict[str, Any]:
+def entry(name: str, fires: int = 1) -> PlannedFire:
     """The plan entry the evaluator would send for ``name``: its last ``fires`` minutes."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {evaluator.DUE_COLUMNS} FROM awa_cron_jobs WHERE name = %(name)s",
-            {"name": name, "max_depth": jsonb.max_depth()},
-        )
-        columns = [c.name for c in cursor.description]
-        row = dict(zip(columns, cursor.fetchone(), strict=True))
-    minute = row["now"].replace(second=0, microsecond=0)
+        row = store.plan_row_of(cursor, name, jsonb.max_depth())
+    assert row is not None and row.now is not None
+    minute = row.now.replace(second=0, microsecond=0)
     times = [minute - timedelta(minutes=fires - i) for i in range(fires)]
-    plan = evaluator._entry(row)
-    plan["fires"] = [t.isoformat() for t in times]
-    plan["next_fire_at"] = (minute + timedelta(minutes=1)).isoformat()
-    return plan
+    return replace(
+        PlannedFire.from_row(row),
+        fires=tuple(t.isoformat() for t in times),
+        next_fire_at=(minute + timedelta(minutes=1)).isoformat(),
+    )
 
 
-def fire(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fire(plan: list[PlannedFire]) -> list[dict[str, Any]]:
     with transaction.atomic(), connection.cursor() as cursor:
         return firing.fire_plan(cursor, plan)
 
@@ -75,14 +75,14 @@ def test_fire_plan__enqueues_every_fire_and_moves_the_clock() -> None:
     plan = [entry("a", fires=2), entry("b")]
     jobs = fire(plan)
     assert sorted((j["metadata"]["cron_name"], j["metadata"]["cron_fire_at"]) for j in jobs) == sorted(
-        [("a", plan[0]["fires"][0]), ("a", plan[0]["fires"][1]), ("b", plan[1]["fires"][0])]
+        [("a", plan[0].fires[0]), ("a", plan[0].fires[1]), ("b", plan[1].fires[0])]
     )
     assert {j["queue"] for j in jobs if j["metadata"]["cron_name"] == "a"} == {"mail"}
     # Not decoded on the firing thread; decode_args (the announcer's) decodes it.
     assert isinstance(jobs[0]["args"], jsonb.Deferred)
     assert firing.decode_args(jobs)[0]["args"] == {"args": [], "kwargs": {}}
     last = CronJob.objects.get(name="a").last_enqueued_at
-    assert last == datetime.fromisoformat(plan[0]["fires"][1])
+    assert last == datetime.fromisoformat(plan[0].fires[1])
 
 
 def test_evaluate__the_jobs_it_keeps_and_the_leaders_announcements_have_their_args_decoded() -> None:
@@ -178,7 +178,12 @@ def test_fire_plan__a_row_that_cannot_even_be_parked_does_not_fail_the_others(
 def test_fire_plan__an_error_that_is_no_rows_fault_propagates(monkeypatch: pytest.MonkeyPatch) -> None:
     CronJobFactory(name="a")
     plan = [entry("a")]
-    monkeypatch.setattr(firing, "FIRE", "SELECT * FROM awa_cron_fire_no_such_version(%s::jsonb)")
+    from awa_django.store import fires
+
+    def missing_version(cursor: Any, plan_text: str) -> Any:
+        cursor.execute("SELECT * FROM awa_cron_fire_no_such_version(%s::jsonb)", [plan_text])
+
+    monkeypatch.setattr(fires, "fire", missing_version)
     with pytest.raises(ProgrammingError):
         fire(plan)
     assert Job.objects.count() == 0

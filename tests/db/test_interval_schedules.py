@@ -25,6 +25,8 @@ from awa_django.scheduler.evaluator import evaluate
 from awa_django.schedules import build_schedule
 from awa_django.schedules.declaration import periodic, registry
 from awa_django.schedules.sync import sync_schedules
+from awa_django.store.queries import query
+from awa_django.store.schedule_rows import ScheduleRow
 from tests.factories import CronJobFactory
 from tests.helpers.database import db_now
 
@@ -210,9 +212,9 @@ def test_fire_statement__refuses_a_plan_whose_interval_changed_meanwhile() -> No
     from awa_django.scheduler import evaluator
 
     with connection.cursor() as cursor:
-        cursor.execute(evaluator.SELECT_DUE + " LIMIT 10", {"max_depth": 64})
+        cursor.execute(query("due_schedules_all") + " LIMIT 10", {"max_depth": 64})
         rows = [dict(zip([c.name for c in cursor.description], r, strict=True)) for r in cursor.fetchall()]
-    plan = [evaluator.plan_row(rows[0], 10)]
+    plan = [evaluator.plan_row(ScheduleRow.from_row(rows[0]), 10)]
     CronJob.objects.filter(name="tick").update(every_seconds=30)
     with connection.cursor() as cursor:
         assert evaluator.fire_plan(cursor, plan) == []

@@ -25,7 +25,6 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from awa_django.actions import history
 from awa_django.db.lock_order import ATTEMPTS, PROTOCOL_LOCK_KEY, LockOrder, lock_sql
 from awa_django.store.queries import query
 from tests.helpers.database import database_url, raw_connection
@@ -266,7 +265,7 @@ def waits_for_a_lock(observer: psycopg.Connection[Any], pid: int) -> bool:
     [
         # The leader's slot history trim: the migration waits for awa_jobs
         # holding awa_cron_jobs; the trim must not hold a slot table by then.
-        (history._TRIM % {"kept": 100}, "awa_jobs"),
+        (query("trim_slot_history") % {"kept": 100}, "awa_jobs"),
         # The metrics exporter's gauges: the migration waits for awa_cron_jobs
         # holding awa_runtime_instances; the gauges must not hold awa_jobs by then.
         (query("metrics_database_gauges"), "awa_cron_jobs"),

@@ -4,6 +4,7 @@ and nothing a pause, a change or a stale plan forbids."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -41,8 +42,8 @@ def test_prepare__reads_only_active_rows_of_the_earliest_slot_in_batches(
     set_slot(["later"], 20)
     prepared = prepared_for([*names, "paused"], rows_limit=4)
     assert prepared.evaluated == 4
-    assert [[e["name"] for e in batch] for batch in prepared.batches] == [["s0", "s1"], ["s2", "s3"]]
-    assert all(e["fires"] == [prepared.slot.isoformat()] for batch in prepared.batches for e in batch)
+    assert [[e.name for e in batch] for batch in prepared.batches] == [["s0", "s1"], ["s2", "s3"]]
+    assert all(e.fires == (prepared.slot.isoformat(),) for batch in prepared.batches for e in batch)
 
 
 def test_batch_size__a_lane_per_hundred_rows_up_to_the_lanes_then_batches_of_the_batch_size(
@@ -68,7 +69,7 @@ def test_prepare__batches_carry_their_json_made_before_the_slot() -> None:
     prepared = prepared_for(["ahead"])
     (batch,) = prepared.batches
     assert isinstance(batch, SerializedPlan)
-    assert json.loads(batch.text) == list(batch)
+    assert json.loads(batch.text) == [entry.as_json() for entry in batch] == batch.entries
 
 
 def test_fire_prepared__never_before_the_slot_and_once() -> None:
@@ -149,13 +150,12 @@ def test_fire_prepared__a_stale_plan_whose_statement_fails_fires_nothing_row_by_
     prepared = prepared_for(["a", "rejected"])
     # The set statement fails before its freshness check can drop the plan
     # (a fault of the statement itself): the row-by-row retry checks again.
-    from awa_django.scheduler import firing
+    from awa_django.store import fires
 
-    monkeypatch.setattr(
-        firing,
-        "FIRE_AT_SLOT",
-        "SELECT 1/0 WHERE %(slot)s IS NOT NULL OR %(stale)s IS NOT NULL OR %(plan)s IS NOT NULL",
-    )
+    def failing(cursor: Any, plan_text: str, slot: Any, stale: float) -> Any:
+        cursor.execute("SELECT 1/0 WHERE %s IS NOT NULL", [slot])
+
+    monkeypatch.setattr(fires, "fire_at_slot", failing)
     monkeypatch.setattr(prefire, "STALE_AFTER", -3600.0)
     assert prefire.fire_prepared(prepared) is None
     assert not Job.objects.exists()

@@ -24,7 +24,7 @@ from awa_django.schedules.builder import build_schedule
 from awa_django.schedules.declaration import declared_schedules
 from awa_django.schedules.sync import sync_schedules
 from tests.factories import CronJobFactory
-from tests.helpers.fires import T0, plan_entry
+from tests.helpers.fires import T0, planned
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def declare(**options: Any) -> CronJob:
 def fire(row: CronJob, minutes: int) -> list[dict[str, Any]]:
     fires = [T0.replace(minute=m) for m in range(minutes)]
     with transaction.atomic(), connection.cursor() as cursor:
-        return firing.fire_plan(cursor, [plan_entry(row, fires)])
+        return firing.fire_plan(cursor, [planned(row, fires)])
 
 
 def test_schedule_keys__templates_render_over_name_and_slot() -> None:
@@ -115,7 +115,7 @@ def test_schedule_keys__a_hand_written_row_fires_with_bounded_keys() -> None:
     )
     other = CronJobFactory(name="raw2", metadata={"awa_flow": {"unique_key": 7, "concurrency_key": ["x"]}})
     with transaction.atomic(), connection.cursor() as cursor:
-        jobs = firing.fire_plan(cursor, [plan_entry(row, [T0]), plan_entry(other, [T0])])
+        jobs = firing.fire_plan(cursor, [planned(row, [T0]), planned(other, [T0])])
     by_name = {j["metadata"]["cron_name"]: j for j in jobs}
     assert len(by_name["raw"]["unique_key"]) == 500
     assert (by_name["raw"]["concurrency_key"], by_name["raw"]["concurrency_limit"]) == ("raw", 1_000_000)
@@ -154,7 +154,7 @@ def test_schedule_keys__a_fire_waits_on_an_uncommitted_holder_only_up_to_the_loc
             "INSERT INTO awa_jobs (kind, queue, args, unique_key) VALUES ('elsewhere.task', 'default', '{}', 'nightly')"
         )
         with override_settings(AWA_LOCK_TIMEOUT=0.5), transaction.atomic(), connection.cursor() as cursor:
-            jobs = firing.fire_plan(cursor, [plan_entry(keyed, [T0]), plan_entry(free, [T0])])
+            jobs = firing.fire_plan(cursor, [planned(keyed, [T0]), planned(free, [T0])])
         assert [j["metadata"]["cron_name"] for j in jobs] == ["free"]
         deferred = [r for r in caplog.records if r.__dict__.get("event") == "cron.fire_deferred"]
         assert [r.__dict__["schedule"] for r in deferred] == ["nightly"]
@@ -168,7 +168,7 @@ def test_schedule_keys__a_fire_waits_on_an_uncommitted_holder_only_up_to_the_loc
         holder.close()
     # Once the holder is gone, the same slot fires.
     with transaction.atomic(), connection.cursor() as cursor:
-        jobs = firing.fire_plan(cursor, [plan_entry(keyed, [T0])])
+        jobs = firing.fire_plan(cursor, [planned(keyed, [T0])])
     assert [j["unique_key"] for j in jobs] == ["nightly"]
 
 
@@ -188,7 +188,7 @@ def test_schedule_keys__outside_a_transaction_the_bound_is_set_once_and_holds_pa
         with override_settings(AWA_LOCK_TIMEOUT=0.5):
             for _ in range(2):
                 with connection.cursor() as cursor:
-                    assert firing.fire_plan(cursor, [plan_entry(keyed, [T0])]) == []
+                    assert firing.fire_plan(cursor, [planned(keyed, [T0])]) == []
             with connection.cursor() as cursor:
                 cursor.execute("SHOW lock_timeout")
                 assert cursor.fetchone()[0] == "500ms"
@@ -240,7 +240,7 @@ def test_schedule_keys__a_hand_written_template_past_the_limit_keeps_its_slots_a
     are hashed, not cut, so each slot still gets its own key and its own job."""
     row = CronJobFactory(name=LONG_NAME, metadata={"awa_flow": {"unique_key": "{name}{name}{name}{slot}"}})
     with transaction.atomic(), connection.cursor() as cursor:
-        jobs = firing.fire_plan(cursor, [plan_entry(row, [T0.replace(minute=m) for m in range(13)])])
+        jobs = firing.fire_plan(cursor, [planned(row, [T0.replace(minute=m) for m in range(13)])])
     keys = [j["unique_key"] for j in jobs]
     assert len(jobs) == 13 and len(set(keys)) == 13
     assert all(len(k) == 500 and k.startswith(LONG_NAME * 2) for k in keys)
@@ -260,7 +260,7 @@ def test_schedule_keys__a_hand_written_empty_template_is_no_key_and_fails_no_bat
         )
     bad.refresh_from_db()
     with transaction.atomic(), connection.cursor() as cursor:
-        jobs = firing.fire_plan(cursor, [plan_entry(good, [T0]), plan_entry(bad, [T0])])
+        jobs = firing.fire_plan(cursor, [planned(good, [T0]), planned(bad, [T0])])
     assert len(jobs) == 2  # the bad row was neither parked nor failed the batch
     keys = Job.objects.values_list("unique_key", "concurrency_key")
     assert list(keys) == [(None, None), (None, None)]
@@ -298,5 +298,5 @@ def test_schedule_keys__a_slot_already_in_the_ledger_is_not_a_unique_key_skip() 
     row = declare(unique_key="{name}:{slot}")
     assert len(fire(row, 1)) == 1
     with transaction.atomic(), connection.cursor() as cursor:
-        assert firing.fire_plan(cursor, [plan_entry(row, [T0], prev=None)]) == []
+        assert firing.fire_plan(cursor, [planned(row, [T0], prev=None)]) == []
     assert history.skip_counts("nightly") == {}

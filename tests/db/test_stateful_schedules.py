@@ -40,7 +40,7 @@ knows about this; SQL function bodies are parsed at call time, so the fire
 statement uses the test clock too.
 
 Two "instances" compete: each can read due rows and plan fires (the
-evaluator's own ``SELECT_DUE`` and ``plan_row``) and later send its possibly
+evaluator's own due query and ``plan_row``) and later send its possibly
 stale plan through the evaluator's own ``fire_plan``, i.e. to
 ``awa_cron_fire_v8``, the statement the leader runs; a full ``evaluate()``
 pass is a third kind of step. Profiles: ``ci`` (default, derandomized, bounded) and ``long``
@@ -75,9 +75,10 @@ from hypothesis.stateful import (
 
 from awa_django.actions import owners, runtime_schedules, schedules
 from awa_django.exceptions import OperationRefused
-from awa_django.scheduler.evaluator import FIRE, SELECT_DUE, evaluate, fire_plan, plan_row
+from awa_django.scheduler.evaluator import ScheduleRow, evaluate, fire_plan, plan_row
 from awa_django.schedules.declaration import build_schedule
 from awa_django.schedules.sync import sync_schedules
+from awa_django.store.queries import query
 
 LORD_HOWE = "Australia/Lord_Howe"
 ZONES = (LORD_HOWE, "UTC")
@@ -376,12 +377,12 @@ class ScheduleMachine(RuleBasedStateMachine):
     # evaluation -------------------------------------------------------------------
     @rule(instance=st.sampled_from(["A", "B"]))
     def read_due_rows(self, instance: str) -> None:
-        """The first half of an evaluation pass: SELECT_DUE + plan_row."""
+        """The first half of an evaluation pass: the due query + plan_row."""
         with connection.cursor() as cursor:
-            cursor.execute(SELECT_DUE, {"max_depth": 32})
+            cursor.execute(query("due_schedules_all"), {"max_depth": 32})
             columns = [c.name for c in cursor.description]
             rows = [dict(zip(columns, r, strict=True)) for r in cursor.fetchall()]
-        plan = [plan_row(r, CATCH_UP_LIMIT) for r in rows]
+        plan = [plan_row(ScheduleRow.from_row(r), CATCH_UP_LIMIT) for r in rows]
         expected = {
             name: PlannedRow(replace(row), self.model.due(row), self.model.now)
             for name, row in self.model.rows.items()
@@ -390,17 +391,15 @@ class ScheduleMachine(RuleBasedStateMachine):
         for entry in plan:
             # The library's fire times equal the model's (DST included).
             # Slots past the deadline are listed apart (missed), in the same order.
-            due = [datetime.fromisoformat(f) for f in [*entry["missed"], *entry["fires"]]]
-            assert due == expected[entry["name"]].fires and entry["missed_count"] == len(entry["missed"]), (
-                entry
-            )
-        read = {entry["name"] for entry in plan}
+            due = [datetime.fromisoformat(f) for f in [*entry.missed, *entry.fires]]
+            assert due == expected[entry.name].fires and entry.missed_count == len(entry.missed), entry
+        read = {entry.name for entry in plan}
         for name, planned in expected.items():
             # A row the index skipped (next_fire_at in the future) has nothing due.
             assert name in read or not planned.fires, f"{name} is due but was not read"
         self.plans[instance] = {name: expected[name] for name in read}
         # Every row here is valid, so no entry parks (the model has no parking).
-        assert all(entry["park"] is None for entry in plan), plan
+        assert all(entry.park is None for entry in plan), plan
         self.plan_entries[instance] = plan
 
     @precondition(lambda self: self.plans["A"] is not None)
@@ -751,7 +750,7 @@ def fire_statement_definition() -> str:
 
 def test_schedules__the_machine_fires_through_the_leaders_statement() -> None:
     """The guard test below strips guards from the statement the leader calls."""
-    assert "awa_cron_fire_v8(" in FIRE
+    assert "awa_cron_fire_v8(" in query("fire_plan")
     definition = fire_statement_definition()
     for guard, _replacement in GUARDS.values():
         assert definition.count(guard) == 1, guard

@@ -21,7 +21,7 @@ from awa_django.tasks import tracing
 from awa_django.tasks.worker import Worker
 from tests.factories import CronJobFactory
 from tests.helpers.database import db_now
-from tests.helpers.fires import T0, fresh, plan_entry
+from tests.helpers.fires import T0, fresh, planned
 from tests.helpers.tracing import span_record
 from tests.testapp import audit_tasks, tasks
 
@@ -150,7 +150,7 @@ def test_fire__each_schedule_fires_in_a_new_trace_carried_to_its_jobs(spans: Any
 
 
 def test_fire__a_slot_another_leader_fired_ends_its_span_with_no_jobs(spans: Any) -> None:
-    entry = plan_entry(fresh(CronJobFactory(name="nightly").name), [T0])
+    entry = planned(fresh(CronJobFactory(name="nightly").name), [T0])
     with connection.cursor() as cursor:
         assert len(fire_plan(cursor, [entry])) == 1
         # The same plan again, as a deposed leader sends it: the compare-and-swap refuses it.

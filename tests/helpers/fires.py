@@ -2,7 +2,8 @@
 
 ``FIRE`` names the fire function :func:`fire` calls (a fixture of the SQL tests
 sets it to each installed version in turn); ``plan_entry`` builds the JSON the
-evaluator passes it. ``prepared_for`` prepares a slot a few seconds ahead for
+evaluator passes it, ``planned`` the same entry as the evaluator hands it to
+the firing module. ``prepared_for`` prepares a slot a few seconds ahead for
 the prefire tests. ``slots`` and ``assert_exactly_once_no_gap`` read the fires
 real ``runcron`` processes left in ``awa_jobs``.
 """
@@ -21,6 +22,7 @@ from awa_django import contract
 from awa_django.models import CronJob, Job
 from awa_django.scheduler import prefire
 from awa_django.store.job_rows import job_row
+from awa_django.store.schedule_rows import PlannedFire
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -41,6 +43,28 @@ def plan_entry(
         "fires": [f.isoformat() for f in fires],
         "next_fire_at": (next_fire_at or (fires[-1] + timedelta(minutes=1) if fires else T0)).isoformat(),
     }
+
+
+def planned(row: CronJob, fires: list[datetime], next_fire_at: Any = None, prev: Any = "read") -> PlannedFire:
+    """The entry of :func:`plan_entry` as the evaluator hands it to ``firing.fire_plan``
+    (no slot missed, no parking; the CAS token is the last fire, as the function
+    takes it when none is given)."""
+    entry = plan_entry(row, fires, next_fire_at, prev)
+    return PlannedFire(
+        name=entry["name"],
+        prev=entry["prev"],
+        created_at=entry["created_at"],
+        prev_text=None,
+        created_text=None,
+        cron_expr=entry["cron_expr"],
+        every_seconds=None,
+        anchor=None,
+        timezone=entry["timezone"],
+        missed_fire_policy=entry["missed_fire_policy"],
+        starting_deadline=None,
+        fires=tuple(entry["fires"]),
+        next_fire_at=entry["next_fire_at"],
+    )
 
 
 # The fire function ``fire`` calls; the SQL tests set it to each installed version.

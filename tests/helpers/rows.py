@@ -3,7 +3,8 @@
 ``POISONS`` are values no declaration writes but a hand edit can (a column and
 its SQL literal); ``poison`` writes one into a row and ``parked`` reads whether
 the evaluator parked the row and why. ``healthy`` is the row dict the row
-checks read, for a row a declaration could write (``changes`` override keys).
+checks read (a :class:`ScheduleRow`), for a row a declaration could write
+(``changes`` override columns).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
+
+from awa_django.store.schedule_rows import ScheduleRow
 
 POISONS = {
     "last_enqueued_at_year_9999": ("last_enqueued_at", "'9999-12-31 23:59+00'"),
@@ -49,7 +52,7 @@ def parked(name: str) -> tuple[bool, str | None]:
     return row
 
 
-def healthy(**changes: Any) -> dict[str, Any]:
+def healthy(**changes: Any) -> ScheduleRow:
     row: dict[str, Any] = {
         "last_enqueued_at": datetime(2026, 3, 1, 12, 0, tzinfo=UTC),
         "prev_text": "2026-03-01 12:00:00+00",
@@ -68,4 +71,4 @@ def healthy(**changes: Any) -> dict[str, Any]:
         "missed_fire_policy": "catch_up",
     }
     row.update(changes)
-    return row
+    return ScheduleRow.from_row({"name": "healthy", **row})

@@ -1,7 +1,7 @@
 """rowchecks.py: which stored schedule rows the evaluator parks, and why.
 
 Rows here are the dicts the evaluator's due query returns (see
-``evaluator.DUE_COLUMNS``); test_poisoned_rows.py covers the same values end to
+the query ``due_schedules_batch``, as ``ScheduleRow``); test_poisoned_rows.py covers the same values end to
 end through the database.
 """
 

@@ -69,7 +69,9 @@ def test_options__create_schedule_names_some_and_takes_the_rest() -> None:
 def test_options__cli_flags_and_option_keys() -> None:
     """Each dedicated flag of ``awa cron create|edit`` sets an option; every other
     option is given with ``--option KEY=VALUE``, whose keys are SETTINGS_KEYS."""
-    assert option_differences("awa cron create's flags", cli_runtime.RUNTIME_FLAGS.values(), partial=True) == []
+    assert (
+        option_differences("awa cron create's flags", cli_runtime.RUNTIME_FLAGS.values(), partial=True) == []
+    )
     for option in OPTIONS:
         assert cli_runtime.option_pair(f"{option}=1") == (option, 1)
     with pytest.raises(Exception, match="not a schedule option"):
