@@ -14,7 +14,7 @@ from typing import Any
 
 from .queries import query
 
-__all__ = ["SlotOutcome", "skip_counts", "skip_totals", "slot_history", "trim"]
+__all__ = ["SlotOutcome", "skip_counts", "skip_totals", "slot_history"]
 
 
 @dataclass(frozen=True)
