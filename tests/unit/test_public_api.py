@@ -12,15 +12,16 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.unit.test_structure import PACKAGE, imports_of, module_name
-
+PACKAGE = Path(__file__).resolve().parents[2] / "awa_django"
 API_PAGE = PACKAGE.parent / "docs" / "reference" / "api.md"
 PUBLIC = {
     "awa_django",
@@ -159,12 +160,36 @@ def test_deprecated_paths__load_nothing_until_a_name_is_used() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def imported_modules(path: Path, package: Path = PACKAGE) -> set[str]:
+    """Every module of the package ``path`` imports, relative imports resolved;
+    ``from package import name`` yields ``package.name`` as well (it may be a module)."""
+    parts = ["awa_django", *path.relative_to(package).with_suffix("").parts]
+    base = parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            anchor = base[: len(base) - node.level + 1] if node.level else []
+            target = ".".join([*anchor, *([node.module] if node.module else [])])
+            found |= {target, *(f"{target}.{alias.name}" for alias in node.names)}
+    return found
+
+
 def test_the_package__never_imports_a_deprecated_path() -> None:
     through_old = sorted(
-        f"{module_name(path)} -> {target}"
+        f"{path.relative_to(PACKAGE)} imports {target}"
         for path in PACKAGE.rglob("*.py")
         if "migrations" not in path.parts
-        for target, _ in imports_of(path)
-        if target in DEPRECATED
+        for target in imported_modules(path) & set(DEPRECATED)
     )
     assert through_old == []
+
+
+def test_the_import_scan__sees_each_way_of_naming_a_module(tmp_path: Path) -> None:
+    module = tmp_path / "awa_django" / "scheduler" / "sample.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("from .. import queues\nfrom ..worker import Worker\nimport awa_django.sync\n")
+    assert {"awa_django.queues", "awa_django.worker", "awa_django.sync"} <= imported_modules(
+        module, tmp_path / "awa_django"
+    )
