@@ -7,7 +7,7 @@
   the new path, at the line that imports it; the page's table of deprecated paths
   is this module's.
 - The package's own modules never import an older path, and the older paths load
-  nothing until a name is used (``awa_django.worker`` stays importable first).
+  nothing until a name is used.
 """
 
 from __future__ import annotations
