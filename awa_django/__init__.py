@@ -1,52 +1,94 @@
 """awa_django: durable, exactly-once periodic jobs for Django on PostgreSQL.
 
-Public API: :func:`periodic` to declare a schedule, :class:`InvalidSchedule`
-for bad declarations; :func:`create_schedule`, :func:`update_schedule` and
+The public API, documented in ``docs/reference/api.md``: :func:`periodic` and
+:func:`declared_schedules` to declare schedules, :class:`InvalidSchedule` for bad
+declarations; :func:`create_schedule`, :func:`update_schedule` and
 :func:`delete_schedule` for runtime schedules (owner :data:`RUNTIME_OWNER`);
-:func:`enqueue` to enqueue a task with flow control (unique and concurrency
-keys). Operator actions live in :mod:`awa_django.operations`.
+:func:`task` (the task decorator of whichever task framework is installed),
+:func:`enqueue` with flow control (unique and concurrency keys) and
+:class:`TaskNotRunnable`; the cron engine's fire-time search (:func:`parse_cron`,
+:func:`next_fire`, :func:`fires_between`, ...). Operator actions live in
+:mod:`awa_django.operations`, helpers for tests in :mod:`awa_django.testing`.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import InvalidSchedule
 
 __all__ = [
     "RUNTIME_OWNER",
+    "CronError",
+    "CronExpression",
+    "DstPolicy",
     "InvalidSchedule",
+    "TaskNotRunnable",
     "create_schedule",
+    "declared_schedules",
     "delete_schedule",
     "enqueue",
+    "fires_between",
+    "latest_fire",
+    "next_fire",
+    "parse_cron",
+    "parse_timezone",
     "periodic",
+    "task",
     "update_schedule",
 ]
 __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
     from .actions.runtime_schedules import create_schedule, delete_schedule, update_schedule
-    from .schedules.declaration import periodic
+    from .cron.search import (
+        CronError,
+        CronExpression,
+        DstPolicy,
+        fires_between,
+        latest_fire,
+        next_fire,
+        parse_cron,
+        parse_timezone,
+    )
+    from .schedules.declaration import declared_schedules, periodic
     from .schedules.runtime import RUNTIME_OWNER
+    from .tasks.compat import task
     from .tasks.enqueue import enqueue
+    from .tasks.paths import TaskNotRunnable
 
-# Runtime schedules (created by operators, not declared in code).
-_RUNTIME_API = {"RUNTIME_OWNER", "create_schedule", "update_schedule", "delete_schedule"}
+_CRON = (
+    "CronError",
+    "CronExpression",
+    "DstPolicy",
+    "fires_between",
+    "latest_fire",
+    "next_fire",
+    "parse_cron",
+    "parse_timezone",
+)
+_RUNTIME = ("RUNTIME_OWNER", "create_schedule", "update_schedule", "delete_schedule")
+# Where each lazily loaded name lives. ``periodic`` and ``task`` import the task
+# framework, which needs configured settings: loading on first access lets
+# ``import awa_django`` (in settings.py, say) work before ``django.setup()``.
+_HOMES = {
+    **dict.fromkeys(_CRON, "awa_django.cron.search"),
+    **dict.fromkeys(_RUNTIME, "awa_django.actions.runtime_schedules"),
+    "declared_schedules": "awa_django.schedules.declaration",
+    "periodic": "awa_django.schedules.declaration",
+    "enqueue": "awa_django.tasks.enqueue",
+    "task": "awa_django.tasks.compat",
+    "TaskNotRunnable": "awa_django.tasks.paths",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # ``periodic`` imports django.tasks, which needs configured settings; load it
-    # lazily so ``import awa_django`` works before ``django.setup()``.
-    if name == "periodic":
-        from .schedules.declaration import periodic
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
 
-        return periodic
-    if name == "enqueue":
-        from .tasks.enqueue import enqueue
 
-        return enqueue
-    if name in _RUNTIME_API:
-        from .actions import runtime_schedules
-
-        return getattr(runtime_schedules, name)
-    raise AttributeError(name)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,26 +1,44 @@
-"""Public path of the cron engine's fire-time search, as the documentation names it.
+"""Deprecated path of the cron engine's fire-time search; import them from :mod:`awa_django`.
 
-The code lives in :mod:`awa_django.cron.search`; this module only re-exports it.
+Kept for one release: each name still resolves, to the very object of its new
+path, and warns (``DeprecationWarning``) where it is imported. Removed in the
+next release.
 """
 
-from .cron.search import (
-    CronError,
-    CronExpression,
-    DstPolicy,
-    fires_between,
-    latest_fire,
-    next_fire,
-    parse_cron,
-    parse_timezone,
-)
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # The code's home, for type checkers; at run time each name loads on first use.
+    from awa_django.cron.search import (
+        CronError,
+        CronExpression,
+        fires_between,
+        latest_fire,
+        next_fire,
+        parse_cron,
+        parse_timezone,
+    )
 
 __all__ = [
     "CronError",
     "CronExpression",
-    "DstPolicy",
     "fires_between",
     "latest_fire",
     "next_fire",
     "parse_cron",
     "parse_timezone",
 ]
+_MOVED_TO = dict.fromkeys(__all__, "awa_django")
+
+
+def __getattr__(name: str) -> Any:
+    public = _MOVED_TO.get(name)
+    if public is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # stacklevel=2: the warning names the line that imports the name, not this one.
+    warnings.warn(f"{__name__} is deprecated; import {name} from {public}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(public), name)

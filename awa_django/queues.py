@@ -1,20 +1,30 @@
-"""Public path of queue pause and the job verbs, as the documentation names it.
+"""Deprecated path of queue pause and the job verbs; import them from :mod:`awa_django.operations`.
 
-The code lives in :mod:`awa_django.actions.queues`; this module only re-exports it.
+Kept for one release: each name still resolves, to the very object of its new
+path, and warns (``DeprecationWarning``) where it is imported. Removed in the
+next release.
 """
 
-from .actions.queues import (
-    QueueStatus,
-    cancel_cron_jobs,
-    cancel_job,
-    cancel_jobs,
-    is_queue_paused,
-    list_queues,
-    pause_queue,
-    prune_jobs,
-    resume_queue,
-    retry_job,
-)
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # The code's home, for type checkers; at run time each name loads on first use.
+    from awa_django.actions.queues import (
+        QueueStatus,
+        cancel_cron_jobs,
+        cancel_job,
+        cancel_jobs,
+        is_queue_paused,
+        list_queues,
+        pause_queue,
+        prune_jobs,
+        resume_queue,
+        retry_job,
+    )
 
 __all__ = [
     "QueueStatus",
@@ -28,3 +38,13 @@ __all__ = [
     "resume_queue",
     "retry_job",
 ]
+_MOVED_TO = dict.fromkeys(__all__, "awa_django.operations")
+
+
+def __getattr__(name: str) -> Any:
+    public = _MOVED_TO.get(name)
+    if public is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # stacklevel=2: the warning names the line that imports the name, not this one.
+    warnings.warn(f"{__name__} is deprecated; import {name} from {public}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(public), name)

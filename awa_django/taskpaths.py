@@ -1,10 +1,30 @@
-"""Public path of the error of a job whose task cannot run here, as the documentation names it.
+"""Deprecated path of the error of a job whose task cannot run here.
 
-The code lives in :mod:`awa_django.tasks.paths`; this module only re-exports it.
+Import ``TaskNotRunnable`` from :mod:`awa_django`.
+
+Kept for one release: each name still resolves, to the very object of its new
+path, and warns (``DeprecationWarning``) where it is imported. Removed in the
+next release.
 """
 
-from .tasks.paths import (
-    TaskNotRunnable,
-)
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # The code's home, for type checkers; at run time each name loads on first use.
+    from awa_django.tasks.paths import TaskNotRunnable
 
 __all__ = ["TaskNotRunnable"]
+_MOVED_TO = {"TaskNotRunnable": "awa_django"}
+
+
+def __getattr__(name: str) -> Any:
+    public = _MOVED_TO.get(name)
+    if public is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # stacklevel=2: the warning names the line that imports the name, not this one.
+    warnings.warn(f"{__name__} is deprecated; import {name} from {public}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(public), name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from awa_django.tasks.compat import task
+from awa_django import task
 
 
 @task

@@ -301,7 +301,7 @@ def test_enqueue__keys_need_an_awa_backend() -> None:
 
 
 def test_retry__a_failed_job_whose_unique_key_is_held_again_is_refused_naming_the_holder() -> None:
-    from awa_django import queues
+    from awa_django import operations as queues
     from awa_django.exceptions import OperationRefused
 
     old = awa_django.enqueue(record, args=["a"], unique_key="k")
@@ -321,7 +321,7 @@ def test_retry__finds_the_key_holder_through_the_unique_key_index() -> None:
     # awa_jobs may hold millions of finished jobs: a retry must not read them all.
     from django.test.utils import CaptureQueriesContext
 
-    from awa_django import queues
+    from awa_django import operations as queues
 
     old = awa_django.enqueue(record, args=["a"], unique_key="k")
     Job.objects.filter(id=int(old.id)).update(state=JobState.FAILED, finished_at=timezone.now())
