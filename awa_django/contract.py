@@ -146,7 +146,7 @@ RESERVED_METADATA_KEYS = frozenset(
 # --- SQL function versions ---
 # The version of each versioned SQL function family (``awa_<family>_v<N>``)
 # the code calls and the newest migration installs; the SQL of each is in
-# awa_django/store/schema/functions/. The previous version (N-1) of a family
+# awa_django/store/current_sql/functions/. The previous version (N-1) of a family
 # stays installed for one release, so processes of the previous release keep
 # working mid-upgrade (docs/explanation/sql-versions.md); a later migration
 # drops it. Tests compare this table with the installed functions and with

@@ -28,10 +28,10 @@ from django.db import connections, transaction
 from ..conf import conf
 from ..db import sessions
 from ..db.guards import bound_transaction_waits
-from ..schedules import upsert
 from ..schedules.runtime import RUNTIME_OWNER, is_reserved_owner
 from ..schedules.validation import validate_label
 from ..store import fleet as store
+from ..store import schedule_upsert as upsert
 from . import evidence
 from .decision import Blocker, Evidence, Plan, decide, evidence_until, retirement_revisions, single_hash
 from .evidence import FRESH_FOR, UnreadableManifest

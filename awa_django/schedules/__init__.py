@@ -5,8 +5,9 @@ declaration into a :class:`~awa_django.schedules.shape.Schedule`;
 ``validation`` holds the hostile-input checks shared by declarations, jobs and
 operator input; ``flow`` validates a schedule's unique and concurrency keys;
 ``declaration`` is :func:`periodic`, ``AWA_SCHEDULES`` and
-``cron.py`` discovery; ``sync`` is the additive sync and ``upsert`` the one
-statement it shares with reconciliation.
+``cron.py`` discovery; ``sync`` is the additive sync (its statement is the
+store's, shared with reconciliation); ``ranges`` the options' value ranges;
+``checks`` the system checks of declarations.
 
 ``periodic``, ``build_schedule``, ``declared_schedules`` and ``Schedule`` are
 loaded on first use: they import ``django.tasks``, which needs settings.
@@ -24,7 +25,6 @@ __all__ = [
     "periodic",
     "shape",
     "sync",
-    "upsert",
     "validation",
 ]
 

@@ -1,4 +1,4 @@
-"""``awa_django/store/schema/`` holds exactly what a database migrated from zero
+"""``awa_django/store/current_sql/`` holds exactly what a database migrated from zero
 installs: every ``awa_`` function with its body, every trigger on the ``awa_``
 tables and every view; ``contract.FUNCTION_VERSIONS`` names the newest version
 of each family installed; migration 0029 drops the superseded versions older
@@ -38,8 +38,8 @@ def test_schema__defines_exactly_the_installed_functions() -> None:
     with connection.cursor() as cursor:
         installed = installed_functions(cursor)
     defined = schema_functions()
-    assert sorted(set(installed) - set(defined)) == [], "installed, not in store/schema/functions"
-    assert sorted(set(defined) - set(installed)) == [], "in store/schema/functions, not installed"
+    assert sorted(set(installed) - set(defined)) == [], "installed, not in store/current_sql/functions"
+    assert sorted(set(defined) - set(installed)) == [], "in store/current_sql/functions, not installed"
 
 
 def test_schema__each_function_body_is_the_installed_one() -> None:

@@ -1,4 +1,4 @@
-"""The current SQL in ``awa_django/store/schema/``, read back: the functions,
+"""The current SQL in ``awa_django/store/current_sql/``, read back: the functions,
 triggers and views it defines, and the same objects as installed."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from awa_django.db.sqlfiles import FUNCTION_BODY, read_sql
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "awa_django" / "store" / "schema"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "awa_django" / "store" / "current_sql"
 TRIGGER = re.compile(r"CREATE TRIGGER (\w+)\s.*?\sON (\w+)\s.*?;", re.DOTALL)
 VIEW = re.compile(r"CREATE VIEW (\w+) AS\s(.*?);", re.DOTALL)
 

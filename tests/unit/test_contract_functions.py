@@ -1,6 +1,6 @@
 """contract.FUNCTION_VERSIONS: every call of a versioned SQL function in the
 package's Python and named queries names its family's current version; the
-migrations leave installed, and store/schema defines, exactly the current and
+migrations leave installed, and store/current_sql defines, exactly the current and
 previous version of each family (no database)."""
 
 from __future__ import annotations
