@@ -41,7 +41,9 @@ __all__ = [
 __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
-    from .actions.runtime_schedules import create_schedule, delete_schedule, update_schedule
+    from .client.compat import task
+    from .client.enqueue import enqueue
+    from .client.paths import TaskNotRunnable
     from .cron.search import (
         CronError,
         CronExpression,
@@ -52,11 +54,9 @@ if TYPE_CHECKING:
         parse_cron,
         parse_timezone,
     )
-    from .schedules.declaration import declared_schedules, periodic
-    from .schedules.runtime import RUNTIME_OWNER
-    from .tasks.compat import task
-    from .tasks.enqueue import enqueue
-    from .tasks.paths import TaskNotRunnable
+    from .declarations.declaration import declared_schedules, periodic
+    from .declarations.runtime import RUNTIME_OWNER
+    from .operations.runtime_schedules import create_schedule, delete_schedule, update_schedule
 
 _CRON = (
     "CronError",
@@ -74,12 +74,12 @@ _RUNTIME = ("RUNTIME_OWNER", "create_schedule", "update_schedule", "delete_sched
 # ``import awa_django`` (in settings.py, say) work before ``django.setup()``.
 _HOMES = {
     **dict.fromkeys(_CRON, "awa_django.cron.search"),
-    **dict.fromkeys(_RUNTIME, "awa_django.actions.runtime_schedules"),
-    "declared_schedules": "awa_django.schedules.declaration",
-    "periodic": "awa_django.schedules.declaration",
-    "enqueue": "awa_django.tasks.enqueue",
-    "task": "awa_django.tasks.compat",
-    "TaskNotRunnable": "awa_django.tasks.paths",
+    **dict.fromkeys(_RUNTIME, "awa_django.operations.runtime_schedules"),
+    "declared_schedules": "awa_django.declarations.declaration",
+    "periodic": "awa_django.declarations.declaration",
+    "enqueue": "awa_django.client.enqueue",
+    "task": "awa_django.client.compat",
+    "TaskNotRunnable": "awa_django.client.paths",
 }
 
 

@@ -19,8 +19,8 @@ class AwaDjangoConfig(AppConfig):
         # Imported here, not at the top: Django imports apps.py before the app
         # registry is ready, and the checks import the models' modules.
         from .checks import register_checks
+        from .declarations.declaration import autodiscover
         from .logs import install
-        from .schedules.declaration import autodiscover
 
         # Data in awa_django's log records is escaped for plain-text handlers.
         install()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # The code's home, for type checkers; at run time each name loads on first use.
-    from awa_django.scheduler.evaluator import evaluate
+    from awa_django.leader.evaluator import evaluate
 
 __all__ = ["evaluate"]
 _MOVED_TO = {"evaluate": "awa_django.testing"}

@@ -42,7 +42,7 @@ from .terminal import printable
 ROLES = {"cron": "runcron", "tasks": "runtasks"}
 # The fire statement version this release runs (awa_cron_fire_v8: v7's
 # contract, which knows interval schedules and probes the overlap check, and
-# records a slot a unique key refused; awa_django.scheduler.firing.FIRE calls
+# records a slot a unique key refused; awa_django.leader.firing.FIRE calls
 # it). Runtime snapshots carry theirs.
 FIRE_STATEMENT_VERSION = 8
 # The first version that knows the execution policies (awa_cron_fire_v5).
@@ -183,7 +183,7 @@ def _schedules_check(overdue: list[tuple[str, float]], threshold: float) -> Chec
 def _declarations_check(undeclared: list[Any]) -> Check:
     # Imported when a probe runs: actions.declarations imports the models, and
     # this module imports no model, so it loads before the app registry is ready.
-    from .actions.declarations import undeclared_remedy
+    from .operations.declarations import undeclared_remedy
 
     if not undeclared:
         return Check("declarations", True, "every schedule of this deployment is declared in its code")
@@ -251,7 +251,7 @@ def probe(
 
 def _undeclared(using: str) -> list[Any]:
     # At call time, as in _declarations_check: it imports the models.
-    from .actions.declarations import undeclared_rows
+    from .operations.declarations import undeclared_rows
 
     # Booleans computed in SQL: a raw 'infinity' timestamp never reaches Python.
     flags = {

@@ -1,9 +1,9 @@
 """Public path of what a running task learns about its job, as the documentation names it.
 
-The code lives in :mod:`awa_django.tasks.context`; this module only re-exports it.
+The code lives in :mod:`awa_django.worker.context`; this module only re-exports it.
 """
 
-from .tasks.context import (
+from .worker.context import (
     CronFire,
     JobInfo,
     current_fire,

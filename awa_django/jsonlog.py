@@ -31,7 +31,7 @@ from typing import Any
 
 from . import bounded_text
 from .logs import bounded_traceback
-from .tasks import context
+from .worker import context
 
 # Attributes every LogRecord has; anything else came from ``extra=``.
 _STANDARD = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "", None, None))) | {

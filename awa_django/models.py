@@ -18,7 +18,7 @@ from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
 from .db.jsonb import MANIFEST_WRAPS, GuardedJSONField
-from .schedules.ranges import MAX_DURATION
+from .declarations.ranges import MAX_DURATION
 from .terminal import printable
 
 
@@ -447,7 +447,7 @@ class Queue(models.Model):
     """A queue as operators see it (the ``awa_queues`` view): depth by state and pause.
 
     Read-only: a queue is listed when it has jobs, operator state or a schedule.
-    Pause and resume go through :mod:`awa_django.actions.queues`.
+    Pause and resume go through :mod:`awa_django.operations.queues`.
     """
 
     queue = models.TextField(primary_key=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # The code's home, for type checkers; at run time each name loads on first use.
-    from awa_django.actions.owners import adopt, restore, restore_owner, retire, retire_owner
+    from awa_django.operations.owners import adopt, restore, restore_owner, retire, retire_owner
 
 __all__ = [
     "adopt",

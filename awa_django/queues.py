@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # The code's home, for type checkers; at run time each name loads on first use.
-    from awa_django.actions.queues import (
+    from awa_django.operations.queues import (
         QueueStatus,
         cancel_cron_jobs,
         cancel_job,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # The code's home, for type checkers; at run time each name loads on first use.
-    from awa_django.schedules.sync import sync_schedules
+    from awa_django.declarations.sync import sync_schedules
 
 __all__ = ["sync_schedules"]
 _MOVED_TO = {"sync_schedules": "awa_django.testing"}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # The code's home, for type checkers; at run time each name loads on first use.
-    from awa_django.tasks.paths import TaskNotRunnable
+    from awa_django.client.paths import TaskNotRunnable
 
 __all__ = ["TaskNotRunnable"]
 _MOVED_TO = {"TaskNotRunnable": "awa_django"}

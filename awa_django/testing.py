@@ -13,10 +13,10 @@ The code lives in the subpackages; this module only re-exports it.
 
 from __future__ import annotations
 
-from .scheduler.evaluator import PassResult, evaluate
-from .schedules.builder import build_schedule
-from .schedules.shape import Schedule
-from .schedules.sync import sync_schedules
-from .tasks.worker import Worker
+from .declarations.builder import build_schedule
+from .declarations.shape import Schedule
+from .declarations.sync import sync_schedules
+from .leader.evaluator import PassResult, evaluate
+from .worker.loop import Worker
 
 __all__ = ["PassResult", "Schedule", "Worker", "build_schedule", "evaluate", "sync_schedules"]

@@ -28,7 +28,7 @@ django.setup()
 from django.db import connection, transaction  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from awa_django.scheduler.evaluator import evaluate  # noqa: E402
+from awa_django.leader.evaluator import evaluate  # noqa: E402
 from bench.benchapp.tasks import noop  # noqa: E402
 from bench.timing import call_cpu, cpu_cost, db_cost, peak_rss, per_unit, worker_cpu  # noqa: E402
 from bench.timing import enqueue_rates as timed_enqueue  # noqa: E402

@@ -455,7 +455,7 @@ class Campaign:
         return any(w[1] is None for w in self.record.paused[name] + self.record.retired[name])
 
     def fault_pause_schedule(self, _target: str, name: str) -> Any:
-        from awa_django.actions import schedules as operations
+        from awa_django.operations import schedules as operations
 
         if self._open_window(name):
             return None  # one pause or retirement of a schedule at a time
@@ -475,7 +475,7 @@ class Campaign:
         return resume
 
     def fault_retire(self, _target: str, name: str) -> Any:
-        from awa_django.actions import owners
+        from awa_django.operations import owners
 
         if self._open_window(name):
             return None
@@ -500,8 +500,8 @@ class Campaign:
         return restore
 
     def fault_trigger(self, _target: str, name: str) -> None:
-        from awa_django.actions import schedules as operations
         from awa_django.exceptions import OperationRefused
+        from awa_django.operations import schedules as operations
 
         try:
             self.admin(operations.trigger, name, "chaos")
@@ -510,7 +510,7 @@ class Campaign:
             pass  # retired right now
 
     def fault_pause_queue(self, _target: str, _name: str) -> Any:
-        from awa_django.actions import queues
+        from awa_django.operations import queues
 
         self.admin(queues.pause_queue, "default", "chaos")
         at = self.event("pause queue")

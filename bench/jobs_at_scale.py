@@ -89,7 +89,7 @@ def generate(campaign: Campaign, rows: int) -> float:
 def measure(campaign: Campaign, rows: int) -> dict[str, Any]:
     from django.db import connection
 
-    from awa_django.actions.queues import prune_jobs
+    from awa_django.operations.queues import prune_jobs
     from awa_django.store import jobs
     from tests.testapp.tasks import record
 

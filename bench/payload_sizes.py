@@ -72,8 +72,8 @@ def widest_args(limit: int) -> list[Any]:
 
 
 def run(schedules: int, seconds: float, warmup: float, big: int, big_every: int = 10) -> dict[str, Any]:
-    from awa_django.actions.runtime_schedules import create_schedule
     from awa_django.conf import conf
+    from awa_django.operations.runtime_schedules import create_schedule
     from bench.awa_side import insert_schedules, manage, reset, sql
 
     reset()

@@ -9,7 +9,7 @@ import os
 
 import environ
 
-from awa_django.tasks import compat
+from awa_django.client import compat
 
 env = environ.Env()
 
@@ -23,7 +23,7 @@ DATABASES = {"default": env.db("BENCH_DATABASE_URL", default="postgres://postgre
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 TASKS = {
     "default": {
-        "BACKEND": "awa_django.tasks.backend.AwaBackend",
+        "BACKEND": "awa_django.client.backend.AwaBackend",
         # W3's rate-limited variant sets these (bench.awa_side.w3_flow).
         "OPTIONS": {"QUEUE_LIMITS": env.json("BENCH_QUEUE_LIMITS", default={})},
     }

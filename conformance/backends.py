@@ -15,10 +15,10 @@ from typing import Any
 
 from django.db import connections
 
+from awa_django.client.backend import AwaBackend
+from awa_django.client.compat import Task, TaskResult
 from awa_django.store.job_rows import job_row
-from awa_django.tasks.backend import AwaBackend
-from awa_django.tasks.compat import Task, TaskResult
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 
 # One claim of one job by id, like awa_claim_v1 for a single row: a test must
 # not run another test's leftover jobs.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import environ
 
-from awa_django.tasks import compat
+from awa_django.client import compat
 
 env = environ.Env()
 
@@ -25,7 +25,7 @@ INSTALLED_APPS = [
     "tasks",  # Django's tests/tasks package
 ]
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/awa")}
-TASKS = {"default": {"BACKEND": "awa_django.tasks.backend.AwaBackend"}}
+TASKS = {"default": {"BACKEND": "awa_django.client.backend.AwaBackend"}}
 # Report lost connections quickly: no fault injection happens here.
 AWA_REPORT_RETRY_TIMEOUT = 5.0
 AWA_RETRY_BACKOFF = 0.0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import environ
 
-from awa_django.tasks import compat
+from awa_django.client import compat
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -64,7 +64,7 @@ TASKS = {
     "default": {
         # Jobs (cron fires and Task.enqueue()) live in awa_jobs; run them
         # with `manage.py runtasks`.
-        "BACKEND": "awa_django.tasks.backend.AwaBackend",
+        "BACKEND": "awa_django.client.backend.AwaBackend",
         "QUEUES": ["default", "reports"],
     }
 }

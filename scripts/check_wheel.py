@@ -107,7 +107,7 @@ PROJECT_FILES = {
         import os
         from urllib.parse import parse_qs, urlsplit
 
-        from awa_django.tasks import compat
+        from awa_django.client import compat
 
         url = urlsplit(os.environ["WHEEL_CHECK_DATABASE_URL"])
         SECRET_KEY = "release-check"
@@ -142,7 +142,7 @@ PROJECT_FILES = {
         import os
         from pathlib import Path
 
-        from awa_django.tasks.compat import task
+        from awa_django.client.compat import task
 
         @task
         def stamp() -> None:

@@ -152,7 +152,7 @@ def map_backends(tests_dir: Path, backport: bool, package: str = "tasks") -> Non
 def framework() -> str:
     """``django.tasks`` or ``django_tasks``: what awa_django runs on here."""
     sys.path.insert(0, str(ROOT))
-    from awa_django.tasks import compat
+    from awa_django.client import compat
 
     return compat.FRAMEWORK
 

@@ -14,7 +14,7 @@ import pytest
 # Before the helpers are imported: their asserts report like a test's own.
 pytest.register_assert_rewrite("tests.helpers")
 
-from awa_django.schedules.declaration import registry  # noqa: E402
+from awa_django.declarations.declaration import registry  # noqa: E402
 from tests.helpers.database import raw_connection  # noqa: E402
 from tests.helpers.processes import Runcron, Runtasks  # noqa: E402
 
@@ -60,7 +60,7 @@ def spans() -> Iterator[Any]:
 
 @pytest.fixture
 def otel_missing() -> Iterator[None]:
-    """``awa_django.tasks.tracing`` as loaded where the ``otel`` extra is not installed."""
+    """``awa_django.client.tracing`` as loaded where the ``otel`` extra is not installed."""
     from tests.helpers.tracing import without_otel
 
     with without_otel():

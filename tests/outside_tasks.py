@@ -1,6 +1,6 @@
 """Tasks in a module outside every installed app (AWA_TASK_MODULES tests)."""
 
-from awa_django.tasks.compat import task
+from awa_django.client.compat import task
 
 
 @task

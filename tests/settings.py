@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import environ
 
-from awa_django.tasks import compat
+from awa_django.client import compat
 
 env = environ.Env()
 
@@ -61,7 +61,7 @@ DATABASES = {
 
 TASKS = {
     "default": {
-        "BACKEND": "awa_django.tasks.backend.AwaBackend",
+        "BACKEND": "awa_django.client.backend.AwaBackend",
         "QUEUES": ["default", "mail", "reports"],
         # Process tests of queue limits set these through the environment.
         "OPTIONS": {"QUEUE_LIMITS": env.json("AWA_TEST_QUEUE_LIMITS", default={})},

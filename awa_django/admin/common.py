@@ -1,8 +1,8 @@
 """Pieces every page of the operators' console shares.
 
 The admin never edits rows itself: every action calls the service layer
-(:mod:`awa_django.actions.schedules`, :mod:`~awa_django.actions.owners`,
-:mod:`~awa_django.actions.queues`) with the admin user's username as the actor, and
+(:mod:`awa_django.operations.schedules`, :mod:`~awa_django.operations.owners`,
+:mod:`~awa_django.operations.queues`) with the admin user's username as the actor, and
 turns the errors those functions raise into admin messages.
 """
 

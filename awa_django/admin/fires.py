@@ -8,10 +8,10 @@ from zoneinfo import ZoneInfo
 
 from django.urls import reverse
 
-from ..actions import schedules
 from ..cron import search
 from ..db.timestamps import with_safe_timestamps
 from ..models import CronJob
+from ..operations import schedules
 from ..store import schedule_views
 from .common import TIME_FORMAT, seconds, utc
 from .jobs import error_line, fire_time, with_last_error

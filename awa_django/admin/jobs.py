@@ -22,11 +22,11 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..actions import queues
 from ..db import jsonb
 from ..db.timestamps import shown as invalid_shown
 from ..db.timestamps import with_safe_timestamps
 from ..models import CronJob, Job, JobState, QueueMeta
+from ..operations import queues
 from ..store import jobs_admin
 from ..terminal import printable, printable_lines
 from .common import (

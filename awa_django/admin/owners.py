@@ -18,12 +18,12 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..actions import owners
-from ..actions.common import ActionResult
+from ..declarations.runtime import RUNTIME_OWNER
+from ..declarations.validation import validate_label
 from ..models import CronJob, CronOwner
+from ..operations import owners
+from ..operations.common import ActionResult
 from ..reconciliation import persistence
-from ..schedules.runtime import RUNTIME_OWNER
-from ..schedules.validation import validate_label
 from ..store import fleet
 from ..terminal import printable
 from .common import (

@@ -11,9 +11,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..actions import queues
+from ..client.limits import limit_label
 from ..models import Queue
-from ..tasks.limits import limit_label
+from ..operations import queues
 from ..terminal import printable
 from .common import ReadOnlyAdmin, actor, badge, has_awa_perm, run_each, shown_name, text, timestamp, utc
 

@@ -3,8 +3,8 @@
 Users with ``awa_django.add_cronjob`` / ``change_cronjob`` / ``delete_cronjob``
 create, edit and delete runtime schedules (owner ``awa:runtime``); the form
 validates exactly as a declaration (the service layer's
-:func:`~awa_django.schedules.runtime.build_runtime_schedule`) and every write
-goes through :mod:`awa_django.actions.runtime_schedules`. "Preview" shows the
+:func:`~awa_django.declarations.runtime.build_runtime_schedule`) and every write
+goes through :mod:`awa_django.operations.runtime_schedules`. "Preview" shows the
 schedule in words and its next fires without saving. Code-declared schedules
 stay read-only. Django's admin history records each change with the user.
 """
@@ -22,7 +22,15 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.module_loading import module_has_submodule
 
-from ..actions.runtime_schedules import (
+from ..client.compat import Task
+from ..cron.describe import describe_schedule
+from ..db.sessions import database_now
+from ..declarations.declaration import registry
+from ..declarations.runtime import RUNTIME_OWNER, build_runtime_schedule
+from ..declarations.shape import Schedule
+from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
+from ..models import CronJob
+from ..operations.runtime_schedules import (
     code_declaration,
     create_schedule,
     delete_schedule,
@@ -30,14 +38,6 @@ from ..actions.runtime_schedules import (
     schedule_exists,
     update_schedule,
 )
-from ..cron.describe import describe_schedule
-from ..db.sessions import database_now
-from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
-from ..models import CronJob
-from ..schedules.declaration import registry
-from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule
-from ..schedules.shape import Schedule
-from ..tasks.compat import Task
 from .common import actor, has_awa_perm
 from .fires import dst_marked_fires
 

@@ -11,12 +11,12 @@ from django.contrib.admin.views.main import ChangeList
 from django.db import connections
 from django.http import HttpRequest
 
-from ..actions import declarations, schedules
-from ..actions.declarations import Mismatch
 from ..conf import conf
 from ..cron import search
 from ..db import sessions
 from ..models import CronJob
+from ..operations import declarations, schedules
+from ..operations.declarations import Mismatch
 from ..store import schedule_views
 from ..store import schedules as store
 from .common import live_leader

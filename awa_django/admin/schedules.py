@@ -16,12 +16,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..actions import declarations, history, owners, schedules
-from ..actions.common import ActionResult
 from ..cron.describe import describe_schedule
+from ..declarations.declaration import registry
+from ..declarations.runtime import RUNTIME_OWNER
 from ..models import CronJob
-from ..schedules.declaration import registry
-from ..schedules.runtime import RUNTIME_OWNER
+from ..operations import declarations, history, owners, schedules
+from ..operations.common import ActionResult
 from ..terminal import printable
 from .common import (
     OPERATOR_ERRORS,

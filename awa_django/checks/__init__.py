@@ -1,8 +1,8 @@
 """System checks (``manage.py check``): every awa_django check, registered in one place.
 
 Each check lives beside what it checks (Django's ``core/checks/`` is the
-model): declared schedules in :mod:`awa_django.schedules.checks`, the task
-side in :mod:`awa_django.tasks.checks`, authoritative mode in
+model): declared schedules in :mod:`awa_django.declarations.checks`, the task
+side in :mod:`awa_django.client.checks`, authoritative mode in
 :mod:`awa_django.reconciliation.checks`; the settings, the databases and the
 connection poolers here, in :mod:`.settings`, :mod:`.database` and
 :mod:`.poolers` (their owners, ``conf`` and ``db/``, sit below the store and
@@ -12,7 +12,7 @@ the schedules these checks read, so the checks cannot live in them).
 calls :func:`register_checks`. Each check writes the id, message and hint of
 what it reports where it reports it. Ids are stable, documented in
 docs/reference/checks.md and never reused. The task backend's own checks
-(E030, E031, E070) are :meth:`awa_django.tasks.backend.AwaBackend.check`:
+(E030, E031, E070) are :meth:`awa_django.client.backend.AwaBackend.check`:
 Django runs them with its check of ``TASKS``, also when awa_django is not
 installed.
 """
@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from django.core.checks import CheckMessage, Tags, register
 
+from ..client.checks import check_task_backend, check_task_framework_app
+from ..declarations.checks import check_changed_day_rules, check_runtime_names, check_schedules
 from ..reconciliation.checks import check_reconciliation
-from ..schedules.checks import check_changed_day_rules, check_runtime_names, check_schedules
-from ..tasks.checks import check_task_backend, check_task_framework_app
 from .database import (
     check_database,
     check_job_timestamps,

@@ -16,7 +16,7 @@ from django.core.checks import CheckMessage, Error, Warning
 
 from ..bounded_text import BYTES_PER_CHAR, MIN_CHARS
 from ..conf import SETTINGS, Kind, conf
-from ..schedules.declaration import finite
+from ..declarations.declaration import finite
 
 __all__ = [
     "DURATION_SETTINGS",

@@ -7,7 +7,7 @@ trigger, remove), :mod:`.runtime` (``cron create|edit|delete``),
 :mod:`.queues`, :mod:`.jobs`, :mod:`.health` and :mod:`.celery_beat`
 (``import-celery-beat``). :mod:`.arguments` holds the argparse types they
 share, :mod:`.output` how they write. The handlers call the same operator
-verbs as the admin (:mod:`awa_django.actions`);
+verbs as the admin (:mod:`awa_django.operations`);
 :mod:`awa_django.management.commands.awa` builds the parser with
 :func:`add_arguments` and runs :func:`handler_for` the parsed group and verb.
 """

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ..actions import celery_beat
-from ..actions.celery_beat import BATCH_SIZE as IMPORT_BATCH_SIZE
+from ..operations import celery_beat
+from ..operations.celery_beat import BATCH_SIZE as IMPORT_BATCH_SIZE
 from ..terminal import printable
 from .arguments import add_actor, bounded_int
 from .output import Handler, emit

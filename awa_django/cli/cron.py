@@ -13,10 +13,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from ..actions import declarations, history, schedules
 from ..cron.describe import describe_schedule
+from ..declarations.shape import DEFINITION_KEYS
 from ..models import CronJob
-from ..schedules.shape import DEFINITION_KEYS
+from ..operations import declarations, history, schedules
 from ..terminal import printable
 from . import owners, runtime
 from .arguments import add_actor, bounded_int, schedule_name

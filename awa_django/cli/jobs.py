@@ -9,10 +9,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ..actions import queues
 from ..conf import MAX_RETENTION
 from ..db import sessions, timestamps
 from ..models import Job, JobState
+from ..operations import queues
 from ..terminal import printable
 from .arguments import add_actor, bounded_int, schedule_name, text_of
 from .output import Handler, emit, plain

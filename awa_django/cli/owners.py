@@ -10,12 +10,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ..actions import owners
 from ..db import jsonb
 from ..db.jsonb import Undecodable
+from ..declarations.runtime import RUNTIME_OWNER
+from ..declarations.validation import validate_label
+from ..operations import owners
 from ..reconciliation import persistence
-from ..schedules.runtime import RUNTIME_OWNER
-from ..schedules.validation import validate_label
 from ..terminal import printable
 from .arguments import add_actor, owner_name, schedule_name
 from .output import Handler, emit

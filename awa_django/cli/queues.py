@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from ..actions import queues
-from ..schedules import validation
-from ..tasks.limits import limit_label
+from ..client.limits import limit_label
+from ..declarations import validation
+from ..operations import queues
 from ..terminal import printable
 from .arguments import add_actor, text_of
 from .output import Handler, emit, plain

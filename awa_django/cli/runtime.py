@@ -11,11 +11,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ..actions import runtime_schedules
+from ..declarations.ranges import RANGES
+from ..declarations.runtime import RUNTIME_OWNER
+from ..declarations.shape import SETTINGS_KEYS
 from ..exceptions import InvalidSchedule
-from ..schedules.ranges import RANGES
-from ..schedules.runtime import RUNTIME_OWNER
-from ..schedules.shape import SETTINGS_KEYS
+from ..operations import runtime_schedules
 from ..terminal import printable
 from .output import Handler, emit
 

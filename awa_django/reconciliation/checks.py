@@ -10,8 +10,8 @@ from typing import Any
 from django.core.checks import CheckMessage, Error
 
 from ..conf import conf
-from ..schedules.runtime import RUNTIME_OWNER, is_reserved_owner
-from ..schedules.validation import validate_label
+from ..declarations.runtime import RUNTIME_OWNER, is_reserved_owner
+from ..declarations.validation import validate_label
 
 __all__ = ["check_reconciliation"]
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..schedules.builder import MAX_NAME_LENGTH
-from ..schedules.shape import DEFINITION_KEYS, POLICY_DEFAULTS, REQUIRED_KEYS, Schedule
+from ..declarations.builder import MAX_NAME_LENGTH
+from ..declarations.shape import DEFINITION_KEYS, POLICY_DEFAULTS, REQUIRED_KEYS, Schedule
 
 __all__ = [
     "DEFINITION_KEYS",

@@ -28,8 +28,8 @@ from django.db import connections, transaction
 from ..conf import conf
 from ..db import sessions
 from ..db.guards import bound_transaction_waits
-from ..schedules.runtime import RUNTIME_OWNER, is_reserved_owner
-from ..schedules.validation import validate_label
+from ..declarations.runtime import RUNTIME_OWNER, is_reserved_owner
+from ..declarations.validation import validate_label
 from ..store import fleet as store
 from ..store import schedule_upsert as upsert
 from . import evidence

@@ -32,9 +32,9 @@ from .. import __version__
 from ..conf import conf
 from ..db import sessions
 from ..db.guards import CancellableWaits, bound_transaction_waits, lock_wait_timed_out, stop_deadline
+from ..declarations.declaration import Schedule
 from ..health import FIRE_STATEMENT_VERSION, Progress, policy_gap, policy_gap_message, record_progress
 from ..jsonlog import bind_process
-from ..schedules.declaration import Schedule
 from ..store import fleet as store
 from .manifest import Manifest, manifest_for
 from .persistence import (

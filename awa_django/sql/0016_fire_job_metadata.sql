@@ -1,6 +1,6 @@
 -- awa_django 0016_fire_job_metadata: a plan entry of the fire statement may
 -- carry metadata for the jobs it fires (the leader's trace context, see
--- awa_django.tasks.tracing), written in the same INSERT so no worker ever
+-- awa_django.client.tracing), written in the same INSERT so no worker ever
 -- claims a fired job without it.
 -- Installed by migration 0016_fire_job_metadata, undone by
 -- 0016_fire_job_metadata.reverse.sql. Frozen once released (see 0002_cron_core.sql).

@@ -1,5 +1,5 @@
 -- awa_django 0027_option_ranges: a schedule row holds only the numbers a
--- declaration accepts (awa_django.schedules.ranges.RANGES). Installed by
+-- declaration accepts (awa_django.declarations.ranges.RANGES). Installed by
 -- migration 0027_option_ranges (not atomic: this file adds the checks, briefly
 -- locking awa_cron_jobs, and 0027_option_ranges_validate.sql fixes and checks the
 -- rows already stored in a transaction of its own), undone by

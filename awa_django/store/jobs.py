@@ -115,7 +115,7 @@ def claim(
     """Claim up to ``limit`` ready jobs in one statement (one new attempt each).
 
     Jobs whose concurrency key or queue (``limits``, from
-    :func:`awa_django.tasks.limits.claim_limits`) has no room are passed over.
+    :func:`awa_django.client.limits.claim_limits`) has no room are passed over.
     A row holding a timestamp no datetime can hold (written by raw SQL) comes
     back with that timestamp None and ``invalid_timestamps`` saying why: the
     worker fails that job alone.

@@ -22,10 +22,10 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from awa_django import periodic
-from awa_django.actions import owners, queues, schedules
 from awa_django.admin.common import when
 from awa_django.admin.fires import dst_marked_fires
 from awa_django.models import CronJob, Job, RuntimeInstance
+from awa_django.operations import owners, queues, schedules
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.admin import VIEW_ALL, live_leader, owned, staff, texts
 
@@ -536,7 +536,7 @@ def test_queues__depth_by_state_pause_and_resume() -> None:
 @override_settings(
     TASKS={
         "default": {
-            "BACKEND": "awa_django.tasks.backend.AwaBackend",
+            "BACKEND": "awa_django.client.backend.AwaBackend",
             "OPTIONS": {"QUEUE_LIMITS": {"mail": {"rate": "100/m", "concurrency": 5}}},
         }
     }

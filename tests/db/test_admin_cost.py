@@ -18,7 +18,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from awa_django.actions import schedules
+from awa_django.operations import schedules
 from tests.helpers.database import raw_connection
 
 pytestmark = pytest.mark.django_db

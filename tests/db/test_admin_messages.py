@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from awa_django.actions import owners
+from awa_django.operations import owners
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db

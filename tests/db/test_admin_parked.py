@@ -11,9 +11,9 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from awa_django.actions import schedules
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob
-from awa_django.scheduler.evaluator import evaluate
+from awa_django.operations import schedules
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 
-from awa_django.actions.runtime_schedules import create_schedule
+from awa_django.declarations.runtime import RUNTIME_OWNER
 from awa_django.models import CronJob
-from awa_django.schedules.runtime import RUNTIME_OWNER
+from awa_django.operations.runtime_schedules import create_schedule
 from tests.factories import CronJobFactory
 from tests.helpers.admin import VIEW_ALL, staff
 

@@ -13,11 +13,8 @@ from django.core.checks import run_checks
 from django.db import DatabaseError, connection, transaction
 from django.test import override_settings
 
-from awa_django.actions.queues import cancel_cron_jobs
-from awa_django.exceptions import JobCancelled, WorkerLost
-from awa_django.models import Job, JobState
-from awa_django.tasks.backend import AwaBackend
-from awa_django.tasks.compat import (
+from awa_django.client.backend import AwaBackend
+from awa_django.client.compat import (
     InvalidTask,
     TaskError,
     TaskResult,
@@ -29,6 +26,9 @@ from awa_django.tasks.compat import (
     task_backends,
     task_enqueued,
 )
+from awa_django.exceptions import JobCancelled, WorkerLost
+from awa_django.models import Job, JobState
+from awa_django.operations.queues import cancel_cron_jobs
 from tests.factories import JobFactory
 from tests.helpers.database import db_now
 from tests.testapp import backend_tasks
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.django_db
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ECHO = "tests.testapp.backend_tasks.echo"
-BACKEND = "awa_django.tasks.backend.AwaBackend"
+BACKEND = "awa_django.client.backend.AwaBackend"
 QUEUES = ["default", "mail", "reports"]
 
 

@@ -20,10 +20,10 @@ from asgiref.sync import async_to_sync
 from django.db import connection, transaction
 from django.test import override_settings
 
+from awa_django.client import compat
+from awa_django.client.compat import InvalidTask, TaskResultDoesNotExist, TaskResultStatus, task_backends
 from awa_django.models import Job
-from awa_django.tasks import compat
-from awa_django.tasks.compat import InvalidTask, TaskResultDoesNotExist, TaskResultStatus, task_backends
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.testapp import audit_tasks
 from tests.testapp.audit_tasks import UNSTORABLE_MESSAGES
 from tests.testapp.tasks import record
@@ -31,8 +31,8 @@ from tests.testapp.tasks import record
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NO_BACKOFF = {"AWA_RETRY_BACKOFF": 0.0, "AWA_POLL_INTERVAL": 0.05}
-AWA = "awa_django.tasks.backend.AwaBackend"
-NOT_RUNNABLE = "awa_django.tasks.paths.TaskNotRunnable"
+AWA = "awa_django.client.backend.AwaBackend"
+NOT_RUNNABLE = "awa_django.client.paths.TaskNotRunnable"
 SANITISED = {
     "nul": "before\\x00after",
     "surrogate": "half \\ud800 pair",

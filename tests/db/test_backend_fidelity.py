@@ -9,17 +9,17 @@ from django.db import IntegrityError, connection, transaction
 from django.test.utils import modify_settings, override_settings
 from django.utils import timezone
 
+from awa_django.client.compat import TaskResultStatus, task_backends
 from awa_django.models import Job
-from awa_django.tasks.compat import TaskResultStatus, task_backends
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.testapp import tasks
 from tests.testapp.backend_tasks import report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TWO_BACKENDS = {
-    "default": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
-    "other": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
+    "default": {"BACKEND": "awa_django.client.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
+    "other": {"BACKEND": "awa_django.client.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
 }
 
 

@@ -25,9 +25,9 @@ from django.test import override_settings
 from awa_django.db.jsonb import Undecodable
 from awa_django.models import Job
 from awa_django.store import jobs
-from awa_django.tasks.outcomes import ReportAbandoned, error_entry, repeats_on_retry
-from awa_django.tasks.runner import run_attempt
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
+from awa_django.worker.outcomes import ReportAbandoned, error_entry, repeats_on_retry
+from awa_django.worker.runner import run_attempt
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db

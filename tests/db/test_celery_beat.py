@@ -30,10 +30,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test.utils import override_settings
 
-from awa_django.actions.celery_beat import TakenNames, plan_row
-from awa_django.actions.celery_beat_rows import FarInstant
-from awa_django.actions.runtime_schedules import create_schedule
 from awa_django.models import CronJob
+from awa_django.operations.celery_beat import TakenNames, plan_row
+from awa_django.operations.celery_beat_rows import FarInstant
+from awa_django.operations.runtime_schedules import create_schedule
 
 pytestmark = pytest.mark.django_db
 
@@ -197,9 +197,9 @@ def test_plan_row__an_interval_no_expression_says_becomes_an_every_schedule_anch
 def test_import__an_interval_row_becomes_an_interval_schedule_that_fires(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django.actions import celery_beat
+    from awa_django.leader.evaluator import evaluate
     from awa_django.models import CronJob
-    from awa_django.scheduler.evaluator import evaluate
+    from awa_django.operations import celery_beat
 
     interval = SimpleNamespace(every=90, period="seconds")
     row = plan_row(source("feed", crontab=None, interval=interval), {}, set())

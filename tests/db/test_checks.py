@@ -14,8 +14,8 @@ from django.test import override_settings
 
 from awa_django.checks import database as database_checks
 from awa_django.checks import settings as setting_checks
-from awa_django.schedules import checks
-from awa_django.schedules.declaration import periodic
+from awa_django.declarations import checks
+from awa_django.declarations.declaration import periodic
 from tests.helpers.processes import ROOT
 
 RECORD = "tests.testapp.tasks.record"
@@ -498,13 +498,13 @@ def test_backend_check__e030_non_postgresql_database(tmp_path: Any) -> None:
         with override_settings(
             TASKS={
                 "default": {
-                    "BACKEND": "awa_django.tasks.backend.AwaBackend",
+                    "BACKEND": "awa_django.client.backend.AwaBackend",
                     "QUEUES": ["default", "mail", "reports"],
                     "OPTIONS": {"DATABASE": "sqlite"},
                 }
             }
         ):
-            from awa_django.tasks.compat import task_backends
+            from awa_django.client.compat import task_backends
 
             messages = task_backends["default"].check()
     finally:
@@ -522,10 +522,10 @@ def test_checks__every_error_id_is_documented_and_every_documented_one_is_report
     documented = set(re.findall(pattern, (ROOT / "docs/reference/checks.md").read_text()))
     sources = (
         *(ROOT / "awa_django/checks").glob("*.py"),
-        ROOT / "awa_django/schedules/checks.py",
-        ROOT / "awa_django/tasks/checks.py",
+        ROOT / "awa_django/declarations/checks.py",
+        ROOT / "awa_django/client/checks.py",
         ROOT / "awa_django/reconciliation/checks.py",
-        ROOT / "awa_django/tasks/backend.py",
+        ROOT / "awa_django/client/backend.py",
         ROOT / "awa_django/conf.py",
     )
     reported = {check_id for path in sources for check_id in re.findall(pattern, path.read_text())}

@@ -105,7 +105,7 @@ def test_cron_verbs__blank_actor_is_refused() -> None:
 
 
 def test_cron_list__a_parked_unevaluable_row_still_lists() -> None:
-    from awa_django.scheduler.evaluator import evaluate
+    from awa_django.leader.evaluator import evaluate
 
     CronJobFactory(name="broken", cron_expr="not a cron")
     evaluate()  # parks it far in the future

@@ -14,8 +14,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from awa_django.declarations.runtime import RUNTIME_OWNER
 from awa_django.models import CronJob
-from awa_django.schedules.runtime import RUNTIME_OWNER
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db

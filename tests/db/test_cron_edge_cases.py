@@ -12,8 +12,8 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from awa_django.db import sessions
+from awa_django.leader import evaluator
 from awa_django.models import CronJob
-from awa_django.scheduler import evaluator
 from tests.factories import CronJobFactory
 from tests.helpers.admin import live_leader
 

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from awa_django import InvalidSchedule
 from awa_django.cron import search
+from awa_django.declarations.declaration import build_schedule
+from awa_django.declarations.sync import sync_schedules
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.schedules.declaration import build_schedule
-from awa_django.schedules.sync import sync_schedules
 
 pytestmark = pytest.mark.django_db
 

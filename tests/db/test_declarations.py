@@ -18,8 +18,8 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from awa_django.actions import declarations
 from awa_django.health import probe, render
+from awa_django.operations import declarations
 from tests.factories import CronJobFactory
 from tests.helpers.health import HOST, add_runtime, by_name
 

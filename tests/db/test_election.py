@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from awa_django.scheduler import election
+from awa_django.leader import election
 from tests.helpers.database import raw_connection
 from tests.helpers.waiting import wait_for
 

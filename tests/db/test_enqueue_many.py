@@ -10,9 +10,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from awa_django.client.backend import AwaBackend
+from awa_django.client.compat import task_backends, task_enqueued
 from awa_django.models import Job, JobState
-from awa_django.tasks.backend import AwaBackend
-from awa_django.tasks.compat import task_backends, task_enqueued
 from tests.testapp.backend_tasks import echo, report
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.evaluator import evaluate
 from tests.factories import CronJobFactory
 from tests.helpers.database import db_now
 
@@ -184,7 +184,7 @@ def test_evaluate__due_rows_are_found_through_the_partial_index() -> None:
 
 
 def test_evaluate__a_large_due_set_fires_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    from awa_django.scheduler import evaluator
+    from awa_django.leader import evaluator
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     for i in range(5):
@@ -208,7 +208,7 @@ def test_evaluate__rows_left_pending_are_not_read_twice_in_one_pass(
 ) -> None:
     """A row whose next_fire_at stays NULL after its batch (lost CAS) must not
     make the keyset loop spin: each row is read at most once per pass."""
-    from awa_django.scheduler import evaluator
+    from awa_django.leader import evaluator
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 1)
     for i in range(3):
@@ -241,7 +241,7 @@ def test_evaluate__an_expression_is_parsed_once_not_per_row_per_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from awa_django.cron import search
-    from awa_django.scheduler import evaluator
+    from awa_django.leader import evaluator
 
     evaluator._parsed_expression.cache_clear()
     calls: list[str] = []
@@ -290,7 +290,7 @@ def test_evaluate__rows_with_the_same_inputs_share_one_fire_computation(
 def test_evaluate__on_fired_gets_each_batch_and_the_pass_keeps_no_jobs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django.scheduler import evaluator
+    from awa_django.leader import evaluator
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     for i in range(5):

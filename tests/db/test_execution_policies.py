@@ -14,11 +14,11 @@ import pytest
 from django.db import connection
 
 from awa_django import contract
-from awa_django.actions import history
-from awa_django.actions import schedules as operations
+from awa_django.leader.evaluator import evaluate
+from awa_django.leader.policies import jitter_offset
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.scheduler.policies import jitter_offset
+from awa_django.operations import history
+from awa_django.operations import schedules as operations
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import db_now
 from tests.helpers.fires import CURRENT_FIRE, FIRE, fire, plan_entry
@@ -302,8 +302,8 @@ def test_history__trim_keeps_the_newest_per_schedule_and_forgets_removed_ones() 
 def test_runtime_schedules__accept_store_and_change_the_policies() -> None:
     """Runtime schedules (another way to define one) take the three options,
     validated like declarations."""
-    from awa_django.actions import runtime_schedules
     from awa_django.exceptions import InvalidSchedule
+    from awa_django.operations import runtime_schedules
 
     runtime_schedules.create_schedule(
         "adhoc", "*/5 * * * *", "tests.testapp.tasks.record", actor="ops", overlap="skip", jitter=30
@@ -318,8 +318,8 @@ def test_runtime_schedules__accept_store_and_change_the_policies() -> None:
 
 
 def test_buffer_one_with_a_concurrency_key_of_its_own_is_refused_naming_both() -> None:
+    from awa_django.declarations import build_schedule
     from awa_django.exceptions import InvalidSchedule
-    from awa_django.schedules import build_schedule
 
     with pytest.raises(InvalidSchedule) as raised:
         build_schedule(

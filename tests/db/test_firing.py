@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from django.db import ProgrammingError, connection, transaction
 
+from awa_django.client.compat import task_enqueued
 from awa_django.db import jsonb
+from awa_django.leader import evaluator, firing
 from awa_django.models import CronJob, Job
-from awa_django.scheduler import evaluator, firing
 from awa_django.store import schedules as store
 from awa_django.store.schedule_rows import PlannedFire
-from awa_django.tasks.compat import task_enqueued
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +86,7 @@ def test_fire_plan__enqueues_every_fire_and_moves_the_clock() -> None:
 
 
 def test_evaluate__the_jobs_it_keeps_and_the_leaders_announcements_have_their_args_decoded() -> None:
-    from awa_django.scheduler import leader
+    from awa_django.leader import loop as leader
 
     CronJobFactory(name="a", cron_expr="* * * * * *", args={"args": [[1]], "kwargs": {"k": "v"}})
     assert [j["args"] for j in evaluator.evaluate().jobs] == [{"args": [[1]], "kwargs": {"k": "v"}}]
@@ -113,7 +113,7 @@ def test_announce_each__decodes_no_args_while_only_receivers_that_never_read_the
 ) -> None:
     """A megabyte of args costs the leader a quarter second of parsing with the GIL
     held: not spent when only Django's own log line listens to task_enqueued."""
-    from awa_django.scheduler import leader
+    from awa_django.leader import loop as leader
 
     CronJobFactory(name="a", cron_expr="* * * * * *", args={"args": [[1]], "kwargs": {}})
     handed: list[dict[str, Any]] = []

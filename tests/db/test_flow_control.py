@@ -15,9 +15,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 import awa_django
+from awa_django.client.compat import IMMEDIATE_BACKEND, TaskResult, TaskResultStatus
 from awa_django.models import Job, JobState
 from awa_django.store import jobs
-from awa_django.tasks.compat import IMMEDIATE_BACKEND, TaskResult, TaskResultStatus
 from tests.helpers.database import raw_connection
 from tests.testapp.tasks import record, send_mail
 
@@ -236,7 +236,7 @@ def test_queue_limits__a_full_queue_does_not_block_other_queues(cursor: Any) -> 
 
 # -- QUEUE_LIMITS setting -----------------------------------------------------
 def backend_with(limits: Any) -> dict[str, Any]:
-    return {"default": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": [],
+    return {"default": {"BACKEND": "awa_django.client.backend.AwaBackend", "QUEUES": [],
                         "OPTIONS": {"QUEUE_LIMITS": limits}}}  # fmt: skip
 
 

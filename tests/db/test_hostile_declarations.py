@@ -16,10 +16,10 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 from awa_django import InvalidSchedule
+from awa_django.declarations.declaration import build_schedule
+from awa_django.declarations.sync import sync_schedules
+from awa_django.leader.loop import Leader
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.leader import Leader
-from awa_django.schedules.declaration import build_schedule
-from awa_django.schedules.sync import sync_schedules
 from tests.testapp.tasks import record
 
 RECORD = "tests.testapp.tasks.record"

@@ -20,12 +20,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import reverse
 
+from awa_django.client.compat import task_backends
 from awa_django.db import jsonb
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.evaluator import evaluate
 from awa_django.store import jobs
-from awa_django.tasks.compat import task_backends
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.factories import CronJobFactory
 from tests.testapp import tasks
 

@@ -32,9 +32,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from awa_django.db.sqlfiles import read_sql
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import Job
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.helpers.jobrows import TIMESTAMP_CHECK, without_timestamp_check
 from tests.testapp import tasks
 

@@ -16,15 +16,15 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import override_settings
 
-from awa_django.actions import schedules
-from awa_django.actions.runtime_schedules import create_schedule, update_schedule
+from awa_django.declarations import build_schedule
+from awa_django.declarations.declaration import periodic, registry
+from awa_django.declarations.sync import sync_schedules
 from awa_django.exceptions import InvalidSchedule
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob, Job
+from awa_django.operations import schedules
+from awa_django.operations.runtime_schedules import create_schedule, update_schedule
 from awa_django.reconciliation.manifest import manifest_for
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.schedules import build_schedule
-from awa_django.schedules.declaration import periodic, registry
-from awa_django.schedules.sync import sync_schedules
 from awa_django.store.queries import query
 from awa_django.store.schedule_rows import ScheduleRow
 from tests.factories import CronJobFactory
@@ -209,7 +209,7 @@ def test_fire_statement__refuses_a_plan_whose_interval_changed_meanwhile() -> No
     now = db_now()
     anchor, last = anchored(now, 60, 1)
     CronJobFactory(name="tick", cron_expr=None, every_seconds=60, anchor=anchor, last_enqueued_at=last)
-    from awa_django.scheduler import evaluator
+    from awa_django.leader import evaluator
 
     with connection.cursor() as cursor:
         cursor.execute(query("due_schedules_all") + " LIMIT 10", {"max_depth": 64})

@@ -15,8 +15,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from awa_django.actions import queues
 from awa_django.exceptions import OperationRefused
+from awa_django.operations import queues
 from tests.factories import CronJobFactory
 from tests.helpers.admin import texts
 from tests.helpers.jobrows import IMPOSSIBLE_TIMESTAMPS, insert_job, sql, without_timestamp_check

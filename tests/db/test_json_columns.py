@@ -22,11 +22,11 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
-from awa_django.actions import runtime_schedules
 from awa_django.cli import owners as cli
 from awa_django.db import sessions
 from awa_django.exceptions import OperationRefused
 from awa_django.models import CronJob, CronManifest, RuntimeInstance
+from awa_django.operations import runtime_schedules
 from awa_django.reconciliation import persistence
 from awa_django.reconciliation.snapshots import RuntimeReporter
 from tests.helpers.reconcile import job, publish

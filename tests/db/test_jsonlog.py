@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from awa_django.jsonlog import JsonFormatter, bind_process, json_logging
-from awa_django.tasks import context
+from awa_django.worker import context
 
 
 def record(msg: str = "hello %s", args: tuple[Any, ...] = ("world",), **extra: Any) -> logging.LogRecord:

@@ -13,10 +13,10 @@ from django.core.management import CommandError, call_command
 from django.db import connections
 from django.test.utils import override_settings
 
+from awa_django.declarations.declaration import build_schedule
 from awa_django.exceptions import LeadershipUnavailable
+from awa_django.leader.loop import LEADER_LOCK_KEY, Leader
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.leader import LEADER_LOCK_KEY, Leader
-from awa_django.schedules.declaration import build_schedule
 from tests.factories import CronJobFactory
 from tests.helpers.database import leader_pid
 from tests.helpers.waiting import wait_for
@@ -108,7 +108,7 @@ def test_runcron_once__syncs_fires_and_releases() -> None:
 
 
 def test_runcron_once__announces_after_releasing_the_lock() -> None:
-    from awa_django.tasks.compat import task_enqueued
+    from awa_django.client.compat import task_enqueued
 
     held: list[int | None] = []
 
@@ -257,8 +257,8 @@ def test_leader__slow_maintenance_never_delays_fires(
 def test_leader__a_hung_task_enqueued_receiver_never_stops_the_fires(
     leader_threads: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
-    from awa_django.scheduler import announcer
-    from awa_django.tasks.compat import task_enqueued
+    from awa_django.client.compat import task_enqueued
+    from awa_django.leader import announcer
 
     monkeypatch.setattr(announcer, "STUCK_AFTER", 0.5)
     release = threading.Event()

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from awa_django.actions import schedules
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import CronJob, Job
+from awa_django.operations import schedules
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context
 

@@ -27,13 +27,13 @@ from django.db import DataError, IntegrityError, connection, transaction
 from django.test.utils import override_settings
 
 from awa_django import InvalidSchedule, periodic
-from awa_django.actions.runtime_schedules import create_schedule, update_schedule
 from awa_django.db import sessions
 from awa_django.db.sqlfiles import read_sql
+from awa_django.declarations.declaration import registry
+from awa_django.declarations.ranges import INT4_MAX, MAX_DURATION, RANGES
+from awa_django.leader.loop import Leader
 from awa_django.models import CronJob
-from awa_django.scheduler.leader import Leader
-from awa_django.schedules.declaration import registry
-from awa_django.schedules.ranges import INT4_MAX, MAX_DURATION, RANGES
+from awa_django.operations.runtime_schedules import create_schedule, update_schedule
 from tests.factories import CronJobFactory
 from tests.helpers.admin import VIEW_ALL, staff
 from tests.helpers.database import operator_context

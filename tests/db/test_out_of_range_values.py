@@ -18,15 +18,15 @@ from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
-from awa_django.actions import owners, queues, schedules
-from awa_django.actions.queues import prune_jobs
 from awa_django.conf import MAX_KEEPALIVE_COUNT, MAX_KEEPALIVE_SECONDS
 from awa_django.db import guards
+from awa_django.leader.evaluator import evaluate
+from awa_django.leader.loop import Leader
 from awa_django.models import CronJob, Job
+from awa_django.operations import owners, queues, schedules
+from awa_django.operations.queues import prune_jobs
 from awa_django.reconciliation import evidence, persistence
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.scheduler.leader import Leader
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import operator_context, tcp_address, unix_socket_directory
 from tests.helpers.reconcile import execute, job, publish

@@ -13,13 +13,13 @@ import pytest
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
+from awa_django.client.compat import TaskResultStatus, task_finished
+from awa_django.client.paths import load_task
+from awa_django.client.results import to_task_result
 from awa_django.models import Job
 from awa_django.store import jobs
-from awa_django.tasks.compat import TaskResultStatus, task_finished
-from awa_django.tasks.outcomes import Success
-from awa_django.tasks.paths import load_task
-from awa_django.tasks.results import to_task_result
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
+from awa_django.worker.outcomes import Success
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db

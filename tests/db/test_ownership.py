@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from awa_django.actions import owners
-from awa_django.actions.common import ActionResult
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
 from awa_django.models import CronJob
+from awa_django.operations import owners
+from awa_django.operations.common import ActionResult
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from awa_django.actions import owners
 from awa_django.models import CronJob, CronOwner
+from awa_django.operations import owners
 from tests.factories import CronJobFactory
 
 pytestmark = pytest.mark.django_db

@@ -20,11 +20,11 @@ import pytest
 from django.db import connection
 from django.test.utils import override_settings
 
-from awa_django.actions.runtime_schedules import create_schedule
 from awa_django.exceptions import InvalidSchedule
+from awa_django.leader import evaluator
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob, Job
-from awa_django.scheduler import evaluator
-from awa_django.scheduler.evaluator import evaluate
+from awa_django.operations.runtime_schedules import create_schedule
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context
 from tests.helpers.rows import parked

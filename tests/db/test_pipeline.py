@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
+from awa_django.leader import evaluator
 from awa_django.models import CronJob, Job
-from awa_django.scheduler import evaluator
 from tests.factories import CronJobFactory
 from tests.helpers.waiting import wait_for
 
@@ -75,7 +75,7 @@ def _fires_per_slot() -> dict[tuple[str, str], int]:
 def test_prepared_batches__dealt_out_over_the_lanes_side_by_side_never_early(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django.scheduler import prefire
+    from awa_django.leader import prefire
     from tests.helpers.fires import prepared_for
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
@@ -118,7 +118,7 @@ def test_kept_connection__pipelines_of_one_leader_share_one_connection_until_it_
 ) -> None:
     from django.db import connection
 
-    from awa_django.scheduler import pipeline
+    from awa_django.leader import pipeline
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     real = evaluator.fire_plan
@@ -141,7 +141,7 @@ def test_kept_connection__pipelines_of_one_leader_share_one_connection_until_it_
 def test_kept_connection__a_failed_fire_closes_it_and_the_next_pipeline_reconnects(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django.scheduler import pipeline
+    from awa_django.leader import pipeline
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     real = evaluator.fire_plan
@@ -185,7 +185,7 @@ def test_kept_connection__one_killed_while_idle_is_replaced_before_the_next_batc
 ) -> None:
     from django.db import connection
 
-    from awa_django.scheduler import pipeline
+    from awa_django.leader import pipeline
 
     monkeypatch.setattr(evaluator, "FIRE_BATCH_SIZE", 2)
     real = evaluator.fire_plan
@@ -209,7 +209,7 @@ def test_prepared_batches__a_slot_of_several_lanes_uses_a_kept_connection_per_la
 ) -> None:
     from django.db import connection
 
-    from awa_django.scheduler import pipeline, prefire
+    from awa_django.leader import pipeline, prefire
     from tests.helpers.fires import prepared_for, set_slot
 
     monkeypatch.setattr(prefire, "LANE_ROWS", 2)
@@ -239,7 +239,7 @@ def test_prepared_batches__a_slot_of_several_lanes_uses_a_kept_connection_per_la
 def test_prepared_batches__when_several_lanes_fail_every_lane_thread_ends(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django.scheduler import prefire
+    from awa_django.leader import prefire
     from tests.helpers.fires import prepared_for
 
     monkeypatch.setattr(prefire, "LANE_ROWS", 2)

@@ -16,10 +16,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import override_settings
 
+from awa_django.leader import evaluator
+from awa_django.leader.evaluator import evaluate
+from awa_django.leader.loop import Leader
 from awa_django.models import CronJob, Job
-from awa_django.scheduler import evaluator
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.scheduler.leader import Leader
 from tests.factories import CronJobFactory
 from tests.helpers.rows import POISONS, parked, poison
 

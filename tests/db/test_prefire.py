@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from awa_django.leader import prefire
 from awa_django.models import CronJob, Job
-from awa_django.scheduler import prefire
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context
 from tests.helpers.fires import prepared_for, set_slot
@@ -38,7 +38,7 @@ def test_prepare__reads_only_active_rows_of_the_earliest_slot_in_batches(
         CronJobFactory(name=name, cron_expr=EVERY_SECOND)
     with operator_context():
         CronJob.objects.filter(name="paused").update(paused_at=timezone.now())
-    monkeypatch.setattr("awa_django.scheduler.evaluator.FIRE_BATCH_SIZE", 2)
+    monkeypatch.setattr("awa_django.leader.evaluator.FIRE_BATCH_SIZE", 2)
     set_slot(["later"], 20)
     prepared = prepared_for([*names, "paused"], rows_limit=4)
     assert prepared.evaluated == 4
@@ -51,7 +51,7 @@ def test_batch_size__a_lane_per_hundred_rows_up_to_the_lanes_then_batches_of_the
 ) -> None:
     monkeypatch.setattr(prefire, "FIRE_LANES", 4)
     monkeypatch.setattr(prefire, "LANE_ROWS", 100)
-    monkeypatch.setattr("awa_django.scheduler.evaluator.FIRE_BATCH_SIZE", 500)
+    monkeypatch.setattr("awa_django.leader.evaluator.FIRE_BATCH_SIZE", 500)
     assert prefire.batch_size(1) == 1
     assert prefire.batch_size(100) == 100  # one lane
     assert prefire.batch_size(150) == 75  # two lanes
@@ -63,7 +63,7 @@ def test_batch_size__a_lane_per_hundred_rows_up_to_the_lanes_then_batches_of_the
 def test_prepare__batches_carry_their_json_made_before_the_slot() -> None:
     import json
 
-    from awa_django.scheduler.firing import SerializedPlan
+    from awa_django.leader.firing import SerializedPlan
 
     CronJobFactory(name="ahead", cron_expr=EVERY_SECOND)
     prepared = prepared_for(["ahead"])

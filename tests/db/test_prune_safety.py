@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection, connections
 
-from awa_django.actions.queues import prune_jobs
 from awa_django.models import Job
+from awa_django.operations.queues import prune_jobs
 from tests.factories import JobFactory
 from tests.helpers.database import raw_connection
 from tests.helpers.waiting import wait_for

@@ -22,18 +22,18 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 from awa_django import InvalidSchedule
-from awa_django.actions import owners, queues, schedules
-from awa_django.exceptions import ScheduleNotFound
-from awa_django.models import CronJob, Job, QueueMeta
-from awa_django.schedules.declaration import (
+from awa_django.client.backend import AwaBackend
+from awa_django.client.compat import InvalidTask, task, task_backends
+from awa_django.declarations.declaration import (
     build_schedule,
     declared_schedules,
     periodic,
     registry,
 )
-from awa_django.schedules.sync import sync_schedules
-from awa_django.tasks.backend import AwaBackend
-from awa_django.tasks.compat import InvalidTask, task, task_backends
+from awa_django.declarations.sync import sync_schedules
+from awa_django.exceptions import ScheduleNotFound
+from awa_django.models import CronJob, Job, QueueMeta
+from awa_django.operations import owners, queues, schedules
 from tests.factories import CronJobFactory, JobFactory
 from tests.testapp.backend_tasks import echo, report
 
@@ -389,8 +389,8 @@ def test_enqueue_many__empty_list_and_generators() -> None:
 
 
 OTHER_BACKEND_TASKS = {
-    "default": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
-    "other": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default"]},
+    "default": {"BACKEND": "awa_django.client.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]},
+    "other": {"BACKEND": "awa_django.client.backend.AwaBackend", "QUEUES": ["default"]},
 }
 
 
@@ -436,7 +436,7 @@ def design_modules() -> Iterator[None]:
 DESIGN_SETTINGS = {
     # The example's task modules live in installed apps; here, outside them.
     "AWA_TASK_MODULES": ["reports", "myapp"],
-    "TASKS": {"default": {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail"]}},
+    "TASKS": {"default": {"BACKEND": "awa_django.client.backend.AwaBackend", "QUEUES": ["default", "mail"]}},
     "AWA_SCHEDULES": {
         "nightly-report": {
             "cron": "0 2 * * *",

@@ -15,7 +15,7 @@ from django.core.checks import run_checks
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 def backend_with(limits: Any, queues: list[str] | None = None) -> dict[str, Any]:
     return {
         "default": {
-            "BACKEND": "awa_django.tasks.backend.AwaBackend",
+            "BACKEND": "awa_django.client.backend.AwaBackend",
             "QUEUES": queues or [],
             "OPTIONS": {"QUEUE_LIMITS": limits},
         }

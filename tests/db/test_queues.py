@@ -14,8 +14,10 @@ from django.core.management import CommandError, call_command
 from django.db import close_old_connections, connection
 from django.test import override_settings
 
-from awa_django.actions.common import ActionResult
-from awa_django.actions.queues import (
+from awa_django.cli.arguments import default_actor
+from awa_django.models import Job, JobState, QueueMeta
+from awa_django.operations.common import ActionResult
+from awa_django.operations.queues import (
     QueueStatus,
     cancel_cron_jobs,
     is_queue_paused,
@@ -25,8 +27,6 @@ from awa_django.actions.queues import (
     resume_queue,
     retry_job,
 )
-from awa_django.cli.arguments import default_actor
-from awa_django.models import Job, JobState, QueueMeta
 from tests.factories import JobFactory
 from tests.helpers.database import db_now, raw_connection
 from tests.helpers.waiting import wait_for
@@ -392,7 +392,7 @@ def test_prune_jobs__default_retention_is_seven_days() -> None:
 @override_settings(
     TASKS={
         "default": {
-            "BACKEND": "awa_django.tasks.backend.AwaBackend",
+            "BACKEND": "awa_django.client.backend.AwaBackend",
             "OPTIONS": {"QUEUE_LIMITS": {"mail": {"rate": "100/m", "concurrency": 5}}},
         }
     }

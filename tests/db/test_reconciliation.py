@@ -19,11 +19,15 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import override_settings
 
-from awa_django.actions import owners as ownership
-from awa_django.actions import schedules as operations
-from awa_django.actions.common import ActionResult
+from awa_django.declarations.declaration import build_schedule
+from awa_django.declarations.sync import sync_schedules
 from awa_django.exceptions import OperationRefused, ScheduleNotFound
+from awa_django.leader.evaluator import evaluate
+from awa_django.leader.loop import Leader
 from awa_django.models import CronDeclaration, CronJob, CronManifest, CronOwner, Job, RuntimeInstance
+from awa_django.operations import owners as ownership
+from awa_django.operations import schedules as operations
+from awa_django.operations.common import ActionResult
 from awa_django.reconciliation import evidence, persistence, snapshots
 from awa_django.reconciliation.manifest import (
     REQUIRED_KEYS,
@@ -39,10 +43,6 @@ from awa_django.reconciliation.persistence import (
     validate_label,
 )
 from awa_django.reconciliation.snapshots import RuntimeReporter
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.scheduler.leader import Leader
-from awa_django.schedules.declaration import build_schedule
-from awa_django.schedules.sync import sync_schedules
 from tests.helpers.database import db_now, raw_connection
 from tests.helpers.reconcile import (
     PLAN_KEYS,

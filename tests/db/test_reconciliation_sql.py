@@ -16,12 +16,12 @@ import pytest
 from django.db import DatabaseError, connection
 from django.db.models.functions import Now
 
-from awa_django.actions import owners, schedules
+from awa_django.declarations.sync import sync_schedules
 from awa_django.exceptions import OperationRefused
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob, Job
+from awa_django.operations import owners, schedules
 from awa_django.reconciliation.persistence import CRON_PROTOCOL_VERSION, plan
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.schedules.sync import sync_schedules
 from tests.factories import CronJobFactory, JobFactory
 from tests.helpers.database import db_now, operator_context, raw_connection
 from tests.helpers.reconcile import (

@@ -20,20 +20,20 @@ from django.db import connection
 from django.test.utils import override_settings
 
 import awa_django
-from awa_django.actions.runtime_schedules import (
+from awa_django.declarations import build_schedule
+from awa_django.declarations.declaration import registry
+from awa_django.declarations.runtime import RUNTIME_OWNER
+from awa_django.declarations.sync import sync_schedules
+from awa_django.exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound, UnknownScheduleOption
+from awa_django.leader.evaluator import evaluate
+from awa_django.models import CronJob, Job
+from awa_django.operations.runtime_schedules import (
     create_schedule,
     delete_schedule,
     runtime_definition,
     update_schedule,
 )
-from awa_django.exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound, UnknownScheduleOption
-from awa_django.models import CronJob, Job
 from awa_django.reconciliation import persistence
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.schedules import build_schedule
-from awa_django.schedules.declaration import registry
-from awa_django.schedules.runtime import RUNTIME_OWNER
-from awa_django.schedules.sync import sync_schedules
 from tests.factories import CronJobFactory
 from tests.helpers.database import db_now, operator_context
 from tests.helpers.fires import CURRENT_FIRE, plan_entry
@@ -55,8 +55,8 @@ def test_api__exported_from_awa_django() -> None:
 
 
 def test_changes__notify_the_leaders_channel() -> None:
-    from awa_django.actions import runtime_schedules
-    from awa_django.scheduler.leader import NOTIFY_CHANNEL
+    from awa_django.leader.loop import NOTIFY_CHANNEL
+    from awa_django.operations import runtime_schedules
 
     assert runtime_schedules.NOTIFY_CHANNEL == NOTIFY_CHANNEL
 
@@ -263,7 +263,7 @@ def test_check__the_runtime_owner_is_not_a_deployment_owner() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_every_change_notifies_the_leader(second_connection: Any) -> None:
-    from awa_django.scheduler.leader import NOTIFY_CHANNEL
+    from awa_django.leader.loop import NOTIFY_CHANNEL
 
     second_connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
     create_schedule("poll", "* * * * *", TASK, actor="alice")
@@ -276,7 +276,7 @@ def test_every_change_notifies_the_leader(second_connection: Any) -> None:
 
 
 def test_delete__a_retired_runtime_schedule_is_refused_until_restored() -> None:
-    from awa_django.actions.owners import restore, retire
+    from awa_django.operations.owners import restore, retire
 
     create_schedule("rt", "* * * * *", TASK, actor="setup")
     retire("rt", actor="ops", apply=True)

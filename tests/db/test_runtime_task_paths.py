@@ -22,10 +22,10 @@ import pytest
 from django.db import connection
 from django.test.utils import override_settings
 
-from awa_django.actions.runtime_schedules import create_schedule, update_schedule
+from awa_django.declarations.builder import build_schedule
 from awa_django.exceptions import InvalidSchedule
 from awa_django.models import CronJob
-from awa_django.schedules.builder import build_schedule
+from awa_django.operations.runtime_schedules import create_schedule, update_schedule
 from tests.helpers.admin import VIEW_ALL, staff
 from tests.helpers.database import database_url
 from tests.helpers.processes import manage_with

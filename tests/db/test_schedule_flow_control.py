@@ -14,15 +14,15 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 import awa_django
-from awa_django.actions import history
-from awa_django.actions.runtime_schedules import update_schedule
-from awa_django.actions.schedules import trigger
+from awa_django.declarations.builder import build_schedule
+from awa_django.declarations.declaration import declared_schedules
+from awa_django.declarations.sync import sync_schedules
 from awa_django.exceptions import InvalidSchedule, OperationRefused
+from awa_django.leader import firing
 from awa_django.models import CronJob, Job, JobState
-from awa_django.scheduler import firing
-from awa_django.schedules.builder import build_schedule
-from awa_django.schedules.declaration import declared_schedules
-from awa_django.schedules.sync import sync_schedules
+from awa_django.operations import history
+from awa_django.operations.runtime_schedules import update_schedule
+from awa_django.operations.schedules import trigger
 from tests.factories import CronJobFactory
 from tests.helpers.fires import T0, planned
 
@@ -228,7 +228,7 @@ def test_schedule_keys__a_declared_template_past_the_limit_is_a_check_error_nami
 
 
 def test_schedule_keys__the_runtime_api_refuses_a_template_past_the_limit() -> None:
-    from awa_django.actions.runtime_schedules import create_schedule
+    from awa_django.operations.runtime_schedules import create_schedule
 
     with pytest.raises(InvalidSchedule, match="unique_key"):
         create_schedule(LONG_NAME, "* * * * *", TASK, unique_key="{name}{name}{name}{slot}", actor="alice")
@@ -273,7 +273,7 @@ def test_schedule_keys__a_slot_a_held_unique_key_refuses_is_recorded_and_counted
     from prometheus_client import generate_latest
 
     from awa_django import metrics
-    from awa_django.actions import history
+    from awa_django.operations import history
     from tests.helpers.metrics import parse, value
 
     row = declare(unique_key="{name}")

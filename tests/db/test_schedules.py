@@ -20,7 +20,7 @@ from django.db import connection
 from django.test import override_settings
 
 from awa_django import InvalidSchedule, periodic
-from awa_django.schedules.declaration import (
+from awa_django.declarations.declaration import (
     Schedule,
     build_schedule,
     declared_schedules,
@@ -572,7 +572,7 @@ def test_runcron__valid_schedules_are_written(  # control for the "writes nothin
 
 def test_build_schedule__an_expression_is_parsed_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     from awa_django.cron import search
-    from awa_django.schedules import declaration as schedules
+    from awa_django.declarations import declaration as schedules
 
     schedules._parse_cron.cache_clear()
     calls: list[str] = []

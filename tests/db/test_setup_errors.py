@@ -12,11 +12,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
 
-from awa_django.tasks import compat
+from awa_django.client import compat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-AWA = {"BACKEND": "awa_django.tasks.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]}
+AWA = {"BACKEND": "awa_django.client.backend.AwaBackend", "QUEUES": ["default", "mail", "reports"]}
 IMMEDIATE = {
     "BACKEND": compat.IMMEDIATE_BACKEND,
     "QUEUES": ["default", "mail", "reports"],
@@ -78,7 +78,7 @@ def test_checks__schedule_whose_task_uses_another_backend_is_e073() -> None:
 
 @override_settings(TASKS={"default": IMMEDIATE}, AWA_SCHEDULES={})
 def test_checks__no_schedules_no_awa_backend_is_fine() -> None:
-    from awa_django.schedules.declaration import registry
+    from awa_django.declarations.declaration import registry
 
     registry.clear()  # restored by the autouse fixture
     assert not {"awa_django.E072", "awa_django.E073"} & set(ids())

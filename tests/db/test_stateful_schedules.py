@@ -73,11 +73,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from awa_django.actions import owners, runtime_schedules, schedules
+from awa_django.declarations.declaration import build_schedule
+from awa_django.declarations.sync import sync_schedules
 from awa_django.exceptions import OperationRefused
-from awa_django.scheduler.evaluator import ScheduleRow, evaluate, fire_plan, plan_row
-from awa_django.schedules.declaration import build_schedule
-from awa_django.schedules.sync import sync_schedules
+from awa_django.leader.evaluator import ScheduleRow, evaluate, fire_plan, plan_row
+from awa_django.operations import owners, runtime_schedules, schedules
 from awa_django.store.queries import query
 
 LORD_HOWE = "Australia/Lord_Howe"

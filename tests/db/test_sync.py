@@ -7,9 +7,9 @@ import logging
 import pytest
 from django.utils import timezone
 
+from awa_django.declarations.declaration import build_schedule
+from awa_django.declarations.sync import sync_schedules
 from awa_django.models import CronJob
-from awa_django.schedules.declaration import build_schedule
-from awa_django.schedules.sync import sync_schedules
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context
 

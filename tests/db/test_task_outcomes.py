@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from django.test.utils import override_settings
 
+from awa_django.client.compat import InvalidTask, TaskResultStatus, task_finished
 from awa_django.models import Job
 from awa_django.store.jobs import Done
-from awa_django.tasks.compat import InvalidTask, TaskResultStatus, task_finished
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.testapp import tasks
 from tests.testapp.models import Effect
 
@@ -110,7 +110,7 @@ def test_worker__kind_that_is_not_a_task_fails_the_job_naming_the_path(kind: str
     assert (row_after.state, row_after.attempt) == ("failed", 1)
     assert row_after.finished_at is not None
     (error,) = row_after.errors
-    assert error["exception_class_path"] == "awa_django.tasks.paths.TaskNotRunnable"
+    assert error["exception_class_path"] == "awa_django.client.paths.TaskNotRunnable"
     assert repr(kind) in error["traceback"] and message in error["traceback"]
 
 
@@ -290,7 +290,7 @@ def test_worker__report_retry_is_idempotent_when_the_lost_try_committed() -> Non
 
 
 def test_worker__task_started_receiver_that_raises_fails_the_attempt() -> None:
-    from awa_django.tasks.compat import task_started
+    from awa_django.client.compat import task_started
 
     def broken(sender: Any, task_result: Any, **kw: Any) -> None:
         raise SystemExit("receiver exits")

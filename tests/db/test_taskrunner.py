@@ -2,7 +2,7 @@
 
 test_task_outcomes.py covers what each kind of failure records through
 ``Worker.execute``; these call :func:`run_attempt` directly and drive a
-:class:`Runner` with a stand-in :class:`~awa_django.tasks.runner.Pool`.
+:class:`Runner` with a stand-in :class:`~awa_django.worker.runner.Pool`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from django.db import connection, transaction
 
 from awa_django.models import Job
 from awa_django.store.job_rows import JobRow
-from awa_django.tasks import context
-from awa_django.tasks.outcomes import Success
-from awa_django.tasks.runner import Attempt, Runner, drop_unusable_connections, run_attempt
-from awa_django.tasks.worker import Worker
+from awa_django.worker import context
+from awa_django.worker.loop import Worker
+from awa_django.worker.outcomes import Success
+from awa_django.worker.runner import Attempt, Runner, drop_unusable_connections, run_attempt
 from tests.factories import JobFactory
 from tests.testapp import tasks
 
@@ -120,7 +120,7 @@ def test_drop_unusable_connections__closes_a_connection_left_without_autocommit(
 
 
 class StandInWorker:
-    """A :class:`~awa_django.tasks.runner.Pool` recording the calls in order."""
+    """A :class:`~awa_django.worker.runner.Pool` recording the calls in order."""
 
     def __init__(
         self, outcomes: list[Success | None], idle: bool = True, kept: list[Attempt | None] | None = None

@@ -14,11 +14,11 @@ from django.db import connection
 from opentelemetry import trace
 
 import awa_django
+from awa_django.client import tracing
+from awa_django.leader.evaluator import evaluate
+from awa_django.leader.firing import fire_plan
 from awa_django.models import Job
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.scheduler.firing import fire_plan
-from awa_django.tasks import tracing
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.factories import CronJobFactory
 from tests.helpers.database import db_now
 from tests.helpers.fires import T0, fresh, planned

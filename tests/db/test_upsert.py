@@ -10,9 +10,9 @@ import pytest
 from django.db import connection
 
 from awa_django.db import sessions
+from awa_django.declarations.declaration import Schedule, build_schedule
 from awa_django.models import CronJob, CronManifest, CronOwner
 from awa_django.reconciliation.manifest import manifest_for
-from awa_django.schedules.declaration import Schedule, build_schedule
 from awa_django.store import schedule_upsert as upsert
 from tests.factories import CronJobFactory
 from tests.helpers.database import operator_context

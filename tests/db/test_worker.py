@@ -9,11 +9,11 @@ import pytest
 from django.db import connection
 from django.test.utils import override_settings
 
-from awa_django.actions import queues
+from awa_django.client.compat import TaskResultStatus, task_finished, task_started
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import CronJob, Job
-from awa_django.scheduler.evaluator import evaluate
-from awa_django.tasks.compat import TaskResultStatus, task_finished, task_started
-from awa_django.tasks.worker import Worker, retry_delay
+from awa_django.operations import queues
+from awa_django.worker.loop import Worker, retry_delay
 from tests.factories import CronJobFactory
 from tests.testapp import tasks
 from tests.testapp.models import Effect
@@ -260,7 +260,7 @@ def test_cron_fire__into_a_paused_queue_is_enqueued_and_runs_after_resume() -> N
 
 
 def test_schedule_pause__does_not_touch_queued_jobs() -> None:
-    from awa_django.actions import schedules
+    from awa_django.operations import schedules
 
     CronJobFactory(name="queued", cron_expr="* * * * *", kind="tests.testapp.tasks.write_effect")
     evaluate()
@@ -270,9 +270,9 @@ def test_schedule_pause__does_not_touch_queued_jobs() -> None:
 
 
 def test_cron_fire__sends_task_enqueued_after_commit() -> None:
-    from awa_django.scheduler.leader import Leader
-    from awa_django.schedules.declaration import build_schedule
-    from awa_django.tasks.compat import task_enqueued
+    from awa_django.client.compat import task_enqueued
+    from awa_django.declarations.declaration import build_schedule
+    from awa_django.leader.loop import Leader
 
     seen: list[Any] = []
 
@@ -306,12 +306,12 @@ def test_enqueue__nul_in_arguments_is_a_clean_error_that_keeps_the_transaction()
 
 
 def test_backend_check__max_attempts_option_is_validated() -> None:
-    from awa_django.tasks.compat import task_backends
+    from awa_django.client.compat import task_backends
 
     with override_settings(
         TASKS={
             "default": {
-                "BACKEND": "awa_django.tasks.backend.AwaBackend",
+                "BACKEND": "awa_django.client.backend.AwaBackend",
                 "QUEUES": ["default"],
                 "OPTIONS": {"MAX_ATTEMPTS": 0},
             }
@@ -322,8 +322,8 @@ def test_backend_check__max_attempts_option_is_validated() -> None:
 
 
 def test_manual_trigger__sends_task_enqueued_after_commit() -> None:
-    from awa_django.actions import schedules
-    from awa_django.tasks.compat import task_enqueued
+    from awa_django.client.compat import task_enqueued
+    from awa_django.operations import schedules
 
     CronJobFactory(
         name="by-hand", kind="tests.testapp.tasks.write_effect", args={"args": ["manual"], "kwargs": {}}

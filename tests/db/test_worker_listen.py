@@ -9,7 +9,7 @@ import pytest
 from django.test.utils import override_settings
 
 from awa_django.db import sessions
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 
 
 @pytest.mark.django_db

@@ -11,13 +11,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
+from awa_django.client.compat import task_started
+from awa_django.client.paths import load_task
+from awa_django.client.results import to_task_result
 from awa_django.models import Job
 from awa_django.store import jobs
-from awa_django.tasks.compat import task_started
-from awa_django.tasks.outcomes import Success
-from awa_django.tasks.paths import load_task
-from awa_django.tasks.results import to_task_result
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
+from awa_django.worker.outcomes import Success
 from tests.helpers.workers import start_in_thread
 from tests.testapp import tasks
 

@@ -11,8 +11,8 @@ from django.test import override_settings
 
 from awa_django.db import sessions
 from awa_django.models import Job
-from awa_django.tasks import runner
-from awa_django.tasks.worker import Worker
+from awa_django.worker import runner
+from awa_django.worker.loop import Worker
 from tests.helpers.waiting import wait_for
 from tests.helpers.workers import start_in_thread
 from tests.testapp import tasks

@@ -171,7 +171,7 @@ def db_now() -> datetime:
 
 def leader_pid() -> int | None:
     """The pid of the backend session holding the runcron leader lock, if any."""
-    from awa_django.scheduler.leader import LEADER_LOCK_KEY
+    from awa_django.leader.loop import LEADER_LOCK_KEY
 
     key = LEADER_LOCK_KEY & 0xFFFFFFFFFFFFFFFF
     with raw_connection() as conn:

@@ -19,8 +19,8 @@ from typing import Any
 from django.db import connection
 
 from awa_django import contract
+from awa_django.leader import prefire
 from awa_django.models import CronJob, Job
-from awa_django.scheduler import prefire
 from awa_django.store.job_rows import job_row
 from awa_django.store.schedule_rows import PlannedFire
 

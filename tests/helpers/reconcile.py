@@ -22,10 +22,10 @@ import psycopg
 from django.db import connection, connections
 
 from awa_django import contract
+from awa_django.declarations.declaration import Schedule, build_schedule
 from awa_django.models import CronJob
 from awa_django.reconciliation.persistence import ReconciliationConfig
 from awa_django.reconciliation.snapshots import RuntimeReporter
-from awa_django.schedules.declaration import Schedule, build_schedule
 from tests.helpers.database import raw_connection
 from tests.helpers.waiting import wait_for
 

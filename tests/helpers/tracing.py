@@ -4,7 +4,7 @@ spans written to a file by a subprocess.
 ``recording()`` installs a global SDK ``TracerProvider`` whose spans go to an
 ``InMemorySpanExporter`` and removes it afterwards (OpenTelemetry sets its
 global provider once per process; tests reset it). ``without_otel()`` reloads
-``awa_django.tasks.tracing`` as if the ``otel`` extra were not installed.
+``awa_django.client.tracing`` as if the ``otel`` extra were not installed.
 ``export_to_file(path)`` is what ``tests.settings`` calls in a ``runtasks`` or
 ``runcron`` subprocess started with ``AWA_TEST_TRACE_FILE``: each ended span
 becomes one JSON line there, read back by ``read_spans``.
@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
-from awa_django.tasks import tracing
+from awa_django.client import tracing
 
 
 def _set_global_provider(provider: TracerProvider | None) -> None:
@@ -54,7 +54,7 @@ def recording() -> Iterator[InMemorySpanExporter]:
 
 @contextmanager
 def without_otel() -> Iterator[None]:
-    """``awa_django.tasks.tracing`` reloaded with ``opentelemetry`` unimportable."""
+    """``awa_django.client.tracing`` reloaded with ``opentelemetry`` unimportable."""
     hidden = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "opentelemetry"}
     for name in hidden:
         del sys.modules[name]

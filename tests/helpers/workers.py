@@ -1,4 +1,4 @@
-"""A :class:`~awa_django.tasks.worker.Worker` run in a thread of the test process."""
+"""A :class:`~awa_django.worker.loop.Worker` run in a thread of the test process."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 from django.db import connections
 
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 
 
 def start_in_thread(worker: Worker) -> threading.Thread:

@@ -20,9 +20,9 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from playwright.sync_api import sync_playwright
 
-from awa_django.actions import owners, queues, schedules
 from awa_django.cron import search
 from awa_django.models import CronJob, CronOwner, Job, RuntimeInstance
+from awa_django.operations import owners, queues, schedules
 from tests.factories import CronJobFactory, JobFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -26,9 +26,9 @@ from django.test import override_settings
 
 from awa_django.db import sessions
 from awa_django.db.guards import guard_process_connections, keepalive_options
+from awa_django.leader.evaluator import evaluate
 from awa_django.models import Job
 from awa_django.reconciliation.snapshots import RuntimeReporter
-from awa_django.scheduler.evaluator import evaluate
 from tests.factories import CronJobFactory
 from tests.helpers.database import raw_connection
 from tests.helpers.waiting import wait_for
@@ -291,7 +291,7 @@ def test_runtasks__a_sigstopped_peer_inside_its_snapshot_transaction_delays_no_o
 
 @override_settings(AWA_LOCK_TIMEOUT=0.5)
 def test_operator_pause__gives_up_on_a_row_held_by_a_frozen_peer() -> None:
-    from awa_django.actions import schedules
+    from awa_django.operations import schedules
 
     CronJobFactory(name="held")
     holder = raw_connection(autocommit=False)
@@ -306,7 +306,7 @@ def test_operator_pause__gives_up_on_a_row_held_by_a_frozen_peer() -> None:
 def test_bound_transaction_waits__never_leaks_into_the_callers_transaction() -> None:
     from django.db import transaction
 
-    from awa_django.actions import schedules
+    from awa_django.operations import schedules
 
     CronJobFactory(name="mine")
     with transaction.atomic(), connection.cursor() as cursor:

@@ -111,7 +111,7 @@ import json, sys
 import django
 from awa_django import InvalidSchedule
 django.setup()
-from awa_django.schedules.declaration import declared_schedules
+from awa_django.declarations.declaration import declared_schedules
 try:
     declared_schedules()
 except InvalidSchedule as exc:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from awa_django.actions import history
 from awa_django.models import Job
+from awa_django.operations import history
 from tests.helpers.database import raw_connection
 from tests.helpers.waiting import wait_for
 

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from awa_django.scheduler import prefire
+from awa_django.leader import prefire
 from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from awa_django.actions import schedules as operations
 from awa_django.models import Job, RuntimeInstance
+from awa_django.operations import schedules as operations
 from tests.factories import JobFactory
 from tests.helpers.metrics import jobs_by_queue_and_state, scrape, scrape_until, value
 from tests.helpers.servers import free_port

@@ -129,7 +129,7 @@ def test_runcron__first_signal_waits_for_the_pass_second_exits_at_once(runcron: 
 
 def test_runcron__standby_fires_nothing_while_a_leader_holds_the_lock(runcron: Any) -> None:
     with raw_connection() as rival:
-        from awa_django.scheduler.leader import LEADER_LOCK_KEY
+        from awa_django.leader.loop import LEADER_LOCK_KEY
 
         rival.execute("SELECT pg_advisory_lock(%s)", [LEADER_LOCK_KEY])
         proc = runcron({"blocked": every_second("coalesce")})
@@ -143,7 +143,7 @@ def test_runcron__standby_fires_nothing_while_a_leader_holds_the_lock(runcron: A
 
 
 def test_runcron__pause_blocks_fires_and_resume_coalesces(runcron: Any) -> None:
-    from awa_django.actions import schedules as operations
+    from awa_django.operations import schedules as operations
 
     proc = runcron({"pausable": every_second("coalesce"), "replayed": every_second("catch_up")})
     wait_for(lambda: len(slots("pausable")) >= 2 and len(slots("replayed")) >= 2, timeout=60)
@@ -177,7 +177,7 @@ def test_runcron__pause_blocks_fires_and_resume_coalesces(runcron: Any) -> None:
 
 
 def test_runcron__retired_schedule_is_inert(runcron: Any) -> None:
-    from awa_django.actions import owners
+    from awa_django.operations import owners
 
     proc = runcron({"doomed": every_second("catch_up")})
     wait_for(lambda: len(slots("doomed")) >= 2, timeout=60)

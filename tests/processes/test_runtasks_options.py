@@ -8,7 +8,7 @@ import pytest
 from django.test.utils import override_settings
 
 from awa_django.models import Job
-from awa_django.tasks.worker import Worker
+from awa_django.worker.loop import Worker
 from tests.helpers.waiting import wait_for
 from tests.testapp import tasks
 from tests.testapp.models import Effect

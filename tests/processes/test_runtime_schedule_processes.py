@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from awa_django.actions.runtime_schedules import create_schedule, delete_schedule, update_schedule
 from awa_django.models import CronJob, Job
+from awa_django.operations.runtime_schedules import create_schedule, delete_schedule, update_schedule
 from tests.helpers.processes import leader_process_pid
 from tests.helpers.waiting import wait_for
 

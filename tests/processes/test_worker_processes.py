@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from awa_django.actions import queues
 from awa_django.models import Job
+from awa_django.operations import queues
 from tests.helpers.waiting import wait_for
 from tests.testapp import tasks
 from tests.testapp.models import Effect

@@ -4,7 +4,7 @@ The module path is stored in job rows, so it keeps its name."""
 
 from __future__ import annotations
 
-from awa_django.tasks.compat import task
+from awa_django.client.compat import task
 
 # Texts PostgreSQL text and jsonb refuse: a NUL character, a lone surrogate.
 UNSTORABLE_MESSAGES = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from awa_django.tasks.compat import task
+from awa_django.client.compat import task
 
 
 @task

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from awa_django.tasks.compat import task
+from awa_django.client.compat import task
 
 
 @task
@@ -24,7 +24,7 @@ def not_a_task() -> None:
 def _effect(label: str, phase: str = "done") -> None:
     import os
 
-    from awa_django.tasks.context import current_fire, current_job
+    from awa_django.worker.context import current_fire, current_job
 
     from .models import Effect
 

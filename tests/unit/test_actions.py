@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from awa_django.actions.common import ActionResult, require_actor
+from awa_django.operations.common import ActionResult, require_actor
 
 
 def test_require_actor__returns_the_actor_stripped() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from awa_django.scheduler.announcer import Announcer
+from awa_django.leader.announcer import Announcer
 
 
 def test_announcer__handles_batches_in_order_on_its_own_thread() -> None:
@@ -86,7 +86,7 @@ def test_announcer__a_hung_handler_is_waited_for_only_until_it_counts_as_stuck(c
 
 
 def test_announcer__batches_that_find_the_queue_full_while_stuck_are_dropped_and_counted(caplog: Any) -> None:
-    from awa_django.scheduler.announcer import QUEUE_BATCHES
+    from awa_django.leader.announcer import QUEUE_BATCHES
 
     release = threading.Event()
     handled: list[int] = []
@@ -109,7 +109,7 @@ def test_announcer__batches_that_find_the_queue_full_while_stuck_are_dropped_and
 
 
 def test_announcer__close_does_not_wait_for_a_stuck_handler() -> None:
-    from awa_django.scheduler.announcer import QUEUE_BATCHES
+    from awa_django.leader.announcer import QUEUE_BATCHES
 
     release = threading.Event()
     announcer = Announcer(lambda jobs: release.wait(120), stuck_after=0.2)
@@ -211,7 +211,7 @@ def test_announcer__close_with_room_in_the_queue_does_not_wait_for_a_stuck_handl
 def test_announcer__a_batch_finding_the_queue_full_while_stuck_is_dropped_without_waiting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awa_django.scheduler import announcer as module
+    from awa_django.leader import announcer as module
 
     # A recheck this long makes any wait for room visible: a dropped batch must not wait at all.
     monkeypatch.setattr(module, "_RECHECK", 30.0)

@@ -13,7 +13,7 @@ from django.test import override_settings
 
 from awa_django import bounded_text, logs
 from awa_django.jsonlog import JsonFormatter
-from awa_django.tasks.outcomes import error_entry
+from awa_django.worker.outcomes import error_entry
 
 TEN_MB = 10 * 1024 * 1024
 

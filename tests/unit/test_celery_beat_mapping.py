@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from awa_django.actions.celery_beat import (
+from awa_django.operations.celery_beat import (
     INTERVAL_UNSUPPORTED,
     ImportReport,
     ImportRow,
@@ -24,8 +24,8 @@ from awa_django.actions.celery_beat import (
     interval_seconds,
     parse_task_map,
 )
-from awa_django.actions.celery_beat import _Batches as Batches
-from awa_django.actions.celery_beat_rows import FarInstant, _instant
+from awa_django.operations.celery_beat import _Batches as Batches
+from awa_django.operations.celery_beat_rows import FarInstant, _instant
 
 
 @pytest.mark.parametrize(

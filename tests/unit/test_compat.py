@@ -1,4 +1,4 @@
-"""``awa_django.tasks.compat``: the one module that knows which task framework runs."""
+"""``awa_django.client.compat``: the one module that knows which task framework runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import django
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from awa_django.tasks import compat
+from awa_django.client import compat
 
 PACKAGE = Path(__file__).resolve().parents[2] / "awa_django"
 FRAMEWORKS = ("django.tasks", "django_tasks")
@@ -48,4 +48,4 @@ def test_compat__is_the_only_module_importing_the_framework(path: Path) -> None:
 
 
 def test_compat__imports_the_framework_itself() -> None:
-    assert set(framework_imports(PACKAGE / "tasks" / "compat.py")) & {f"{f}.base" for f in FRAMEWORKS}
+    assert set(framework_imports(PACKAGE / "client" / "compat.py")) & {f"{f}.base" for f in FRAMEWORKS}

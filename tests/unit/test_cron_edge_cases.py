@@ -12,11 +12,11 @@ from awa_django.admin.schedule_rows import _due
 from awa_django.cron import search
 from awa_django.cron.describe import describe_cron
 from awa_django.cron.search import CronError, fires_between, parse_cron
+from awa_django.declarations import validation
+from awa_django.declarations.builder import build_schedule
 from awa_django.exceptions import InvalidSchedule
+from awa_django.leader.row_checks import row_problem
 from awa_django.models import CronJob
-from awa_django.scheduler.row_checks import row_problem
-from awa_django.schedules import validation
-from awa_django.schedules.builder import build_schedule
 from tests.helpers.rows import healthy
 
 RECORD = "tests.testapp.tasks.record"

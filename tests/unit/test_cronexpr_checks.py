@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.checks import WARNING, run_checks
 from django.test import override_settings
 
-from awa_django.schedules.declaration import periodic
+from awa_django.declarations.declaration import periodic
 
 RECORD = "tests.testapp.tasks.record"
 

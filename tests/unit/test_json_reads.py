@@ -47,9 +47,9 @@ NOT_A_COLUMN = {
     ("cli/runtime.py", "json_value"): "a --args/--kwargs command-line argument (catches RecursionError)",
     ("cli/runtime.py", "option_pair"): "a --option KEY=VALUE command-line argument (catches RecursionError)",
     ("admin/schedule_forms.py", "_decoded"): "an admin form's args/kwargs text (catches RecursionError)",
-    ("schedules/builder.py", "_json"): "a round trip of json.dumps of a declared value",
-    ("actions/runtime_schedules.py", "_stored"): "a round trip of json.dumps of a value just built",
-    ("tasks/payloads.py", "payload_problem"): "a round trip of json.dumps output, depth checked first",
+    ("declarations/builder.py", "_json"): "a round trip of json.dumps of a declared value",
+    ("operations/runtime_schedules.py", "_stored"): "a round trip of json.dumps of a value just built",
+    ("client/payloads.py", "payload_problem"): "a round trip of json.dumps output, depth checked first",
     ("reconciliation/manifest.py", "build_manifest"): "a round trip of canonical_json of a declared entry",
 }
 

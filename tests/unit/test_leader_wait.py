@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from django.test.utils import override_settings
 
-from awa_django.scheduler import prefire
-from awa_django.scheduler.evaluator import PassResult
-from awa_django.scheduler.leader import Leader
+from awa_django.leader import prefire
+from awa_django.leader.evaluator import PassResult
+from awa_django.leader.loop import Leader
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 from django.db import DatabaseError
 from django.test import override_settings
 
+from awa_django.leader.loop import Leader
 from awa_django.maintenance.service import Rounds, run_services
-from awa_django.scheduler.leader import Leader
 
 EXPECTED = [
     "sync",

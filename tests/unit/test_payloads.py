@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from awa_django.tasks.payloads import (
+from awa_django.client.payloads import (
     checked_payload,
     contains_nul,
     exception_text,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from awa_django.scheduler.pipeline import finish_all
+from awa_django.leader.pipeline import finish_all
 
 
 class Lane:

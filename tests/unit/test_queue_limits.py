@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from awa_django.tasks.limits import claim_limits, limit_label, parse_rate, queue_limits_problems
+from awa_django.client.limits import claim_limits, limit_label, parse_rate, queue_limits_problems
 
 
 @pytest.mark.parametrize(

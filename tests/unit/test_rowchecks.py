@@ -13,7 +13,7 @@ import pytest
 from django.test.utils import override_settings
 
 from awa_django.conf import DEFAULTS
-from awa_django.scheduler.row_checks import max_args_bytes, row_problem
+from awa_django.leader.row_checks import max_args_bytes, row_problem
 from tests.helpers.rows import healthy
 
 

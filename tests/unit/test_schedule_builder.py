@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from django.test.utils import override_settings
 
+from awa_django.declarations.builder import build_schedule
 from awa_django.exceptions import InvalidSchedule
-from awa_django.schedules.builder import build_schedule
 
 RECORD = "tests.testapp.tasks.record"
 

@@ -1,7 +1,7 @@
 """One definition of a schedule's options: every door takes exactly ``shape.OPTIONS``.
 
 ``AWA_SCHEDULES``' keys, the runtime API's ``**options`` and the CLI's
-``--option`` keys derive from :data:`~awa_django.schedules.shape.OPTIONS`;
+``--option`` keys derive from :data:`~awa_django.declarations.shape.OPTIONS`;
 the explicit keyword parameters of ``periodic()``, ``build_schedule()`` and
 ``create_schedule()``, the CLI's dedicated flags and the admin form's fields
 are written out (for IDEs and help texts) and checked here, each failure
@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 
 from awa_django import cli
-from awa_django.actions.runtime_schedules import create_schedule, update_schedule
 from awa_django.admin.schedule_forms import FORM_OPTIONS, OPTIONS_NOT_IN_FORM, RUNTIME_FIELDS
 from awa_django.cli import runtime as cli_runtime
-from awa_django.schedules import flow
-from awa_django.schedules.builder import build_schedule
-from awa_django.schedules.declaration import periodic
-from awa_django.schedules.ranges import RANGES
-from awa_django.schedules.runtime import row_options
-from awa_django.schedules.shape import FIELDS, OPTIONS, SETTINGS_KEYS, option_differences
+from awa_django.declarations import flow
+from awa_django.declarations.builder import build_schedule
+from awa_django.declarations.declaration import periodic
+from awa_django.declarations.ranges import RANGES
+from awa_django.declarations.runtime import row_options
+from awa_django.declarations.shape import FIELDS, OPTIONS, SETTINGS_KEYS, option_differences
+from awa_django.operations.runtime_schedules import create_schedule, update_schedule
 
 # The parameters of each callable that are not schedule options.
 NOT_OPTIONS: dict[Callable[..., Any], set[str]] = {

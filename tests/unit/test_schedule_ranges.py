@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from awa_django.client.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from awa_django.cron.interval import MAX_EVERY
 from awa_django.db.sqlfiles import read_sql
+from awa_django.declarations.builder import MAX_ATTEMPTS_RANGE
+from awa_django.declarations.flow import MAX_LIMIT
+from awa_django.declarations.ranges import INT4_MAX, MAX_DURATION, RANGES, number_problem
 from awa_django.models import CronJob
-from awa_django.schedules.builder import MAX_ATTEMPTS_RANGE
-from awa_django.schedules.flow import MAX_LIMIT
-from awa_django.schedules.ranges import INT4_MAX, MAX_DURATION, RANGES, number_problem
-from awa_django.tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 
 
 @pytest.mark.parametrize(

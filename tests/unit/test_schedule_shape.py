@@ -6,10 +6,8 @@ import dataclasses
 
 from awa_django.cli.cron import ROW_FIELDS
 from awa_django.cron import search
-from awa_django.reconciliation.manifest import DEFINITION_KEYS as MANIFEST_KEYS
-from awa_django.reconciliation.manifest import manifest_for
-from awa_django.schedules.declaration import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
-from awa_django.schedules.shape import (
+from awa_django.declarations.declaration import SETTINGS_KEYS as SCHEDULES_SETTINGS_KEYS
+from awa_django.declarations.shape import (
     COMPARED_KEYS,
     DEFINITION_KEYS,
     FIELDS,
@@ -19,6 +17,8 @@ from awa_django.schedules.shape import (
     SETTINGS_KEYS,
     Schedule,
 )
+from awa_django.reconciliation.manifest import DEFINITION_KEYS as MANIFEST_KEYS
+from awa_django.reconciliation.manifest import manifest_for
 from awa_django.store.queries import query
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from awa_django.db.timestamps import JOB_TIMESTAMPS, TIMESTAMP_HIGH, TIMESTAMP_LOW
-from awa_django.schedules.shape import POLICY_DEFAULTS, REQUIRED_KEYS
+from awa_django.declarations.shape import POLICY_DEFAULTS, REQUIRED_KEYS
 from awa_django.store.queries import query
 
 

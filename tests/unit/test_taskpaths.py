@@ -7,7 +7,7 @@ import os
 import pytest
 from django.test import override_settings
 
-from awa_django.tasks.paths import (
+from awa_django.client.paths import (
     TaskNotHere,
     TaskNotRunnable,
     call_arguments,

@@ -123,7 +123,7 @@ def test_test_files__the_suite_has_its_helpers_package() -> None:
         ("def f():\n    from tests.unit.test_rowchecks import healthy", ["tests.unit.test_rowchecks"]),
         ("from tests.helpers.database import db_now", []),
         ("from tests.testapp import tasks", []),
-        ("from awa_django.tasks import runner", []),
+        ("from awa_django.worker import runner", []),
     ],
 )
 def test_imported_modules__finds_imports_of_test_modules(source: str, expected: list[str]) -> None:

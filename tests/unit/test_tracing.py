@@ -1,4 +1,4 @@
-"""tasks/tracing.py without the ``otel`` extra: awa_django imports and runs with
+"""client/tracing.py without the ``otel`` extra: awa_django imports and runs with
 OpenTelemetry absent, and every tracing call is a no-op."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+from awa_django.client import tracing
 from awa_django.store.job_rows import JobRow
-from awa_django.tasks import tracing
 from tests.helpers.processes import ROOT
 
 # Run in a fresh interpreter where "import opentelemetry" raises ImportError.
@@ -20,8 +20,8 @@ WITHOUT_OTEL = textwrap.dedent(
     os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
     import django
     django.setup()
-    import awa_django.scheduler.firing, awa_django.tasks.backend, awa_django.tasks.runner
-    from awa_django.tasks import tracing
+    import awa_django.leader.firing, awa_django.client.backend, awa_django.worker.runner
+    from awa_django.client import tracing
     assert tracing.ENABLED is False
     metadata = {}
     tracing.stamp_jobs([metadata])

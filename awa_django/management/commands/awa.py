@@ -2,7 +2,7 @@
 
 A thin command over :mod:`awa_django.cli`, where each verb family's parser
 and handler live side by side; the handlers call the operator verbs of
-:mod:`awa_django.actions` (the same functions the admin uses). ``--json``
+:mod:`awa_django.operations` (the same functions the admin uses). ``--json``
 prints machine-readable output; errors go to stderr with a non-zero exit status.
 """
 

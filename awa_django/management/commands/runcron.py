@@ -16,8 +16,8 @@ from awa_django.terminal import printable
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
 from ...jsonlog import announce
+from ...leader.loop import Leader
 from ...reconciliation.persistence import RegistrationConflict
-from ...scheduler.leader import Leader
 
 logger = logging.getLogger("awa_django.runcron")
 

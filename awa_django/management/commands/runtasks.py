@@ -16,14 +16,14 @@ from awa_django.cli.arguments import bounded_int, text_of
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 
 from ... import metrics
+from ...client.compat import InvalidTaskBackend
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
+from ...declarations import validation
+from ...declarations.declaration import declared_schedules
 from ...jsonlog import announce
 from ...reconciliation.persistence import RegistrationConflict
-from ...schedules import validation
-from ...schedules.declaration import declared_schedules
-from ...tasks.compat import InvalidTaskBackend
-from ...tasks.worker import Worker
+from ...worker.loop import Worker
 
 logger = logging.getLogger("awa_django.runtasks")
 

@@ -4,7 +4,7 @@
 -- The jitter offset of one slot: a pure function of (name, slot), in
 -- [0, jitter), so every evaluation of a slot gives it the same run_at and
 -- schedules sharing an expression spread out. Mirrored by
--- awa_django.scheduler.policies.jitter_offset.
+-- awa_django.leader.policies.jitter_offset.
 CREATE FUNCTION awa_cron_jitter_v1(p_name text, p_slot timestamptz, p_jitter double precision)
 RETURNS interval
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$

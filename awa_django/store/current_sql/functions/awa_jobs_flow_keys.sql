@@ -30,7 +30,7 @@ $$;
 COMMENT ON FUNCTION awa_jobs_flow_keys_v2() IS 'awa_django 0026_payload_measure';
 
 -- A schedule's flow-control options (its metadata's "awa_flow", see
--- awa_django/schedules/flow.py) rendered into the fired job's columns:
+-- awa_django/declarations/flow.py) rendered into the fired job's columns:
 -- {name} is the schedule's name, {slot} the fire's slot (cron_fire_at), or
 -- 'manual:<job id>' for an operator's trigger. Bounded, whatever a
 -- hand-written schedule row holds: keys cut to 500 characters, the limit

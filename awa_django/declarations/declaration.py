@@ -24,9 +24,9 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import module_has_submodule
 
+from ..client.compat import Task
 from ..conf import conf
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
-from ..tasks.compat import Task
 from . import validation
 from .builder import (
     MAX_ATTEMPTS_RANGE,

@@ -17,17 +17,17 @@ from django.db.models import Case, F, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from django.db.models.query import ModelIterable
 
+from ..client.backend import announce_fires
 from ..cron import search
 from ..db.guards import bound_transaction_waits
 from ..db.sessions import database_now
+from ..declarations import validation
+from ..declarations.runtime import RUNTIME_OWNER
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..models import CronJob
-from ..schedules import validation
-from ..schedules.runtime import RUNTIME_OWNER
 from ..store import schedule_views
 from ..store import schedules as store
 from ..store.job_rows import job_row
-from ..tasks.backend import announce_fires
 from .common import ActionResult, require_actor, require_schedule_name
 
 logger = logging.getLogger("awa_django.operations")

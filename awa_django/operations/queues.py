@@ -17,14 +17,14 @@ from typing import Any
 from django.db import IntegrityError, connections, transaction
 from django.db.models import Q
 
+from ..client.backend import AwaBackend
+from ..client.compat import task_backends
 from ..conf import MAX_RETENTION, Kind, conf
 from ..db import timestamps
 from ..db.guards import bound_transaction_waits
+from ..declarations.validation import queue_problem, text_problem
 from ..exceptions import OperationRefused, ScheduleNotFound
-from ..schedules.validation import queue_problem, text_problem
 from ..store import jobs, queues
-from ..tasks.backend import AwaBackend
-from ..tasks.compat import task_backends
 from .common import ActionResult, require_actor, require_schedule_name
 
 logger = logging.getLogger("awa_django.queues")

@@ -21,19 +21,19 @@ from datetime import timedelta
 from django.db import DatabaseError, connections
 
 from .. import metrics
+from ..client.backend import AwaBackend
+from ..client.compat import task_backends
+from ..client.limits import require_limits
 from ..conf import conf
 from ..db import sessions
 from ..db.aliases import listen_alias
+from ..declarations.declaration import Schedule
 from ..exceptions import TaskTimeout
 from ..health import Progress
 from ..reconciliation.snapshots import RuntimeReporter
-from ..schedules.declaration import Schedule
 from ..shutdown import install_two_stage_shutdown
 from ..store import jobs
 from ..store.job_rows import JobRow
-from .backend import AwaBackend
-from .compat import task_backends
-from .limits import require_limits
 from .outcomes import Outcomes, ReportAbandoned, Success, error_entry, retry_delay
 from .runner import Attempt, Runner, drop_unusable_connections, run_attempt
 

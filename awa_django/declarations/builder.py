@@ -1,4 +1,4 @@
-"""Validating one declaration into a :class:`~awa_django.schedules.shape.Schedule`.
+"""Validating one declaration into a :class:`~awa_django.declarations.shape.Schedule`.
 
 :func:`build_schedule` checks each field in a fixed order (the first problem
 is the one reported) and raises :class:`~awa_django.exceptions.InvalidSchedule`
@@ -17,10 +17,10 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from .. import contract
+from ..client.compat import Task
 from ..conf import Kind, conf
 from ..cron import search
 from ..exceptions import InvalidSchedule
-from ..tasks.compat import Task
 from . import validation
 from .flow import flow_metadata
 from .ranges import RANGES, number_problem

@@ -1,7 +1,7 @@
 """Running one claimed attempt, and the task threads that run them.
 
 :func:`run_attempt` imports the job's task, sends ``task_started``, calls it
-and hands back a :class:`~awa_django.tasks.outcomes.Success` to complete, or
+and hands back a :class:`~awa_django.worker.outcomes.Success` to complete, or
 records the failure itself. :class:`Runner` is a task thread of the worker's
 pool: it keeps its database connection between attempts, and calls back into
 the worker only through the :class:`Pool` protocol.
@@ -19,15 +19,16 @@ from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
 
+from ..client import tracing
+from ..client.compat import TaskContext, normalize_json, task_started
+from ..client.paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
+from ..client.payloads import payload_problem, unstorable_reason
+from ..client.results import to_task_result
 from ..db import sessions
 from ..exceptions import InvalidJobRow, UnstorableResult
 from ..store.job_rows import JobRow
-from . import context, tracing
-from .compat import TaskContext, normalize_json, task_started
+from . import context
 from .outcomes import Outcomes, Success
-from .paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
-from .payloads import payload_problem, unstorable_reason
-from .results import to_task_result
 
 logger = logging.getLogger("awa_django.worker")
 

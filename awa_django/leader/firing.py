@@ -23,12 +23,12 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, InternalError, OperationalError
 
+from ..client import tracing
 from ..conf import conf
 from ..db import jsonb, sessions
 from ..store import fires
 from ..store.job_rows import job_row
 from ..store.schedule_rows import PlannedFire
-from ..tasks import tracing
 
 logger = logging.getLogger("awa_django.evaluator")
 

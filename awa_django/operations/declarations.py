@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from django.db.models import Q, QuerySet
 
 from ..conf import conf
+from ..declarations.declaration import declared_schedules
+from ..declarations.runtime import RUNTIME_OWNER
 from ..exceptions import InvalidSchedule
 from ..models import CronJob
-from ..schedules.declaration import declared_schedules
-from ..schedules.runtime import RUNTIME_OWNER
 from ..store import schedule_views
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Runtime schedules: the reserved owner, and validating a definition given at runtime.
 
 A runtime schedule is created, changed and deleted by an operator (the API of
-:mod:`awa_django.actions.runtime_schedules`, the admin, ``manage.py awa cron
+:mod:`awa_django.operations.runtime_schedules`, the admin, ``manage.py awa cron
 create|edit|delete``) instead of being declared in code. Its row belongs to
 the reserved owner :data:`RUNTIME_OWNER`: code declarations never overwrite an
 owned row (the additive sync skips it, an authoritative owner needs an
@@ -10,12 +10,12 @@ declares for that owner; :func:`is_reserved_owner` refuses it as
 ``AWA_OWNER``).
 
 Validation is that of a declaration: :func:`build_runtime_schedule` calls
-:func:`~awa_django.schedules.builder.build_schedule`, so the errors are the
+:func:`~awa_django.declarations.builder.build_schedule`, so the errors are the
 same :class:`~awa_django.exceptions.InvalidSchedule`, naming the field. One
 rule more: a runtime definition is data (a form, a CLI flag, a stored row, an
 imported celery-beat row), so its task path is imported only when its module
 is in an installed app or ``AWA_TASK_MODULES``, the allow-list ``runtasks``
-applies (:func:`~awa_django.tasks.paths.outside_problem`); ``task='this.x'``
+applies (:func:`~awa_django.client.paths.outside_problem`); ``task='this.x'``
 never imports ``this``. Declarations in code keep importing what their code
 names (system check ``awa_django.E075`` reports a task outside the list).
 """
@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..client.compat import Task
+from ..client.paths import outside_problem
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
-from ..tasks.compat import Task
-from ..tasks.paths import outside_problem
 from .builder import build_schedule
 from .flow import split_flow
 from .shape import FIELDS, SETTINGS_KEYS, Schedule
@@ -58,7 +58,7 @@ def build_runtime_schedule(name: Any, options: Mapping[str, Any]) -> Schedule:
     """Validate a runtime definition given as ``AWA_SCHEDULES`` options.
 
     ``options`` holds ``task``, ``cron`` or ``every`` (and ``anchor``), and any option a declaration
-    accepts (:data:`~awa_django.schedules.shape.SETTINGS_KEYS`); any other key
+    accepts (:data:`~awa_django.declarations.shape.SETTINGS_KEYS`); any other key
     is an :class:`~awa_django.exceptions.UnknownScheduleOption`.
     """
     label = name if isinstance(name, str) else None

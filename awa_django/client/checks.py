@@ -1,6 +1,6 @@
 """System checks of the task side: the task framework's app (E077) and the
 task backend of every declared schedule (E072, E073, E075). The backend's own
-checks (E030, E031, E070) are :meth:`awa_django.tasks.backend.AwaBackend.check`.
+checks (E030, E031, E070) are :meth:`awa_django.client.backend.AwaBackend.check`.
 
 Registered with the others by :mod:`awa_django.checks`.
 """
@@ -14,7 +14,7 @@ from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.utils.module_loading import import_string
 
-from ..schedules.declaration import registry, settings_schedules
+from ..declarations.declaration import registry, settings_schedules
 from . import compat
 from .backend import AwaBackend
 from .compat import task_backends
@@ -26,7 +26,7 @@ __all__ = ["check_task_backend", "check_task_framework_app"]
 def check_task_framework_app(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """On Django 5.2, the django-tasks backport is in ``INSTALLED_APPS`` (E077).
 
-    :data:`awa_django.tasks.compat.APPS` names the apps the installed task
+    :data:`awa_django.client.compat.APPS` names the apps the installed task
     framework needs (none on Django 6, ``django_tasks`` on 5.2), read when the
     check runs: a test sets it to see the check fire on any Django. Without the
     app, the backport's own system checks do not run and the task log lines

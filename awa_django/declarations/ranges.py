@@ -3,7 +3,7 @@
 A declaration (``periodic()``, ``cron.py``, ``AWA_SCHEDULES``), the runtime
 API (``create_schedule`` / ``update_schedule``), the admin form and
 ``manage.py awa cron create|edit`` all build a schedule through
-:func:`~awa_django.schedules.builder.build_schedule`, which asks
+:func:`~awa_django.declarations.builder.build_schedule`, which asks
 :func:`number_problem` here; the CLI's number flags and the admin's number
 fields read :data:`RANGES` too, and the database holds the same bounds as
 CHECK constraints (``sql/0027_option_ranges.sql``), so no door can accept a

@@ -1,7 +1,7 @@
 """Declaring schedules: the one shape of a schedule, and getting it into the table.
 
 ``shape`` is the one definition of a schedule's fields; ``builder`` validates one
-declaration into a :class:`~awa_django.schedules.shape.Schedule`;
+declaration into a :class:`~awa_django.declarations.shape.Schedule`;
 ``validation`` holds the hostile-input checks shared by declarations, jobs and
 operator input; ``flow`` validates a schedule's unique and concurrency keys;
 ``declaration`` is :func:`periodic`, ``AWA_SCHEDULES`` and

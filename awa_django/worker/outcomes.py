@@ -30,16 +30,16 @@ from typing import Any, Protocol, TypeVar
 from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connections
 
 from .. import bounded_text, metrics
+from ..client.backend import AwaBackend
+from ..client.compat import Task, TaskResult, TaskResultStatus, task_finished
+from ..client.paths import TaskNotHere
+from ..client.payloads import exception_text, storable_text
+from ..client.results import to_task_result
 from ..conf import conf
 from ..exceptions import UnstorableResult
 from ..store import jobs
 from ..store.job_rows import JobRow
 from ..store.jobs import Cursor
-from .backend import AwaBackend
-from .compat import Task, TaskResult, TaskResultStatus, task_finished
-from .paths import TaskNotHere
-from .payloads import exception_text, storable_text
-from .results import to_task_result
 
 logger = logging.getLogger("awa_django.worker")
 
@@ -72,7 +72,7 @@ def error_entry(exc: BaseException, attempt: int, worker_id: str) -> dict[str, A
     """The JSON stored in ``awa_jobs.errors`` for a failed attempt.
 
     Whatever the exception: its text may hold NUL or lone surrogates (written
-    visibly, see :func:`~awa_django.tasks.payloads.storable_text`), its ``__str__``
+    visibly, see :func:`~awa_django.client.payloads.storable_text`), its ``__str__``
     may raise (the class name stands in); storing the failure never fails.
     Its traceback (a message of any size, a chain of any length) is cut to
     ``AWA_ERROR_MAX_CHARS`` (:mod:`awa_django.bounded_text`), so the job's

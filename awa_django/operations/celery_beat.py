@@ -35,17 +35,17 @@ from typing import Any
 from django.apps import apps
 from django.db import DatabaseError, DataError, IntegrityError, connections
 
+from ..client.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
+from ..client.payloads import exception_text
 from ..cron import search
 from ..cron.interval import describe_every
 from ..db import jsonb, sessions
+from ..declarations import validation
+from ..declarations.declaration import name_identity
+from ..declarations.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code
+from ..declarations.shape import Schedule
 from ..exceptions import InvalidSchedule, OperationRefused
-from ..schedules import validation
-from ..schedules.declaration import name_identity
-from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code
-from ..schedules.shape import Schedule
 from ..store import schedules as store
-from ..tasks.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
-from ..tasks.payloads import exception_text
 from . import runtime_schedules
 from .celery_beat_rows import FarInstant, PeriodicTaskReader
 from .common import require_actor

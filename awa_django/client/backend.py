@@ -22,7 +22,7 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections, transaction
 
 from ..conf import conf
-from ..schedules.validation import queue_problem, run_after_problem
+from ..declarations.validation import queue_problem, run_after_problem
 from ..store import jobs
 from ..store.job_rows import JobRow
 from . import tracing
@@ -68,7 +68,7 @@ class AwaBackend(BaseTaskBackend):
         """Django's rules, and what ``awa_jobs`` can store: the queue name, ``run_after``.
 
         As in Django, an empty ``QUEUES`` allows any queue name; for this backend,
-        any it can store (:func:`~awa_django.schedules.validation.queue_problem`).
+        any it can store (:func:`~awa_django.declarations.validation.queue_problem`).
         """
         problem = queue_problem(task.queue_name)
         if problem:

@@ -22,8 +22,8 @@ from django.db import connections, transaction
 
 from ..db import sessions
 from ..db.guards import bound_transaction_waits
+from ..declarations.validation import validate_label
 from ..exceptions import OperationRefused, ScheduleNotFound
-from ..schedules.validation import validate_label
 from ..store import fleet as store
 from .common import ActionResult, require_actor, require_schedule_name
 

@@ -3,12 +3,12 @@
 :func:`create_schedule`, :func:`update_schedule` and :func:`delete_schedule`
 are the one service layer behind the admin form, ``manage.py awa cron
 create|edit|delete`` and user code. A runtime schedule's row belongs to the
-reserved owner :data:`~awa_django.schedules.runtime.RUNTIME_OWNER`; a name
+reserved owner :data:`~awa_django.declarations.runtime.RUNTIME_OWNER`; a name
 declared in code (here, or by another deployment: any row of another owner or
 none) is refused.
 
 Each call is one transaction: validation first (exactly a declaration's,
-:func:`~awa_django.schedules.runtime.build_runtime_schedule`), then the
+:func:`~awa_django.declarations.runtime.build_runtime_schedule`), then the
 protocol lock, then the schedule row ``FOR UPDATE`` (the lock order of every
 writer), then one write. Nothing is half-written.
 
@@ -36,10 +36,10 @@ from django.db import connections, transaction
 
 from ..db import jsonb, sessions
 from ..db.guards import bound_transaction_waits
+from ..declarations.declaration import name_identity
+from ..declarations.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code, row_options
+from ..declarations.shape import COMPARED_KEYS, DEFINITION_KEYS, FIELDS, Schedule
 from ..exceptions import InvalidSchedule, OperationRefused, ScheduleNotFound
-from ..schedules.declaration import name_identity
-from ..schedules.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code, row_options
-from ..schedules.shape import COMPARED_KEYS, DEFINITION_KEYS, FIELDS, Schedule
 from ..store import schedules as store
 from .common import ActionResult, require_actor, require_schedule_name
 

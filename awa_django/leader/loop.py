@@ -25,9 +25,13 @@ import psycopg
 from django.db import connections
 
 from .. import metrics
+from ..client.backend import announce_fires
+from ..client.compat import task_enqueued
 from ..conf import conf
 from ..db import jsonb, sessions
 from ..db.guards import CancellableWaits, stop_deadline
+from ..declarations.declaration import Schedule, declared_schedules
+from ..declarations.sync import sync_schedules
 from ..exceptions import LeadershipUnavailable
 from ..health import Progress
 from ..maintenance import vacuum
@@ -40,11 +44,7 @@ from ..maintenance.slot_history import SlotHistoryTrim
 from ..maintenance.snapshots import SnapshotCleanup
 from ..reconciliation.persistence import configured
 from ..reconciliation.snapshots import RuntimeReporter
-from ..schedules.declaration import Schedule, declared_schedules
-from ..schedules.sync import sync_schedules
 from ..shutdown import install_two_stage_shutdown
-from ..tasks.backend import announce_fires
-from ..tasks.compat import task_enqueued
 from . import election, pipeline, prefire
 from .announcer import Announcer, reads_arguments
 from .duties import ParkedReevaluation, ScheduleSync

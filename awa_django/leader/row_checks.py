@@ -11,7 +11,7 @@ import functools
 
 from ..cron.interval import MAX_EVERY
 from ..db import jsonb
-from ..schedules import validation
+from ..declarations import validation
 from ..store.schedule_rows import ScheduleRow
 from .policies import deadline_problem
 

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .. import contract
-from ..schedules.validation import queue_problem
+from ..declarations.validation import queue_problem
 
 __all__ = [
     "RATE",
