@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import bounded_text
+from . import jobcontext as context
 from .logs import bounded_traceback
-from .worker import context
 
 # Attributes every LogRecord has; anything else came from ``extra=``.
 _STANDARD = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "", None, None))) | {

@@ -17,8 +17,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
+from .contract import DURATION_MAX_SECONDS as MAX_DURATION
 from .db.jsonb import MANIFEST_WRAPS, GuardedJSONField
-from .declarations.ranges import MAX_DURATION
 from .terminal import printable
 
 
@@ -133,7 +133,7 @@ class CronJob(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(jitter__gte=0), name="awa_cron_jobs_jitter_check"),
             # Installed by sql/0027_option_ranges.sql: finite (NaN and Infinity
-            # pass the two checks above), at most schedules.ranges.MAX_DURATION.
+            # pass the two checks above), at most contract.DURATION_MAX_SECONDS.
             models.CheckConstraint(
                 condition=models.Q(starting_deadline__isnull=True)
                 | models.Q(starting_deadline__gt=0, starting_deadline__lte=MAX_DURATION),

@@ -19,13 +19,13 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from ..declarations.runtime import RUNTIME_OWNER
-from ..declarations.validation import validate_label
 from ..models import CronJob, CronOwner
 from ..operations import owners
 from ..operations.common import ActionResult
 from ..reconciliation import persistence
 from ..store import fleet
 from ..terminal import printable
+from ..validation import validate_label
 from .common import (
     OPERATOR_ERRORS,
     ReadOnlyAdmin,

@@ -23,8 +23,13 @@ from collections.abc import Callable
 
 from django.core.checks import CheckMessage, Tags, register
 
-from ..client.checks import check_task_backend, check_task_framework_app
-from ..declarations.checks import check_changed_day_rules, check_runtime_names, check_schedules
+from ..client.checks import check_task_framework_app
+from ..declarations.checks import (
+    check_changed_day_rules,
+    check_runtime_names,
+    check_schedules,
+    check_task_backend,
+)
 from ..reconciliation.checks import check_reconciliation
 from .database import (
     check_database,

@@ -8,7 +8,7 @@ import getpass
 from collections.abc import Callable
 from typing import Any
 
-from ..declarations import validation
+from .. import validation
 from ..terminal import printable
 
 __all__ = [

@@ -13,6 +13,7 @@ from ..conf import MAX_RETENTION
 from ..db import sessions, timestamps
 from ..models import Job, JobState
 from ..operations import queues
+from ..store import jobs_admin
 from ..terminal import printable
 from .arguments import add_actor, bounded_int, schedule_name, text_of
 from .output import Handler, emit, plain
@@ -137,8 +138,7 @@ def jobs_list(command: BaseCommand, options: dict[str, Any]) -> None:
     flt = queues.job_filter(options["state"], options["queue"], options["cron"])
     # A row holding 'infinity' (raw SQL, or stored before the check of
     # migration 0024) is listed, flagged, instead of failing the listing.
-    safe = timestamps.with_safe_timestamps(Job.objects.filter(flt))
-    rows = list(safe.order_by("-id")[: max(0, options["limit"])])
+    rows = jobs_admin.newest_jobs(flt, max(0, options["limit"]))
     now = sessions.database_now() if rows else None
     data = [
         {

@@ -13,10 +13,10 @@ from django.core.management.base import BaseCommand, CommandError
 from ..db import jsonb
 from ..db.jsonb import Undecodable
 from ..declarations.runtime import RUNTIME_OWNER
-from ..declarations.validation import validate_label
 from ..operations import owners
 from ..reconciliation import persistence
 from ..terminal import printable
+from ..validation import validate_label
 from .arguments import add_actor, owner_name, schedule_name
 from .output import Handler, emit
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from .. import validation
 from ..client.limits import limit_label
-from ..declarations import validation
 from ..operations import queues
 from ..terminal import printable
 from .arguments import add_actor, text_of

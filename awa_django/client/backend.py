@@ -22,9 +22,9 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections, transaction
 
 from ..conf import conf
-from ..declarations.validation import queue_problem, run_after_problem
 from ..store import jobs
 from ..store.job_rows import JobRow
+from ..validation import queue_problem, run_after_problem
 from . import tracing
 from .compat import (
     BaseTaskBackend,
@@ -68,7 +68,7 @@ class AwaBackend(BaseTaskBackend):
         """Django's rules, and what ``awa_jobs`` can store: the queue name, ``run_after``.
 
         As in Django, an empty ``QUEUES`` allows any queue name; for this backend,
-        any it can store (:func:`~awa_django.declarations.validation.queue_problem`).
+        any it can store (:func:`~awa_django.validation.queue_problem`).
         """
         problem = queue_problem(task.queue_name)
         if problem:

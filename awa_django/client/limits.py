@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .. import contract
-from ..declarations.validation import queue_problem
+from ..validation import queue_problem
 
 __all__ = [
     "RATE",

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..db import jsonb
-from ..declarations.validation import depth_problem, json_problem
+from ..validation import depth_problem, json_problem
 from .compat import InvalidTask, Task, normalize_json
 
 

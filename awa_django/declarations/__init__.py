@@ -2,8 +2,8 @@
 
 ``shape`` is the one definition of a schedule's fields; ``builder`` validates one
 declaration into a :class:`~awa_django.declarations.shape.Schedule`;
-``validation`` holds the hostile-input checks shared by declarations, jobs and
-operator input; ``flow`` validates a schedule's unique and concurrency keys;
+(the hostile-input checks it shares with jobs and operator input are
+:mod:`awa_django.validation`); ``flow`` validates a schedule's unique and concurrency keys;
 ``declaration`` is :func:`periodic`, ``AWA_SCHEDULES`` and
 ``cron.py`` discovery; ``sync`` is the additive sync (its statement is the
 store's, shared with reconciliation); ``ranges`` the options' value ranges;
@@ -25,7 +25,6 @@ __all__ = [
     "periodic",
     "shape",
     "sync",
-    "validation",
 ]
 
 _DECLARATION_API = {"Schedule", "build_schedule", "declared_schedules", "periodic"}

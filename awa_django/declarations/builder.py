@@ -16,12 +16,11 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from .. import contract
+from .. import contract, validation
 from ..client.compat import Task
 from ..conf import Kind, conf
 from ..cron import search
 from ..exceptions import InvalidSchedule
-from . import validation
 from .flow import flow_metadata
 from .ranges import RANGES, number_problem
 from .shape import Schedule

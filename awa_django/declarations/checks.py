@@ -13,7 +13,11 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Warning
 from django.db import DatabaseError, connections
+from django.utils.module_loading import import_string
 
+from ..client.backend import AwaBackend
+from ..client.compat import task_backends
+from ..client.paths import is_allowed_module
 from ..conf import conf
 from ..cron.search import legacy_difference
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
@@ -22,6 +26,7 @@ from .declaration import discovery_errors, registry, settings_schedules
 from .runtime import RUNTIME_OWNER
 
 __all__ = [
+    "check_task_backend",
     "FIELD_CHECKS",
     "UNKNOWN_OPTION",
     "check_changed_day_rules",
@@ -172,4 +177,53 @@ def check_runtime_names(app_configs: Any = None, databases: Any = None, **kwargs
             )
             for name in clashes
         )
+    return messages
+
+
+def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Declared schedules need an AwaBackend: their fires are rows only runtasks runs."""
+    schedules, _ = settings_schedules()  # invalid ones are reported by check_schedules
+    schedules = [*schedules, *registry]
+    if not schedules:
+        return []
+    awa_aliases = set()
+    for alias, config in task_backends.settings.items():
+        try:
+            backend_class = import_string(config["BACKEND"])
+        except (ImportError, KeyError):
+            continue  # Django's own tasks checks report it
+        if isinstance(backend_class, type) and issubclass(backend_class, AwaBackend):
+            awa_aliases.add(alias)
+    if not awa_aliases:
+        return [
+            Error(
+                f"{len(schedules)} schedule(s) declared but no TASKS backend is an AwaBackend",
+                hint="Add a TASKS entry with BACKEND 'awa_django.backend.AwaBackend'.",
+                id="awa_django.E072",
+            )
+        ]
+    messages: list[CheckMessage] = []
+    for schedule in sorted(schedules, key=lambda s: s.name):
+        if not is_allowed_module(schedule.kind.rpartition(".")[0]):
+            messages.append(
+                Error(
+                    f"schedule {schedule.name!r}: task module is outside INSTALLED_APPS and AWA_TASK_MODULES",
+                    hint="Move the task into an installed app, or list its module in AWA_TASK_MODULES.",
+                    obj=f"schedule {schedule.name!r}",
+                    id="awa_django.E075",
+                )
+            )
+        try:
+            backend_alias = import_string(schedule.kind).backend
+        except (ImportError, AttributeError):
+            continue  # check_schedules reports it
+        if backend_alias not in awa_aliases:
+            messages.append(
+                Error(
+                    f"schedule {schedule.name!r}: task backend {backend_alias!r} is not an AwaBackend",
+                    hint="Use an AwaBackend alias for the task (@task(backend=...)) or in TASKS.",
+                    obj=f"schedule {schedule.name!r}",
+                    id="awa_django.E073",
+                )
+            )
     return messages

@@ -24,10 +24,10 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import module_has_submodule
 
+from .. import validation
 from ..client.compat import Task
 from ..conf import conf
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
-from . import validation
 from .builder import (
     MAX_ATTEMPTS_RANGE,
     MAX_NAME_LENGTH,

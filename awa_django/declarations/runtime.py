@@ -28,10 +28,10 @@ from typing import Any
 from ..client.compat import Task
 from ..client.paths import outside_problem
 from ..exceptions import InvalidSchedule, UnknownScheduleOption
+from ..validation import kind_problem
 from .builder import build_schedule
 from .flow import split_flow
 from .shape import FIELDS, SETTINGS_KEYS, Schedule
-from .validation import kind_problem
 
 __all__ = [
     "RUNTIME_OWNER",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 
+from .. import validation
 from ..cron.interval import MAX_EVERY
 from ..db import jsonb
-from ..declarations import validation
 from ..store.schedule_rows import ScheduleRow
 from .policies import deadline_problem
 

@@ -35,12 +35,12 @@ from typing import Any
 from django.apps import apps
 from django.db import DatabaseError, DataError, IntegrityError, connections
 
+from .. import validation
 from ..client.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from ..client.payloads import exception_text
 from ..cron import search
 from ..cron.interval import describe_every
 from ..db import jsonb, sessions
-from ..declarations import validation
 from ..declarations.declaration import name_identity
 from ..declarations.runtime import RUNTIME_OWNER, build_runtime_schedule, declared_in_code
 from ..declarations.shape import Schedule

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..declarations.validation import name_problem, text_problem
 from ..exceptions import ScheduleNotFound
+from ..validation import name_problem, text_problem
 
 # paused_by, retired_by and triggered_by are shown in listings: like a
 # schedule name, at most 200 characters that print as themselves.

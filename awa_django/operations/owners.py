@@ -22,9 +22,9 @@ from django.db import connections, transaction
 
 from ..db import sessions
 from ..db.guards import bound_transaction_waits
-from ..declarations.validation import validate_label
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..store import fleet as store
+from ..validation import validate_label
 from .common import ActionResult, require_actor, require_schedule_name
 
 logger = logging.getLogger("awa_django.ownership")

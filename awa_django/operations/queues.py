@@ -22,9 +22,9 @@ from ..client.compat import task_backends
 from ..conf import MAX_RETENTION, Kind, conf
 from ..db import timestamps
 from ..db.guards import bound_transaction_waits
-from ..declarations.validation import queue_problem, text_problem
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..store import jobs, queues
+from ..validation import queue_problem, text_problem
 from .common import ActionResult, require_actor, require_schedule_name
 
 logger = logging.getLogger("awa_django.queues")

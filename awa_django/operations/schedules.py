@@ -17,11 +17,11 @@ from django.db.models import Case, F, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from django.db.models.query import ModelIterable
 
+from .. import validation
 from ..client.backend import announce_fires
 from ..cron import search
 from ..db.guards import bound_transaction_waits
 from ..db.sessions import database_now
-from ..declarations import validation
 from ..declarations.runtime import RUNTIME_OWNER
 from ..exceptions import OperationRefused, ScheduleNotFound
 from ..models import CronJob

@@ -11,7 +11,7 @@ from django.core.checks import CheckMessage, Error
 
 from ..conf import conf
 from ..declarations.runtime import RUNTIME_OWNER, is_reserved_owner
-from ..declarations.validation import validate_label
+from ..validation import validate_label
 
 __all__ = ["check_reconciliation"]
 

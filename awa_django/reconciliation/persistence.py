@@ -29,9 +29,9 @@ from ..conf import conf
 from ..db import sessions
 from ..db.guards import bound_transaction_waits
 from ..declarations.runtime import RUNTIME_OWNER, is_reserved_owner
-from ..declarations.validation import validate_label
 from ..store import fleet as store
 from ..store import schedule_upsert as upsert
+from ..validation import validate_label
 from . import evidence
 from .decision import Blocker, Evidence, Plan, decide, evidence_until, retirement_revisions, single_hash
 from .evidence import FRESH_FOR, UnreadableManifest

@@ -7,14 +7,17 @@ count estimate and the filters' choices are small statements of their own.
 
 from __future__ import annotations
 
-from django.db.models import DurationField, TextField
+from django.db.models import DurationField, Q, TextField
 from django.db.models.expressions import RawSQL
 
+from ..db import timestamps
+from ..models import Job
 from .jobs import Cursor
 from .queries import query
 
 __all__ = [
     "duration",
+    "newest_jobs",
     "errors_text",
     "estimated_count",
     "first_schedule_names",
@@ -69,3 +72,11 @@ def first_schedule_names(cursor: Cursor, limit: int) -> set[str]:
     """The first ``limit`` schedule names in name order."""
     cursor.execute(query("first_schedule_names"), {"limit": limit})
     return {row[0] for row in cursor.fetchall()}
+
+
+def newest_jobs(matching: Q, limit: int) -> list[Job]:
+    """The newest ``limit`` jobs ``matching`` (``awa jobs list``); a row holding a
+    timestamp no datetime can hold (raw SQL, or stored before the check of
+    migration 0024) comes back flagged instead of failing the listing."""
+    safe = timestamps.with_safe_timestamps(Job.objects.filter(matching))
+    return list(safe.order_by("-id")[:limit])

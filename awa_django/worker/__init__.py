@@ -2,8 +2,8 @@
 
 ``loop`` is the worker: it claims up to its free slots and hands attempts to its
 ``runner`` threads (which call back through ``runner.Pool``); ``outcomes``
-records how each attempt ended, completing the successful ones in batches;
-``context`` tells a running task about its job.
+records how each attempt ended, completing the successful ones in batches.
+What a running task learns about its job is :mod:`awa_django.jobcontext`.
 
 ``awa_django.worker.Worker`` is a deprecated path kept for one release: it
 resolves to :class:`awa_django.testing.Worker` and warns (``DeprecationWarning``).
@@ -15,7 +15,7 @@ import importlib
 import warnings
 from typing import Any
 
-__all__ = ["context", "loop", "outcomes", "runner"]
+__all__ = ["loop", "outcomes", "runner"]
 _MOVED_TO = {"Worker": "awa_django.testing"}
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
 
+from .. import jobcontext as context
 from ..client import tracing
 from ..client.compat import TaskContext, normalize_json, task_started
 from ..client.paths import TaskNotHere, TaskNotRunnable, call_arguments, load_task
@@ -27,7 +28,6 @@ from ..client.results import to_task_result
 from ..db import sessions
 from ..exceptions import InvalidJobRow, UnstorableResult
 from ..store.job_rows import JobRow
-from . import context
 from .outcomes import Outcomes, Success
 
 logger = logging.getLogger("awa_django.worker")

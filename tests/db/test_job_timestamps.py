@@ -16,9 +16,9 @@ from django.db import IntegrityError, connection, transaction
 from awa_django.checks import database as checks
 from awa_django.client.compat import TaskResultStatus, default_task_backend
 from awa_django.db.sqlfiles import read_sql
-from awa_django.declarations.validation import RUN_AFTER_MAX, RUN_AFTER_MIN
 from awa_django.models import Job
 from awa_django.store import jobs
+from awa_django.validation import RUN_AFTER_MAX, RUN_AFTER_MIN
 from awa_django.worker.loop import Worker
 from tests.helpers.jobrows import (
     IMPOSSIBLE_TIMESTAMPS,

@@ -7,8 +7,8 @@ import logging
 import sys
 from typing import Any
 
+from awa_django import jobcontext as context
 from awa_django.jsonlog import JsonFormatter, bind_process, json_logging
-from awa_django.worker import context
 
 
 def record(msg: str = "hello %s", args: tuple[Any, ...] = ("world",), **extra: Any) -> logging.LogRecord:

@@ -15,9 +15,9 @@ from typing import Any, cast
 import pytest
 from django.db import connection, transaction
 
+from awa_django import jobcontext as context
 from awa_django.models import Job
 from awa_django.store.job_rows import JobRow
-from awa_django.worker import context
 from awa_django.worker.loop import Worker
 from awa_django.worker.outcomes import Success
 from awa_django.worker.runner import Attempt, Runner, drop_unusable_connections, run_attempt

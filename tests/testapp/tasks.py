@@ -24,7 +24,7 @@ def not_a_task() -> None:
 def _effect(label: str, phase: str = "done") -> None:
     import os
 
-    from awa_django.worker.context import current_fire, current_job
+    from awa_django.jobcontext import current_fire, current_job
 
     from .models import Effect
 

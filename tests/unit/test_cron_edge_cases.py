@@ -8,11 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from awa_django import validation
 from awa_django.admin.schedule_rows import _due
 from awa_django.cron import search
 from awa_django.cron.describe import describe_cron
 from awa_django.cron.search import CronError, fires_between, parse_cron
-from awa_django.declarations import validation
 from awa_django.declarations.builder import build_schedule
 from awa_django.exceptions import InvalidSchedule
 from awa_django.leader.row_checks import row_problem

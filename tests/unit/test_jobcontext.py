@@ -6,7 +6,7 @@ import contextvars
 from datetime import UTC, datetime
 from typing import Any
 
-from awa_django.worker.context import CronFire, JobInfo, current_fire, current_job, running
+from awa_django.jobcontext import CronFire, JobInfo, current_fire, current_job, running
 
 
 def job(**metadata: Any) -> JobInfo:

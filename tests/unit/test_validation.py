@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from awa_django.declarations import validation
+from awa_django import validation
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,10 @@ from django.db import DatabaseError
 from awa_django.cli.arguments import bounded_int, text_of
 from awa_django.exceptions import InvalidSchedule, NotMigrated
 
-from ... import metrics
+from ... import metrics, validation
 from ...client.compat import InvalidTaskBackend
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
-from ...declarations import validation
 from ...declarations.declaration import declared_schedules
 from ...jsonlog import announce
 from ...reconciliation.persistence import RegistrationConflict

@@ -17,13 +17,13 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import contract
-from ..cron.parse import non_ascii_reason
+from . import contract
+from .cron.parse import non_ascii_reason
 
 # The payload limits' wording lives below db/ (its JSON decoder words them too);
 # re-exported for the validators that name it here.
-from ..db.json_limits import depth_problem as depth_problem
-from ..db.json_limits import size_problem as size_problem
+from .db.json_limits import depth_problem as depth_problem
+from .db.json_limits import size_problem as size_problem
 
 # A cron expression longer than this is refused before it is parsed: parsing
 # cost grows with the text, and every evaluation pass parses due rows again.
