@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import django
 import environ
-
-from awa_django.client import compat
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -28,7 +27,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    *compat.APPS,  # "django_tasks" on Django 5.2 (the backport), nothing on 6.x
+    # The django-tasks backport on Django 5.2; Django 6 has django.tasks built in.
+    *(["django_tasks"] if django.VERSION < (6, 0) else []),
     "awa_django",
     "example_project.demo",
 ]
@@ -64,7 +64,7 @@ TASKS = {
     "default": {
         # Jobs (cron fires and Task.enqueue()) live in awa_jobs; run them
         # with `manage.py runtasks`.
-        "BACKEND": "awa_django.client.backend.AwaBackend",
+        "BACKEND": "awa_django.backend.AwaBackend",
         "QUEUES": ["default", "reports"],
     }
 }

@@ -253,7 +253,7 @@ EXECUTING_CALLS = {"execute", "executemany", "raw", "extra", "mogrify"}
 # as "VACUUM of awa_cron_jobs" is prose.
 SQL_TEXT = re.compile(
     r"^\s*(?:--[^\n]*\n\s*)*(SELECT|INSERT INTO|UPDATE|DELETE FROM|WITH|VACUUM|REINDEX|ANALYZE|CREATE|ALTER|"
-    r"DROP|LOCK TABLE|LISTEN|NOTIFY|TRUNCATE|PREPARE|EXPLAIN)\s+(?:[A-Z*(%{\"]|awa_|\w+\s*[,(])"
+    r"DROP|LOCK TABLE|LISTEN|NOTIFY|TRUNCATE|PREPARE|EXPLAIN)\s+(?:[A-Z*(%{\"\d]|awa_|\w+\s*[,(]|\w+\s+FROM\b)"
 )
 AWA_TABLE = re.compile(r"\bawa_[a-z_]+")
 
