@@ -13,9 +13,9 @@ declarations; :func:`create_schedule`, :func:`update_schedule` and
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from . import lazy
 from .exceptions import InvalidSchedule
 
 __all__ = [
@@ -83,11 +83,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy.forwarding(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

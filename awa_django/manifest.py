@@ -7,9 +7,9 @@ next release.
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from . import lazy
 
 if TYPE_CHECKING:
     # The code's home, for type checkers; at run time each name loads on first use.
@@ -23,10 +23,4 @@ __all__ = [
 _MOVED_TO = dict.fromkeys(__all__, "awa_django.operations")
 
 
-def __getattr__(name: str) -> Any:
-    public = _MOVED_TO.get(name)
-    if public is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # stacklevel=2: the warning names the line that imports the name, not this one.
-    warnings.warn(f"{__name__} is deprecated; import {name} from {public}", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(public), name)
+__getattr__ = lazy.deprecated(__name__, _MOVED_TO)

@@ -22,8 +22,7 @@ slot history), ``declarations`` (rows against this code's declarations),
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .. import lazy
 
 __all__ = [
     "ActionResult",
@@ -84,11 +83,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy.forwarding(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

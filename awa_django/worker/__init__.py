@@ -11,18 +11,10 @@ resolves to :class:`awa_django.testing.Worker` and warns (``DeprecationWarning``
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from .. import lazy
 
 __all__ = ["loop", "outcomes", "runner"]
 _MOVED_TO = {"Worker": "awa_django.testing"}
 
 
-def __getattr__(name: str) -> Any:
-    public = _MOVED_TO.get(name)
-    if public is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # stacklevel=2: the warning names the line that imports the name, not this one.
-    warnings.warn(f"{__name__} is deprecated; import {name} from {public}", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(public), name)
+__getattr__ = lazy.deprecated(__name__, _MOVED_TO)

@@ -155,7 +155,7 @@ def test_deprecated_paths__load_nothing_until_a_name_is_used() -> None:
         f"for old in {sorted(DEPRECATED)!r}:\n"
         "    __import__(old)\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('awa_django.'))\n"
-        f"assert set(loaded) == {{'awa_django.exceptions', 'awa_django.tasks', *{sorted(DEPRECATED)!r}}}, loaded\n"
+        f"assert set(loaded) == {{'awa_django.exceptions', 'awa_django.lazy', 'awa_django.tasks', *{sorted(DEPRECATED)!r}}}, loaded\n"
     )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PACKAGE.parent)}
     done = subprocess.run(
