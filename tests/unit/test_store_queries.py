@@ -52,3 +52,34 @@ def test_a_duplicate_name_across_files_is_refused(tmp_path: Path, monkeypatch: p
 def test_an_unknown_name_is_a_key_error_naming_it() -> None:
     with pytest.raises(KeyError, match="no_such_query"):
         queries.query("no_such_query")
+
+
+def test_a_fragment_is_written_once_and_included_where_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "a.sql").write_text(
+        "-- fragment: columns\n-- what they are\nid, state\n\n"
+        "-- name: one\nSELECT /*@columns*/ FROM t\n\n-- name: two\nSELECT /*@columns*/, 1 FROM u\n"
+    )
+    monkeypatch.setattr(queries, "SQL_DIR", tmp_path)
+    queries.all_queries.cache_clear()
+    try:
+        assert {n: q.sql for n, q in queries.all_queries().items()} == {
+            "one": "SELECT id, state FROM t",
+            "two": "SELECT id, state, 1 FROM u",
+        }
+    finally:
+        queries.all_queries.cache_clear()
+
+
+def test_a_marker_naming_no_fragment_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "a.sql").write_text("-- name: one\nSELECT /*@nothing*/ FROM t\n")
+    monkeypatch.setattr(queries, "SQL_DIR", tmp_path)
+    queries.all_queries.cache_clear()
+    try:
+        with pytest.raises(queries.QueryFileError, match="no such fragment 'nothing'"):
+            queries.all_queries()
+    finally:
+        queries.all_queries.cache_clear()

@@ -10,21 +10,8 @@
 -- Claim up to limit ready jobs of queues (NULL: every queue) for worker_id,
 -- passing over concurrency keys and queues without room under limits (JSON,
 -- NULL without queue limits).
-SELECT id, attempt, state, kind, queue, args, priority, max_attempts, errors, result,
-       tags, metadata, worker_ids, unique_key, concurrency_key, concurrency_limit,
-       CASE WHEN run_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN run_at END AS run_at,
-       CASE WHEN created_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN created_at END AS created_at,
-       CASE WHEN attempted_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN attempted_at END AS attempted_at,
-       CASE WHEN started_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN started_at END AS started_at,
-       CASE WHEN heartbeat_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN heartbeat_at END AS heartbeat_at,
-       CASE WHEN finished_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN finished_at END AS finished_at,
-       NULLIF(concat_ws(', ',
-           CASE WHEN NOT run_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'run_at ' || run_at::text END,
-           CASE WHEN NOT created_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'created_at ' || created_at::text END,
-           CASE WHEN NOT attempted_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'attempted_at ' || attempted_at::text END,
-           CASE WHEN NOT started_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'started_at ' || started_at::text END,
-           CASE WHEN NOT heartbeat_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'heartbeat_at ' || heartbeat_at::text END,
-           CASE WHEN NOT finished_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'finished_at ' || finished_at::text END), '') AS invalid_timestamps
+SELECT /*@job_row_columns*/,
+       /*@job_invalid_timestamps_text*/ AS invalid_timestamps
   FROM awa_claim_v3(%(queues)s, %(limit)s, %(worker_id)s, %(limits)s::jsonb);
 
 -- name: complete_and_claim_jobs
@@ -55,13 +42,7 @@ SELECT id, attempt, state,
        CASE WHEN state = 'running' THEN unique_key END AS unique_key,
        CASE WHEN state = 'running' THEN concurrency_key END AS concurrency_key,
        CASE WHEN state = 'running' THEN concurrency_limit END AS concurrency_limit,
-       CASE WHEN state = 'running' THEN NULLIF(concat_ws(', ',
-           CASE WHEN NOT run_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'run_at ' || run_at::text END,
-           CASE WHEN NOT created_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'created_at ' || created_at::text END,
-           CASE WHEN NOT attempted_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'attempted_at ' || attempted_at::text END,
-           CASE WHEN NOT started_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'started_at ' || started_at::text END,
-           CASE WHEN NOT heartbeat_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'heartbeat_at ' || heartbeat_at::text END,
-           CASE WHEN NOT finished_at BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59.999999+00' THEN 'finished_at ' || finished_at::text END), '') END AS invalid_timestamps
+       CASE WHEN state = 'running' THEN /*@job_invalid_timestamps_text*/ END AS invalid_timestamps
   FROM awa_complete_claim_v3(%(ids)s::bigint[], %(attempts)s::integer[], %(results)s::jsonb[],
                              %(queues)s::text[], %(limit)s, %(worker_id)s, %(limits)s::jsonb);
 

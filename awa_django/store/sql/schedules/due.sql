@@ -1,13 +1,7 @@
--- name: due_schedules_batch
--- One batch of the rows an evaluation pass plans (ScheduleRow.from_row reads
--- them): due, or awaiting a (re)computation (next_fire_at NULL), after a name
--- (keyset), at most a limit. Names first (each arm of the UNION ALL a range
--- scan of the partial index awa_cron_jobs_due, stopping at the limit), the
--- described columns only for the batch: computing them for every due row
--- before the LIMIT made a pass quadratic in the due rows. Rows whose CAS is
--- lost keep next_fire_at NULL; the keyset (name > after) stops a pass from
--- reading them again. Parameters: after, limit, max_depth (AWA_MAX_JSON_DEPTH).
-SELECT
+-- fragment: due_row_columns
+-- The columns of a row an evaluation pass plans, as ScheduleRow.from_row reads
+-- them (every query that hands the evaluator rows selects exactly these).
+-- Parameter: max_depth (AWA_MAX_JSON_DEPTH).
        name, cron_expr, every_seconds, timezone, missed_fire_policy, kind, parked_reason, starting_deadline,
        jitter,
        -- Timestamps a Python datetime (and the fire-time arithmetic) can hold
@@ -46,6 +40,18 @@ SELECT
                           <= %(max_depth)s THEN 0
                      ELSE awa_json_depth_v1(metadata, %(max_depth)s) END) AS metadata_depth,
        statement_timestamp() AS now
+
+-- name: due_schedules_batch
+-- One batch of the rows an evaluation pass plans (ScheduleRow.from_row reads
+-- them): due, or awaiting a (re)computation (next_fire_at NULL), after a name
+-- (keyset), at most a limit. Names first (each arm of the UNION ALL a range
+-- scan of the partial index awa_cron_jobs_due, stopping at the limit), the
+-- described columns only for the batch: computing them for every due row
+-- before the LIMIT made a pass quadratic in the due rows. Rows whose CAS is
+-- lost keep next_fire_at NULL; the keyset (name > after) stops a pass from
+-- reading them again. Parameters: after, limit, max_depth (AWA_MAX_JSON_DEPTH).
+SELECT
+       /*@due_row_columns*/
   FROM awa_cron_jobs
  WHERE name = ANY(ARRAY(
     SELECT name FROM (
@@ -66,86 +72,12 @@ SELECT
 -- due_schedules_batch): two arms of a UNION ALL rather than an OR, so each is
 -- a range scan of the partial index awa_cron_jobs_due. Parameter: max_depth.
 SELECT
-       name, cron_expr, every_seconds, timezone, missed_fire_policy, kind, parked_reason, starting_deadline,
-       jitter,
-       -- Timestamps a Python datetime (and the fire-time arithmetic) can hold
-       -- come back typed; anything else ('infinity', year 0001 or 9999, BC) as
-       -- NULL, with the text for the CAS and the parking reason. Reading
-       -- 'infinity' typed would fail the whole query (the pass of every schedule).
-       CASE WHEN last_enqueued_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN last_enqueued_at END AS last_enqueued_at,
-       last_enqueued_at::text AS prev_text,
-       CASE WHEN created_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN created_at END AS created_at,
-       created_at::text AS created_text,
-       CASE WHEN anchor BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN anchor END AS anchor,
-       anchor::text AS anchor_text,
-       -- The payload a fire copies into the job, described rather than loaded.
-       jsonb_typeof(args) AS args_type,
-       jsonb_typeof(args -> 'args') AS args_args_type,
-       jsonb_typeof(args -> 'kwargs') AS args_kwargs_type,
-       (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(
-           CASE WHEN jsonb_typeof(args) = 'object' THEN args ELSE '{}' END) AS k) AS args_keys,
-       -- Size and depth as measured when the payload was written (the trigger
-       -- awa_cron_jobs_measure keeps them): a pass costs the same whatever the
-       -- payloads' sizes. Measured here only for a row written with triggers
-       -- disabled (its measures NULL), the depth then up to the limit + 1: a
-       -- value with no more opening brackets than the limit cannot be deeper.
-       COALESCE(args_bytes, octet_length(args::text)) AS args_bytes,
-       jsonb_typeof(metadata) AS metadata_type,
-       COALESCE(metadata_bytes, octet_length(metadata::text)) AS metadata_bytes,
-       COALESCE(args_depth,
-                CASE WHEN octet_length(args::text) - octet_length(translate(args::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(args, %(max_depth)s) END) AS args_depth,
-       COALESCE(metadata_depth,
-                CASE WHEN octet_length(metadata::text) - octet_length(translate(metadata::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(metadata, %(max_depth)s) END) AS metadata_depth,
-       statement_timestamp() AS now
+       /*@due_row_columns*/
   FROM awa_cron_jobs
  WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at <= statement_timestamp()
 UNION ALL
 SELECT
-       name, cron_expr, every_seconds, timezone, missed_fire_policy, kind, parked_reason, starting_deadline,
-       jitter,
-       -- Timestamps a Python datetime (and the fire-time arithmetic) can hold
-       -- come back typed; anything else ('infinity', year 0001 or 9999, BC) as
-       -- NULL, with the text for the CAS and the parking reason. Reading
-       -- 'infinity' typed would fail the whole query (the pass of every schedule).
-       CASE WHEN last_enqueued_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN last_enqueued_at END AS last_enqueued_at,
-       last_enqueued_at::text AS prev_text,
-       CASE WHEN created_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN created_at END AS created_at,
-       created_at::text AS created_text,
-       CASE WHEN anchor BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN anchor END AS anchor,
-       anchor::text AS anchor_text,
-       -- The payload a fire copies into the job, described rather than loaded.
-       jsonb_typeof(args) AS args_type,
-       jsonb_typeof(args -> 'args') AS args_args_type,
-       jsonb_typeof(args -> 'kwargs') AS args_kwargs_type,
-       (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(
-           CASE WHEN jsonb_typeof(args) = 'object' THEN args ELSE '{}' END) AS k) AS args_keys,
-       -- Size and depth as measured when the payload was written (the trigger
-       -- awa_cron_jobs_measure keeps them): a pass costs the same whatever the
-       -- payloads' sizes. Measured here only for a row written with triggers
-       -- disabled (its measures NULL), the depth then up to the limit + 1: a
-       -- value with no more opening brackets than the limit cannot be deeper.
-       COALESCE(args_bytes, octet_length(args::text)) AS args_bytes,
-       jsonb_typeof(metadata) AS metadata_type,
-       COALESCE(metadata_bytes, octet_length(metadata::text)) AS metadata_bytes,
-       COALESCE(args_depth,
-                CASE WHEN octet_length(args::text) - octet_length(translate(args::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(args, %(max_depth)s) END) AS args_depth,
-       COALESCE(metadata_depth,
-                CASE WHEN octet_length(metadata::text) - octet_length(translate(metadata::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(metadata, %(max_depth)s) END) AS metadata_depth,
-       statement_timestamp() AS now
+       /*@due_row_columns*/
   FROM awa_cron_jobs
  WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL
  ORDER BY name;
@@ -154,44 +86,7 @@ SELECT
 -- One row by name, with the columns of due_schedules_batch, due or not.
 -- Parameters: name, max_depth.
 SELECT
-       name, cron_expr, every_seconds, timezone, missed_fire_policy, kind, parked_reason, starting_deadline,
-       jitter,
-       -- Timestamps a Python datetime (and the fire-time arithmetic) can hold
-       -- come back typed; anything else ('infinity', year 0001 or 9999, BC) as
-       -- NULL, with the text for the CAS and the parking reason. Reading
-       -- 'infinity' typed would fail the whole query (the pass of every schedule).
-       CASE WHEN last_enqueued_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN last_enqueued_at END AS last_enqueued_at,
-       last_enqueued_at::text AS prev_text,
-       CASE WHEN created_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN created_at END AS created_at,
-       created_at::text AS created_text,
-       CASE WHEN anchor BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN anchor END AS anchor,
-       anchor::text AS anchor_text,
-       -- The payload a fire copies into the job, described rather than loaded.
-       jsonb_typeof(args) AS args_type,
-       jsonb_typeof(args -> 'args') AS args_args_type,
-       jsonb_typeof(args -> 'kwargs') AS args_kwargs_type,
-       (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(
-           CASE WHEN jsonb_typeof(args) = 'object' THEN args ELSE '{}' END) AS k) AS args_keys,
-       -- Size and depth as measured when the payload was written (the trigger
-       -- awa_cron_jobs_measure keeps them): a pass costs the same whatever the
-       -- payloads' sizes. Measured here only for a row written with triggers
-       -- disabled (its measures NULL), the depth then up to the limit + 1: a
-       -- value with no more opening brackets than the limit cannot be deeper.
-       COALESCE(args_bytes, octet_length(args::text)) AS args_bytes,
-       jsonb_typeof(metadata) AS metadata_type,
-       COALESCE(metadata_bytes, octet_length(metadata::text)) AS metadata_bytes,
-       COALESCE(args_depth,
-                CASE WHEN octet_length(args::text) - octet_length(translate(args::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(args, %(max_depth)s) END) AS args_depth,
-       COALESCE(metadata_depth,
-                CASE WHEN octet_length(metadata::text) - octet_length(translate(metadata::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(metadata, %(max_depth)s) END) AS metadata_depth,
-       statement_timestamp() AS now
+       /*@due_row_columns*/
   FROM awa_cron_jobs
  WHERE name = %(name)s;
 
@@ -201,44 +96,7 @@ SELECT
 -- and the seconds to it by the database clock): only through the partial
 -- index awa_cron_jobs_due. Parameters: ahead, limit, max_depth.
 SELECT
-       name, cron_expr, every_seconds, timezone, missed_fire_policy, kind, parked_reason, starting_deadline,
-       jitter,
-       -- Timestamps a Python datetime (and the fire-time arithmetic) can hold
-       -- come back typed; anything else ('infinity', year 0001 or 9999, BC) as
-       -- NULL, with the text for the CAS and the parking reason. Reading
-       -- 'infinity' typed would fail the whole query (the pass of every schedule).
-       CASE WHEN last_enqueued_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN last_enqueued_at END AS last_enqueued_at,
-       last_enqueued_at::text AS prev_text,
-       CASE WHEN created_at BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN created_at END AS created_at,
-       created_at::text AS created_text,
-       CASE WHEN anchor BETWEEN '1970-01-01T00:00:00+00:00' AND '9000-01-01T00:00:00+00:00'
-            THEN anchor END AS anchor,
-       anchor::text AS anchor_text,
-       -- The payload a fire copies into the job, described rather than loaded.
-       jsonb_typeof(args) AS args_type,
-       jsonb_typeof(args -> 'args') AS args_args_type,
-       jsonb_typeof(args -> 'kwargs') AS args_kwargs_type,
-       (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(
-           CASE WHEN jsonb_typeof(args) = 'object' THEN args ELSE '{}' END) AS k) AS args_keys,
-       -- Size and depth as measured when the payload was written (the trigger
-       -- awa_cron_jobs_measure keeps them): a pass costs the same whatever the
-       -- payloads' sizes. Measured here only for a row written with triggers
-       -- disabled (its measures NULL), the depth then up to the limit + 1: a
-       -- value with no more opening brackets than the limit cannot be deeper.
-       COALESCE(args_bytes, octet_length(args::text)) AS args_bytes,
-       jsonb_typeof(metadata) AS metadata_type,
-       COALESCE(metadata_bytes, octet_length(metadata::text)) AS metadata_bytes,
-       COALESCE(args_depth,
-                CASE WHEN octet_length(args::text) - octet_length(translate(args::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(args, %(max_depth)s) END) AS args_depth,
-       COALESCE(metadata_depth,
-                CASE WHEN octet_length(metadata::text) - octet_length(translate(metadata::text, '[{', ''))
-                          <= %(max_depth)s THEN 0
-                     ELSE awa_json_depth_v1(metadata, %(max_depth)s) END) AS metadata_depth,
-       statement_timestamp() AS now,
+       /*@due_row_columns*/,
        next_fire_at AS slot,
        EXTRACT(EPOCH FROM next_fire_at - clock_timestamp())::float8 AS slot_in
   FROM awa_cron_jobs

@@ -1,11 +1,8 @@
--- name: sync_owned_schedules
--- Make an owner's active rows match its manifest (awa_cron_manifests, by owner
--- and desired hash): new names inserted owned, changed definitions written;
--- a retired row, the fire clock, pause and lifecycle columns are never
--- touched, an unchanged definition is not written. Run under the owner's
--- manager context. A policy absent from a definition is written as its
--- default. The column lists are those schedules/shape.py FIELDS derives (a
--- unit test compares them).
+-- fragment: manifest_rows_insert
+-- Insert an owner's manifest rows (awa_cron_manifests, by owner and desired
+-- hash) as owned schedules; the two statements below add what they do on a
+-- conflict. The column lists are those declarations/shape.py FIELDS derives
+-- (a unit test compares them). Parameters: owner_id, desired_hash.
 INSERT INTO awa_cron_jobs AS c (name, cron_expr, timezone, kind, queue, args, priority, max_attempts,
     tags, metadata, missed_fire_policy, overlap, starting_deadline, jitter, every_seconds, anchor,
     owner_id, created_at, updated_at)
@@ -20,6 +17,16 @@ SELECT d.name, d.cron_expr, d.timezone, d.kind, d.queue, d.args, d.priority, d.m
       anchor timestamptz)
  WHERE m.owner_id = %s AND m.desired_hash = %s
  ORDER BY d.name
+
+-- name: sync_owned_schedules
+-- Make an owner's active rows match its manifest (awa_cron_manifests, by owner
+-- and desired hash): new names inserted owned, changed definitions written;
+-- a retired row, the fire clock, pause and lifecycle columns are never
+-- touched, an unchanged definition is not written. Run under the owner's
+-- manager context. A policy absent from a definition is written as its
+-- default. The column lists are those schedules/shape.py FIELDS derives (a
+-- unit test compares them).
+/*@manifest_rows_insert*/
 ON CONFLICT (name) DO UPDATE SET cron_expr = EXCLUDED.cron_expr, timezone = EXCLUDED.timezone,
     kind = EXCLUDED.kind, queue = EXCLUDED.queue, args = EXCLUDED.args, priority = EXCLUDED.priority,
     max_attempts = EXCLUDED.max_attempts, tags = EXCLUDED.tags, metadata = EXCLUDED.metadata,
@@ -37,20 +44,7 @@ ON CONFLICT (name) DO UPDATE SET cron_expr = EXCLUDED.cron_expr, timezone = EXCL
 -- name: insert_new_manifest_names
 -- Insert the names of an owner's manifest that no row has yet, owned;
 -- existing rows untouched. Columns as in sync_owned_schedules.
-INSERT INTO awa_cron_jobs AS c (name, cron_expr, timezone, kind, queue, args, priority, max_attempts,
-    tags, metadata, missed_fire_policy, overlap, starting_deadline, jitter, every_seconds, anchor,
-    owner_id, created_at, updated_at)
-SELECT d.name, d.cron_expr, d.timezone, d.kind, d.queue, d.args, d.priority, d.max_attempts, d.tags,
-    d.metadata, d.missed_fire_policy, COALESCE(d.overlap, 'allow'), COALESCE(d.starting_deadline,
-    NULL), COALESCE(d.jitter, 0), COALESCE(d.every_seconds, NULL), COALESCE(d.anchor, NULL),
-    m.owner_id, clock_timestamp(), clock_timestamp()
-  FROM awa_cron_manifests AS m, jsonb_to_recordset(m.manifest) AS d(name text, cron_expr text,
-      timezone text, kind text, queue text, args jsonb, priority integer, max_attempts integer,
-      tags text[], metadata jsonb, missed_fire_policy text, overlap text,
-      starting_deadline double precision, jitter double precision, every_seconds integer,
-      anchor timestamptz)
- WHERE m.owner_id = %s AND m.desired_hash = %s
- ORDER BY d.name
+/*@manifest_rows_insert*/
 ON CONFLICT (name) DO NOTHING;
 
 -- name: sync_declared_schedules
