@@ -16,12 +16,12 @@ import re
 import pytest
 from django.db import connection
 
-from awa_django import InvalidSchedule, contract
+from awa_django import InvalidSchedule, contract, validation
 from awa_django.bounded_text import MIN_CHARS
 from awa_django.client import enqueue, limits
 from awa_django.client.compat import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY
 from awa_django.conf import DEFAULTS, MAX_JSON_DEPTH, Kind
-from awa_django.declarations import builder, flow, ranges, validation
+from awa_django.declarations import builder, flow, ranges
 from awa_django.declarations.builder import build_schedule
 
 pytestmark = pytest.mark.django_db
