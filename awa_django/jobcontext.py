@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from . import contract
+
 # Public: what a task reads. ``running`` is the worker's, which sets the current job.
 __all__ = ["CronFire", "JobInfo", "current_fire", "current_job"]
 
@@ -57,15 +59,15 @@ def current_job() -> JobInfo | None:
 def current_fire() -> CronFire | None:
     """The schedule fire behind the running job, or None if it was not a cron fire."""
     job = _current.get()
-    if job is None or "cron_name" not in job.metadata:
+    if job is None or contract.CRON_NAME_KEY not in job.metadata:
         return None
     meta = job.metadata
-    fire_at = meta.get("cron_fire_at")
+    fire_at = meta.get(contract.CRON_FIRE_AT_KEY)
     return CronFire(
-        schedule=str(meta["cron_name"]),
+        schedule=str(meta[contract.CRON_NAME_KEY]),
         fire_at=datetime.fromisoformat(fire_at) if isinstance(fire_at, str) else None,
-        triggered_manually=bool(meta.get("triggered_manually", False)),
-        triggered_by=meta.get("triggered_by"),
+        triggered_manually=bool(meta.get(contract.TRIGGERED_MANUALLY_KEY, False)),
+        triggered_by=meta.get(contract.TRIGGERED_BY_KEY),
     )
 
 

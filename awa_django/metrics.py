@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import psycopg
 from django.db import DatabaseError, InterfaceError, connections, transaction
 
+from . import contract
 from .conf import conf
 from .db import sessions
 from .store.health import GaugeRow, database_gauges, statement_timeout
@@ -361,8 +362,8 @@ def observe_fires(jobs: Sequence[dict[str, Any]]) -> None:
         return
     for job in jobs:
         meta = job.get("metadata") or {}
-        FIRES.labels(label(meta.get("cron_name", ""))).inc()
-        created, fire_at = job.get("created_at"), meta.get("cron_fire_at")
+        FIRES.labels(label(meta.get(contract.CRON_NAME_KEY, ""))).inc()
+        created, fire_at = job.get("created_at"), meta.get(contract.CRON_FIRE_AT_KEY)
         if isinstance(created, datetime) and isinstance(fire_at, str):
             FIRE_LATENESS.observe(max(0.0, (created - datetime.fromisoformat(fire_at)).total_seconds()))
 

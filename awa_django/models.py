@@ -17,6 +17,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, Now, Trim
 from django.db.models.lookups import Range
 
+from . import contract
 from .contract import DURATION_MAX_SECONDS as MAX_DURATION
 from .db.jsonb import MANIFEST_WRAPS, GuardedJSONField
 from .terminal import printable
@@ -281,7 +282,7 @@ class Job(models.Model):
                 KT("metadata__cron_name"),
                 models.F("id").desc(),
                 name="awa_jobs_cron_name_id",
-                condition=models.Q(metadata__has_key="cron_name"),
+                condition=models.Q(metadata__has_key=contract.CRON_NAME_KEY),
             ),
             # The claim counts a concurrency key's running jobs.
             models.Index(
@@ -319,7 +320,7 @@ class Job(models.Model):
 
     @property
     def cron_name(self) -> str | None:
-        return self.metadata.get("cron_name") if isinstance(self.metadata, dict) else None
+        return self.metadata.get(contract.CRON_NAME_KEY) if isinstance(self.metadata, dict) else None
 
 
 class QueueMeta(models.Model):

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 from django.urls import reverse
 
+from .. import contract
 from ..cron import search
 from ..db.timestamps import with_safe_timestamps
 from ..models import CronJob
@@ -65,14 +66,14 @@ def last_fires(row: CronJob, count: int = 20) -> list[dict[str, Any]]:
     out = []
     for job in with_last_error(with_safe_timestamps(jobs))[:count]:
         duration = getattr(job, "awa_duration", None)
-        fire_at = job.metadata.get("cron_fire_at")
+        fire_at = job.metadata.get(contract.CRON_FIRE_AT_KEY)
         out.append(
             {
                 "job": job,
                 "url": reverse("admin:awa_django_job_change", args=[job.id]),
                 "fire_at": fire_time(fire_at, zone)
                 if fire_at
-                else "manual trigger by " + str(job.metadata.get("triggered_by", "?")),
+                else "manual trigger by " + str(job.metadata.get(contract.TRIGGERED_BY_KEY, "?")),
                 "duration": seconds(duration.total_seconds()) if duration is not None else "-",
                 "error": error_line(job),
             }

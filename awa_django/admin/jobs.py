@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from .. import contract
 from ..db import jsonb
 from ..db.timestamps import shown as invalid_shown
 from ..db.timestamps import with_safe_timestamps
@@ -180,7 +181,7 @@ class CronNameFilter(admin.SimpleListFilter):
             return queryset
         # Written so the partial index awa_jobs_cron_name_id applies.
         filtered: QuerySet[Any] = queryset.alias(cron_key=KT("metadata__cron_name")).filter(
-            metadata__has_key="cron_name", cron_key=self.value()
+            metadata__has_key=contract.CRON_NAME_KEY, cron_key=self.value()
         )
         return filtered
 
@@ -342,11 +343,11 @@ class JobAdmin(ReadOnlyAdmin):
         url = reverse("admin:awa_django_cronjob_change", args=[quote(name)])
         metadata = job.metadata  # a dict: cron_name found a name in it
         fire = (
-            fire_time(metadata["cron_fire_at"])
-            if metadata.get("cron_fire_at")
+            fire_time(metadata[contract.CRON_FIRE_AT_KEY])
+            if metadata.get(contract.CRON_FIRE_AT_KEY)
             else (
-                f"manual, by {metadata.get('triggered_by', '?')}"
-                if metadata.get("triggered_manually")
+                f"manual, by {metadata.get(contract.TRIGGERED_BY_KEY, '?')}"
+                if metadata.get(contract.TRIGGERED_MANUALLY_KEY)
                 else ""
             )
         )

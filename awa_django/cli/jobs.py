@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from .. import contract
 from ..conf import MAX_RETENTION
 from ..db import sessions, timestamps
 from ..models import Job, JobState
@@ -152,8 +153,10 @@ def jobs_list(command: BaseCommand, options: dict[str, Any]) -> None:
             "invalid_timestamps": timestamps.invalid(j),
             "cron_name": j.cron_name,
             # metadata may be any JSON value, or undecodable (db.jsonb), in a raw row.
-            "cron_fire_at": (j.metadata if isinstance(j.metadata, dict) else {}).get("cron_fire_at"),
-            "triggered_manually": bool(j.cron_name and j.metadata.get("triggered_manually")),
+            "cron_fire_at": (j.metadata if isinstance(j.metadata, dict) else {}).get(
+                contract.CRON_FIRE_AT_KEY
+            ),
+            "triggered_manually": bool(j.cron_name and j.metadata.get(contract.TRIGGERED_MANUALLY_KEY)),
             "duration_seconds": job_duration(j, now),
             "last_error": last_error(j),
         }

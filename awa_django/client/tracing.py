@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import contract
 from ..store.job_rows import JobRow
 
 try:
@@ -91,7 +92,10 @@ def _attempt_span(row: JobRow) -> Iterator[None]:
         "awa.job.attempt": row.attempt,
         "awa.job.max_attempts": row.max_attempts,
     }
-    for key, name in (("cron_name", "awa.cron.name"), ("cron_fire_at", "awa.cron.fire_at")):
+    for key, name in (
+        (contract.CRON_NAME_KEY, "awa.cron.name"),
+        (contract.CRON_FIRE_AT_KEY, "awa.cron.fire_at"),
+    ):
         if isinstance(metadata.get(key), str):
             attributes[name] = metadata[key]
     tracer = trace.get_tracer(TRACER_NAME)
@@ -204,7 +208,7 @@ def _end_fire_spans(spans: Mapping[str, trace.Span], jobs: FireRows) -> None:
     fired: dict[str, list[int]] = {name: [] for name in spans}
     for job in jobs:
         metadata = job.get("metadata")
-        name = metadata.get("cron_name") if isinstance(metadata, dict) else None
+        name = metadata.get(contract.CRON_NAME_KEY) if isinstance(metadata, dict) else None
         if name in fired:
             fired[name].append(int(job["id"]))
     for name, span in spans.items():

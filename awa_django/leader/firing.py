@@ -23,6 +23,7 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, InternalError, OperationalError
 
+from .. import contract
 from ..client import tracing
 from ..conf import conf
 from ..db import jsonb, sessions
@@ -245,13 +246,13 @@ def log_fired(jobs: list[dict[str, Any]]) -> None:
         metadata = job["metadata"] if isinstance(job["metadata"], dict) else {}
         logger.info(
             "schedule %s fired for %s (job %s)",
-            metadata.get("cron_name"),
-            metadata.get("cron_fire_at"),
+            metadata.get(contract.CRON_NAME_KEY),
+            metadata.get(contract.CRON_FIRE_AT_KEY),
             job["id"],
             extra={
                 "event": "cron.fired",
-                "schedule": metadata.get("cron_name"),
-                "fire_at": metadata.get("cron_fire_at"),
+                "schedule": metadata.get(contract.CRON_NAME_KEY),
+                "fire_at": metadata.get(contract.CRON_FIRE_AT_KEY),
                 "job_id": job["id"],
             },
         )

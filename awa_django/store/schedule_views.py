@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KT
 
+from .. import contract
 from ..models import CronJob, Job, QueueMeta
 from .queries import query
 
@@ -44,7 +45,7 @@ def schedule_jobs(using: str, name: str) -> QuerySet[Job]:
     return (
         Job.objects.using(using)
         .alias(cron_key=KT("metadata__cron_name"))
-        .filter(metadata__has_key="cron_name", cron_key=name)
+        .filter(metadata__has_key=contract.CRON_NAME_KEY, cron_key=name)
         .order_by("-id")
         .only("id", "state", "metadata", "attempted_at", "finished_at", "attempt", "created_at")
     )

@@ -13,6 +13,7 @@ from awa_django import metrics
 from awa_django.exceptions import InvalidSchedule, LeadershipUnavailable, NotMigrated
 from awa_django.terminal import printable
 
+from ... import contract
 from ...db.guards import guard_process_connections, privilege_error
 from ...db.migration_state import require_migrated
 from ...jsonlog import announce
@@ -64,7 +65,9 @@ class Command(BaseCommand):
                 meta = job["metadata"]
                 # The name comes from the row, which raw SQL may have written.
                 self.stdout.write(
-                    printable(f"  {meta['cron_name']} @ {meta['cron_fire_at']} -> job {job['id']}")
+                    printable(
+                        f"  {meta[contract.CRON_NAME_KEY]} @ {meta[contract.CRON_FIRE_AT_KEY]} -> job {job['id']}"
+                    )
                 )
             return
         metrics.serve_from_options(options)
