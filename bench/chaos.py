@@ -716,7 +716,10 @@ class Campaign:
             # (The last heartbeat before the freeze may be up to an interval
             # older than it, so a freeze shorter than the rescue delay can
             # still end in a rescue.)
-            if rescued_at is not None and lo - 1 <= rescued_at <= hi + 1 and hi >= at:
+            # A run that starts just after the freeze ends counts too: its job was
+            # claimed before the freeze, and rescued during it, before the
+            # worker's thread got to start it.
+            if rescued_at is not None and lo - 1 <= rescued_at <= hi + 1 and at <= hi + RECOVERY:
                 return "worker frozen past rescue"
             if rescued_at is None and lo <= at + RESCUE_AFTER + 2 and hi >= at and hi - lo >= RESCUE_AFTER:
                 return "worker frozen past rescue"
