@@ -41,7 +41,9 @@ def numbered(sql: str) -> str:
 
 
 def test_schedule_queries__the_family_holds_every_statement_of_its_files() -> None:
-    assert {"due_schedules_batch", "fire_plan", "sync_owned_schedules", "schedule_slot_history"} <= set(SCHEDULES)
+    assert {"due_schedules_batch", "fire_plan", "sync_owned_schedules", "schedule_slot_history"} <= set(
+        SCHEDULES
+    )
 
 
 @pytest.mark.parametrize("name", SCHEDULES)
