@@ -49,9 +49,15 @@ def paused(cursor: Cursor, queue: str) -> bool:
 def lock_meta(cursor: Cursor, queue: str) -> QueueMetaRow:
     """``queue``'s operator state, its row created when missing and locked
     until the transaction ends (call inside one)."""
-    cursor.execute(query("ensure_queue_meta"), {"queue": queue})
+    # Locked first: an existing row (the usual case) is never written to, so
+    # its statement trigger wakes no worker and no INSERT privilege is needed.
     cursor.execute(query("lock_queue_meta"), {"queue": queue})
-    paused_at, paused_by = cursor.fetchone()
+    row = cursor.fetchone()
+    if row is None:
+        cursor.execute(query("ensure_queue_meta"), {"queue": queue})
+        cursor.execute(query("lock_queue_meta"), {"queue": queue})
+        row = cursor.fetchone()
+    paused_at, paused_by = row
     return QueueMetaRow(queue, paused_at, paused_by)
 
 

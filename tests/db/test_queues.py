@@ -83,6 +83,24 @@ def test_pause_queue__records_the_actor_and_is_idempotent() -> None:
     assert is_queue_paused("default") is False
 
 
+@pytest.mark.django_db(transaction=True)
+def test_pause_queue__an_already_paused_queue_is_not_written_to_and_wakes_no_worker() -> None:
+    """Pausing a paused queue only reads its row: no statement on awa_queue_meta, so
+    its trigger notifies no worker. A marker notified afterwards arrives first."""
+    pause_queue("mail", "alice")
+    with raw_connection() as listener:
+        listener.execute("LISTEN awa_jobs")
+        assert not pause_queue("mail", "bob")
+        with raw_connection() as other:
+            other.execute("SELECT pg_notify('awa_jobs', 'marker')")
+        payloads = []
+        for notice in listener.notifies(timeout=30):
+            payloads.append(notice.payload)
+            if notice.payload == "marker":
+                break
+    assert payloads == ["marker"]
+
+
 def test_resume_queue__clears_the_pause_and_is_idempotent() -> None:
     pause_queue("mail", "alice")
     assert resume_queue("mail", "bob").changed
