@@ -17,7 +17,7 @@ from django.db import connections
 
 from awa_django.client.backend import AwaBackend
 from awa_django.client.compat import Task, TaskResult
-from awa_django.store.job_rows import job_row
+from awa_django.store.job_rows import JobRow
 from awa_django.worker.loop import Worker
 
 # One claim of one job by id, like awa_claim_v1 for a single row: a test must
@@ -45,7 +45,7 @@ class ImmediateAwaBackend(AwaBackend):
         with connections[self.database].cursor() as cursor:
             cursor.execute(CLAIM_ONE, [worker.worker_id, int(result.id)])
             columns = [c.name for c in cursor.description]
-            rows = [job_row(columns, r) for r in cursor.fetchall()]
+            rows = [JobRow.from_row(columns, r) for r in cursor.fetchall()]
         for row in rows:
             worker.execute(row)
         fresh = self.get_result(result.id)
