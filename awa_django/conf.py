@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import Enum
 from typing import Any, cast
 
@@ -394,3 +395,18 @@ class AwaSettings:
 
 
 conf = AwaSettings()
+
+
+def retention_age(older_than: float | None = None) -> timedelta:
+    """``older_than`` seconds, else ``AWA_JOB_RETENTION``, as an age; ``ValueError``
+    naming it when it is not a finite number from 0 to ``MAX_RETENTION``."""
+    name, seconds = (
+        ("older_than", older_than) if older_than is not None else ("AWA_JOB_RETENTION", conf.JOB_RETENTION)
+    )
+    # Kind.RETENTION is the range check E020 enforces on the setting; a larger
+    # age would overflow the timedelta (or the timestamp now - age) instead.
+    if not Kind.RETENTION.accepts(seconds):
+        raise ValueError(
+            f"{name} must be a finite number of seconds >= 0 and <= {MAX_RETENTION}, got {seconds!r}"
+        )
+    return timedelta(seconds=float(seconds))

@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from ..client.backend import AwaBackend
 from ..client.compat import task_backends
-from ..conf import MAX_RETENTION, Kind, conf
+from ..conf import MAX_RETENTION, retention_age
 from ..db import timestamps
 from ..db.guards import bound_transaction_waits
 from ..exceptions import OperationRefused, ScheduleNotFound
@@ -33,7 +33,6 @@ logger = logging.getLogger("awa_django.queues")
 # its worker; cancelling under it would race its completion).
 CANCELLABLE = jobs.CANCELLABLE
 FINISHED = jobs.FINISHED
-PRUNE_BATCH = 5000
 # The oldest age prune_jobs takes (see conf.MAX_RETENTION).
 MAX_PRUNE_AGE = timedelta(seconds=MAX_RETENTION)
 
@@ -246,26 +245,11 @@ def prune_jobs(older_than: float | None = None, using: str = "default", *, dry_r
     finite number from 0 to :data:`MAX_PRUNE_AGE`. With ``dry_run`` nothing is
     deleted and the number of jobs that would be is returned.
     """
-    name, seconds = (
-        ("older_than", older_than) if older_than is not None else ("AWA_JOB_RETENTION", conf.JOB_RETENTION)
-    )
-    # Kind.RETENTION is the range check E020 enforces on the setting; a larger
-    # age would overflow the timedelta (or the timestamp now - age) instead.
-    if not Kind.RETENTION.accepts(seconds):
-        raise ValueError(
-            f"{name} must be a finite number of seconds >= 0 and <= {MAX_RETENTION}, got {seconds!r}"
-        )
-    age = timedelta(seconds=float(seconds))
+    age = retention_age(older_than)
     with connections[using].cursor() as cursor:
         if dry_run:
             return jobs.count_prunable(cursor, age)
-        deleted = 0
-        while True:
-            # Small batches: short transactions, no long lock on a large table.
-            batch = jobs.prune_batch(cursor, age, PRUNE_BATCH)
-            deleted += batch
-            if batch < PRUNE_BATCH:
-                break
+        deleted = jobs.prune_all(cursor, age)
     if deleted:
         logger.info("pruned %d finished job(s)", deleted, extra={"event": "jobs.pruned", "count": deleted})
     return deleted

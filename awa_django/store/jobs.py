@@ -49,6 +49,7 @@ __all__ = [
     "invalid_timestamps",
     "job_rows",
     "key_holder",
+    "prune_all",
     "prune_batch",
     "release",
     "rescue",
@@ -434,3 +435,17 @@ def state(cursor: Cursor, job_id: int) -> str | None:
     """Job ``job_id``'s state, None when there is no such job."""
     cursor.execute(query("job_state"), {"id": job_id})
     return _state(cursor)
+
+
+# Jobs deleted per statement: short transactions, no long lock on a large table.
+PRUNE_BATCH = 5000
+
+
+def prune_all(cursor: Cursor, age: timedelta, batch: int = PRUNE_BATCH) -> int:
+    """Delete every job finished more than ``age`` ago, ``batch`` at a time; how many."""
+    deleted = 0
+    while True:
+        done = prune_batch(cursor, age, batch)
+        deleted += done
+        if done < batch:
+            return deleted

@@ -24,13 +24,11 @@ from psycopg import sql
 from .queries import query
 
 __all__ = [
-    "FINISHED_STATES",
     "HISTORY_KEPT",
     "IndexDefinition",
     "TransactionHolder",
     "TupleCounts",
     "cleanup_holders",
-    "count_finished_jobs_older_than",
     "drop_index_concurrently",
     "index_build_under_way",
     "index_leftovers",
@@ -40,7 +38,6 @@ __all__ = [
     "jobs_vacuum_under_way",
     "may_vacuum_jobs",
     "old_client_transaction",
-    "prune_finished_jobs_batch",
     "reindex_concurrently",
     "relation_size",
     "sample_index_entries",
@@ -49,8 +46,6 @@ __all__ = [
     "vacuum_schedules",
 ]
 
-# The states of a finished job (what a prune may delete).
-FINISHED_STATES = ("completed", "failed", "cancelled")
 # Outcomes kept per schedule in the slot history by each trim.
 HISTORY_KEPT = 1000
 
@@ -106,19 +101,6 @@ class IndexDefinition:
 
 
 # -- pruning and trims ---------------------------------------------------------------
-
-
-def count_finished_jobs_older_than(cursor: Any, age: datetime.timedelta) -> int:
-    """How many finished jobs finished more than ``age`` ago."""
-    cursor.execute(query("count_finished_jobs_older_than"), {"finished": list(FINISHED_STATES), "age": age})
-    return int(cursor.fetchone()[0])
-
-
-def prune_finished_jobs_batch(cursor: Any, age: datetime.timedelta, limit: int) -> int:
-    """Delete up to ``limit`` jobs finished more than ``age`` ago; how many were deleted."""
-    params = {"finished": list(FINISHED_STATES), "age": age, "limit": limit}
-    cursor.execute(query("prune_finished_jobs_batch"), params)
-    return int(cursor.rowcount)
 
 
 def trim_slot_history(kept: int = HISTORY_KEPT, using: str = "default") -> int:

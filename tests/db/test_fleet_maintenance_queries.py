@@ -31,7 +31,7 @@ def numbered(text: str) -> str:
 
 
 def test_the_families_hold_queries() -> None:
-    assert len(named("fleet")) >= 30 and len(named("maintenance")) >= 15
+    assert len(named("fleet")) >= 30 and len(named("maintenance")) >= 13
 
 
 @pytest.mark.django_db
